@@ -1,0 +1,43 @@
+"""The ``rl-contracts`` console script: ``validate``, ``schema`` and ``metrics``.
+
+Exit status: 0 success, 1 an invalid recipe, 2 bad usage, an unreadable file or an unreachable engine.  The CLI
+never prints a traceback for bad input, and imports neither torch nor vLLM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import metrics, validate
+
+__all__ = ["build_parser", "console_main", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with one sub-command per concern."""
+    parser = argparse.ArgumentParser(
+        prog="rl-contracts",
+        description="Fail-closed contracts between RL trainers and vLLM.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    validate.register(commands)
+    metrics.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit status (``SystemExit`` from argparse usage errors carries status 2)."""
+    args = build_parser().parse_args(argv)
+    status: int = args.run(args)
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+
+def console_main() -> None:
+    """Entry point of the ``rl-contracts`` console script."""
+    sys.exit(main())

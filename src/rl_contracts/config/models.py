@@ -1,0 +1,5 @@
+"""Config contracts: models (being implemented)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,292 @@
+"""The ``ContractError`` hierarchy and the helpers that keep every message bounded.
+
+Each concrete class also subclasses the built-in the reference raises in the same situation, so existing
+``except ValueError`` / ``except RuntimeError`` / ``except AssertionError`` code keeps working.  Errors carry
+structured attributes (``None`` when they do not apply), survive a ``pickle`` round-trip, and their message is at
+most :data:`MAX_MESSAGE_CHARS` characters whatever the input size (SPEC §0.3, §0.4).
+
+Every message in the library is composed with :func:`shorten`, :func:`render`, :func:`render_name` and
+:func:`render_list`; nothing else formats long lists.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+__all__ = [
+    "MAX_LIST_ITEMS",
+    "MAX_MESSAGE_CHARS",
+    "MAX_VALUE_CHARS",
+    "ChatResponseContractError",
+    "ConfigContractError",
+    "ContractError",
+    "ContractTypeError",
+    "CounterSnapshotError",
+    "EnvelopeError",
+    "PlaceholderRemapError",
+    "PlaceholderTypeError",
+    "PromptFormatError",
+    "RecipeError",
+    "RecipeLoadError",
+    "RolloutPromptMismatchError",
+    "RoutedExpertsError",
+    "SpliceError",
+    "UnsupportedConfigError",
+    "render",
+    "render_list",
+    "render_name",
+    "shorten",
+    "type_name",
+]
+
+MAX_MESSAGE_CHARS = 2000
+"""Upper bound on the length of every error message."""
+MAX_VALUE_CHARS = 200
+"""Upper bound on one interpolated value."""
+MAX_LIST_ITEMS = 8
+"""How many elements of a long list a message shows before ``... (N total)``."""
+
+
+def shorten(text: str, n: int) -> str:
+    """Return ``text`` when it has at most ``n`` characters, else its first ``n - 3`` followed by ``...``."""
+    return text if len(text) <= n else text[: max(n - 3, 0)] + "..."
+
+
+def _render_int(value: int) -> str:
+    try:
+        return shorten(str(value), MAX_VALUE_CHARS)
+    except ValueError:  # beyond sys.get_int_max_str_digits()
+        return f"<int of {value.bit_length()} bits>"
+
+
+def render(value: object) -> str:
+    """Render one interpolated value: ints in decimal, anything else as ``shorten(repr(value), 200)``.
+
+    A ``repr`` that raises is rendered as ``<unrepresentable {type}>`` so a hostile object can never mask the
+    error being reported.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _render_int(value)
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<unrepresentable {type_name(value)}>"
+    return shorten(text, MAX_VALUE_CHARS)
+
+
+def render_name(value: object) -> str:
+    """Render a name (modality, dtype, label, quoted string) as ``shorten(str(value), 200)``."""
+    try:
+        text = str(value)
+    except Exception:
+        return f"<unrepresentable {type_name(value)}>"
+    return shorten(text, MAX_VALUE_CHARS)
+
+
+def type_name(value: object) -> str:
+    """The ``__name__`` of ``value``'s class, shortened."""
+    return shorten(type(value).__name__, MAX_VALUE_CHARS)
+
+
+def render_list(items: Iterable[object], *, sort: bool = False, total: int | None = None) -> str:
+    """Render ids, indices or keys as a list literal of at most 8 elements, then ``... (N total)``.
+
+    ``sort=True`` sorts the elements first (they must be mutually comparable).  ``total`` gives the count when
+    ``items`` is a lazy prefix of a longer collection.
+    """
+    if sort:
+        ordered: list[object] = sorted(items)  # type: ignore[type-var]
+        head, count = ordered[:MAX_LIST_ITEMS], len(ordered)
+    else:
+        iterator = iter(items)
+        head = list(itertools.islice(iterator, MAX_LIST_ITEMS))
+        count = len(head) + (sum(1 for _ in iterator) if total is None else 0)
+    if total is not None:
+        count = total
+    body = "[" + ", ".join(render(item) for item in head) + "]"
+    return body if count <= MAX_LIST_ITEMS else f"{body} ... ({count} total)"
+
+
+def _rebuild(cls: type[ContractError], message: str, attributes: dict[str, Any]) -> ContractError:
+    return cls(message, **attributes)
+
+
+class ContractError(Exception):
+    """Root of every error the library raises; never raised directly.
+
+    ``str(err)`` and ``err.args[0]`` are both the (bounded) message.  Subclasses list their structured
+    attributes in ``_attributes``; an attribute that does not apply is ``None``.
+    """
+
+    _attributes: ClassVar[tuple[str, ...]] = ()
+    message: str
+
+    def __init__(self, message: str, **attributes: Any) -> None:
+        unknown = set(attributes) - set(self._attributes)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no attributes {sorted(unknown)}")
+        message = shorten(str(message), MAX_MESSAGE_CHARS)
+        super().__init__(message)
+        self.message = message
+        for name in self._attributes:
+            setattr(self, name, attributes.get(name))
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, {n: getattr(self, n) for n in self._attributes}))
+
+
+class ContractTypeError(ContractError, TypeError):
+    """An argument of the wrong Python type (a ``str`` where a collection is expected, a bool for an int)."""
+
+    _attributes = ("argument", "expected", "actual")
+    argument: str | None
+    expected: str | None
+    actual: str | None
+
+
+class PlaceholderTypeError(ContractTypeError):
+    """A placeholder range that is not a mapping, dataclass instance or ``PlaceholderRange``, or a non-int field."""
+
+    _attributes = ("argument", "expected", "actual", "modality", "item_index", "offset", "length")
+    modality: str | None
+    item_index: int | None
+    offset: int | None
+    length: int | None
+
+
+class PlaceholderRemapError(ContractError, ValueError):
+    """A placeholder range that is invalid, out of bounds, overlapping, straddling the splice, or not found."""
+
+    _attributes = ("modality", "item_index", "offset", "length")
+    modality: str | None
+    item_index: int | None
+    offset: int | None
+    length: int | None
+
+
+class SpliceError(ContractError, ValueError, AssertionError):
+    """A prefix splice that cannot be computed (no terminator, or terminator N not found).
+
+    Also an ``AssertionError`` because the reference raises one here.
+    """
+
+    _attributes = ("terminators", "count_needed", "count_seen")
+    terminators: tuple[int, ...] | None
+    count_needed: int | None
+    count_seen: int | None
+
+
+class RoutedExpertsError(ContractError, ValueError):
+    """Route tensors with a bad shape, dtype or id range, or wrong route counts in strict mode."""
+
+    _attributes = (
+        "routes",
+        "expected",
+        "valid_length",
+        "padded_length",
+        "num_cached_tokens",
+        "routes_start",
+        "min_id",
+        "max_id",
+        "dtype_name",
+        "limit",
+    )
+    routes: int | None
+    expected: int | None
+    valid_length: int | None
+    padded_length: int | None
+    num_cached_tokens: int | None
+    routes_start: int | None
+    min_id: int | None
+    max_id: int | None
+    dtype_name: str | None
+    limit: int | None
+
+
+class EnvelopeError(ContractError, ValueError):
+    """A malformed routed-experts wire envelope or an unencodable tensor.
+
+    ``field`` is one of ``"prefix"``, ``"dtype"``, ``"shape"``, ``"payload"``, ``"length"`` or ``"value"``.
+    """
+
+    _attributes = ("field",)
+    field: str | None
+
+
+class RolloutPromptMismatchError(ContractError, ValueError):
+    """The prompt vLLM processed differs from the learner's prompt."""
+
+    _attributes = ("expected_length", "actual_length", "first_mismatch_index")
+    expected_length: int | None
+    actual_length: int | None
+    first_mismatch_index: int | None
+
+
+class PromptFormatError(ContractError, ValueError):
+    """Inconsistent generation batch data (shapes, lengths, row counts, ``sample_idx``)."""
+
+    _attributes = ("key", "row", "value")
+    key: str | None
+    row: int | None
+    value: str | None
+
+
+class ChatResponseContractError(ContractError, RuntimeError):
+    """Chat response choices and generation outputs that do not match."""
+
+    _attributes = (
+        "choice_index",
+        "token_id",
+        "token_count",
+        "logprob_count",
+        "missing_choice_indices",
+        "unexpected_output_indices",
+    )
+    choice_index: int | None
+    token_id: int | None
+    token_count: int | None
+    logprob_count: int | None
+    missing_choice_indices: list[int] | None
+    unexpected_output_indices: list[int] | None
+
+
+class CounterSnapshotError(ContractError, ValueError):
+    """Counter values that are non-finite, negative, of the wrong kind, or unparseable."""
+
+    _attributes = ("key", "value")
+    key: str | None
+    value: str | None
+
+
+class ConfigContractError(ContractError, ValueError):
+    """A config rejection outside schema validation; ``path`` is relative to the generation section."""
+
+    _attributes = ("path", "value")
+    path: str | None
+    value: str | None
+
+
+class UnsupportedConfigError(ConfigContractError, AssertionError):
+    """A combination that vLLM reload refit does not support (also an ``AssertionError``, as in the reference)."""
+
+
+class RecipeError(ConfigContractError):
+    """A recipe whose content is invalid; ``issues`` holds every issue at once (warnings included)."""
+
+    _attributes = ("path", "value", "file", "issues")
+    file: str | None
+    issues: tuple[Any, ...] | None
+
+
+class RecipeLoadError(ConfigContractError):
+    """A recipe that cannot be read: I/O error, YAML syntax error, non-mapping root, cycle or missing parent."""
+
+    _attributes = ("path", "value", "file", "line", "column")
+    file: str | None
+    line: int | None
+    column: int | None

@@ -1,0 +1,128 @@
+"""``typing.Protocol`` descriptions of the vLLM objects the library reads (SPEC §0.7).
+
+The library never imports vLLM: it reads these objects by attribute.  Attributes the SPEC calls optional are read
+with ``getattr(obj, name, None)``, so a missing one counts as ``None``; they are therefore not part of the
+Protocols below (a Protocol attribute would make them required for type checkers).  Real vLLM objects, pydantic
+models and ``SimpleNamespace`` stand-ins all satisfy these Protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+__all__ = [
+    "ChatChoiceLike",
+    "ChatResponseLike",
+    "CompletionOutputLike",
+    "CounterLike",
+    "HistogramLike",
+    "LoggerLike",
+    "LogprobLike",
+    "MetricLike",
+    "PlaceholderRangeLike",
+    "RequestOutputLike",
+    "TokenizerLike",
+    "VectorLike",
+]
+
+
+class LogprobLike(Protocol):
+    """vLLM ``vllm.logprobs.Logprob``: the log-probability of one token."""
+
+    @property
+    def logprob(self) -> float: ...
+
+
+class CompletionOutputLike(Protocol):
+    """vLLM ``vllm.outputs.CompletionOutput``.
+
+    Also read, optionally: ``routed_experts`` (numpy ``[rows, L, K]``, uint8/uint16) and ``finish_reason``.
+    """
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def token_ids(self) -> Sequence[int] | None: ...
+    @property
+    def logprobs(self) -> Sequence[Mapping[int, LogprobLike]] | None: ...
+
+
+class RequestOutputLike(Protocol):
+    """vLLM ``vllm.outputs.RequestOutput``.
+
+    Also read, optionally: ``outputs`` (missing means empty), ``prompt_routed_experts`` (legacy, vLLM 0.21.x)
+    and ``num_cached_tokens`` (quoted in messages only).
+    """
+
+    @property
+    def prompt_token_ids(self) -> Sequence[int] | None: ...
+
+
+class PlaceholderRangeLike(Protocol):
+    """vLLM ``vllm.multimodal.inputs.PlaceholderRange``: a frozen dataclass ``(offset, length, is_embed)``."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+
+
+class ChatChoiceLike(Protocol):
+    """One choice of an OpenAI-compatible chat response; ``message`` is any object whose attributes can be set."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def message(self) -> Any: ...
+
+
+class ChatResponseLike(Protocol):
+    """vLLM's ``ChatCompletionResponse`` (pydantic, extra fields allowed); ``choices`` is read optionally."""
+
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+class MetricLike(Protocol):
+    """Any object of ``vllm.v1.metrics.reader`` (``Counter``, ``Gauge``, ``Histogram``, ``Vector``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
+class CounterLike(MetricLike, Protocol):
+    """``Counter``/``Gauge``: one scalar ``value``."""
+
+    @property
+    def value(self) -> float: ...
+
+
+class VectorLike(MetricLike, Protocol):
+    """``Vector``: per-position ``values`` (index i is spec-decode position i, 0-based)."""
+
+    @property
+    def values(self) -> Sequence[float]: ...
+
+
+class HistogramLike(MetricLike, Protocol):
+    """``Histogram``: ``count``, ``sum`` and ``buckets`` (the buckets are ignored)."""
+
+    @property
+    def count(self) -> float: ...
+    @property
+    def sum(self) -> float: ...
+
+
+class TokenizerLike(Protocol):
+    """A tokenizer: ``eos_token_id``; ``decode`` is optional and only used to enrich error messages."""
+
+    @property
+    def eos_token_id(self) -> int | None: ...
+
+
+class LoggerLike(Protocol):
+    """A ``logging.Logger``-like object with printf-style ``warning``."""
+
+    def warning(self, msg: str, *args: object) -> None: ...

@@ -1,0 +1,19 @@
+"""Hypothesis strategies for every input the library validates, grouped by concern and re-exported here.
+
+Each strategy's docstring says what it generates and which SPEC §7 invariants it is meant to exercise.
+"""
+
+from .chat import *  # noqa: F403
+from .chat import __all__ as _chat
+from .config import *  # noqa: F403
+from .config import __all__ as _config
+from .metrics import *  # noqa: F403
+from .metrics import __all__ as _metrics
+from .prompts import *  # noqa: F403
+from .prompts import __all__ as _prompts
+from .routes import *  # noqa: F403
+from .routes import __all__ as _routes
+from .splice import *  # noqa: F403
+from .splice import __all__ as _splice
+
+__all__ = [*_chat, *_config, *_metrics, *_prompts, *_routes, *_splice]

@@ -1,0 +1,5 @@
+"""Hypothesis strategies for the routes contracts."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
