@@ -1,0 +1,91 @@
+"""Shared argument checks: ints that are never bools, bools, token-id sequences (SPEC §0.3, §0.6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from rl_contracts.checks import ContractInt, as_int, is_int, require_bool, require_int, token_ids
+from rl_contracts.errors import ContractTypeError
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, True),
+        (-3, True),
+        (np.int64(5), True),
+        (np.uint8(7), True),
+        (True, False),
+        (np.bool_(True), False),
+        (1.0, False),
+        ("1", False),
+        (b"1", False),
+        (None, False),
+    ],
+)
+def test_is_int(value: object, expected: bool) -> None:
+    """is_int accepts ints and __index__ scalars and rejects bools, floats, strings and None."""
+    assert is_int(value) is expected
+
+
+def test_as_int_returns_plain_int_and_rejects_bool() -> None:
+    """as_int converts numpy ints to int and raises ValueError for bools."""
+    value = as_int(np.int32(4))
+    assert value == 4
+    assert type(value) is int
+    with pytest.raises(ValueError, match="bool"):
+        as_int(True)
+
+
+def test_contract_int_field_rejects_bool_and_float() -> None:
+    """A ContractInt model field rejects bools and floats inside a ValidationError."""
+
+    class M(BaseModel):
+        x: ContractInt
+
+    assert M(x=np.int16(3)).x == 3
+    for bad in (True, 1.0, "1"):
+        with pytest.raises(ValidationError):
+            M(x=bad)
+
+
+def test_require_int_and_bool_name_the_argument() -> None:
+    """require_int/require_bool raise ContractTypeError naming the argument and the type seen."""
+    assert require_int(np.int64(2), "n") == 2
+    with pytest.raises(ContractTypeError, match="n must be an int") as info:
+        require_int(True, "n")
+    assert info.value.argument == "n"
+    assert info.value.actual == "bool"
+    assert require_bool(False, "flag") is False
+    with pytest.raises(ContractTypeError, match="flag must be a bool, got int"):
+        require_bool(1, "flag")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[1, 2, 3], (1, 2, 3), np.array([1, 2, 3], dtype=np.int64), np.array([1, 2, 3], dtype=np.uint16)],
+)
+def test_token_ids_accepts_int_sequences(value: object) -> None:
+    """Lists, tuples and 1-D integer arrays convert to a new list of plain ints."""
+    out = token_ids(value, "ids")
+    assert out == [1, 2, 3]
+    assert all(type(x) is int for x in out)
+    assert out is not value
+
+
+def test_token_ids_returns_a_new_list() -> None:
+    """The result is a fresh list even for a list input."""
+    src = [1, 2]
+    assert token_ids(src, "ids") is not src
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["abc", b"ab", 5, None, [1, True], [1, 2.0], [[1], [2]], np.array([[1, 2]]), np.array([1.0, 2.0])],
+)
+def test_token_ids_rejects_non_int_sequences(value: object) -> None:
+    """Strings, scalars, bools, floats, nested sequences and 2-D or float arrays raise ContractTypeError."""
+    with pytest.raises(ContractTypeError, match="ids"):
+        token_ids(value, "ids")
