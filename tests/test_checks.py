@@ -23,6 +23,8 @@ from rl_contracts.errors import ContractTypeError
         ("1", False),
         (b"1", False),
         (None, False),
+        (np.array([1, 2]), False),
+        (np.array(3), True),
     ],
 )
 def test_is_int(value: object, expected: bool) -> None:
@@ -54,13 +56,22 @@ def test_contract_int_field_rejects_bool_and_float() -> None:
 def test_require_int_and_bool_name_the_argument() -> None:
     """require_int/require_bool raise ContractTypeError naming the argument and the type seen."""
     assert require_int(np.int64(2), "n") == 2
-    with pytest.raises(ContractTypeError, match="n must be an int") as info:
+    with pytest.raises(ContractTypeError) as info:
         require_int(True, "n")
-    assert info.value.argument == "n"
-    assert info.value.actual == "bool"
+    assert str(info.value) == "n must be an int (not bool), got bool"
+    assert (info.value.argument, info.value.expected, info.value.actual) == ("n", "an int (not bool)", "bool")
     assert require_bool(False, "flag") is False
-    with pytest.raises(ContractTypeError, match="flag must be a bool, got int"):
+    assert require_bool(True, "flag") is True
+    with pytest.raises(ContractTypeError) as info:
         require_bool(1, "flag")
+    assert str(info.value) == "flag must be a bool, got int"
+    assert (info.value.argument, info.value.expected, info.value.actual) == ("flag", "a bool", "int")
+
+
+def test_as_int_message_names_the_type() -> None:
+    """as_int's ValueError names the rejected type."""
+    with pytest.raises(ValueError, match=r"^expected an int \(not bool, float or str\), got float$"):
+        as_int(1.5)
 
 
 @pytest.mark.parametrize(
@@ -82,10 +93,48 @@ def test_token_ids_returns_a_new_list() -> None:
 
 
 @pytest.mark.parametrize(
-    "value",
-    ["abc", b"ab", 5, None, [1, True], [1, 2.0], [[1], [2]], np.array([[1, 2]]), np.array([1.0, 2.0])],
+    ("value", "message", "argument", "expected", "actual"),
+    [
+        ("abc", "ids must be a sequence of ints, got str", "ids", "a sequence of ints", "str"),
+        (b"ab", "ids must be a sequence of ints, got bytes", "ids", "a sequence of ints", "bytes"),
+        (5, "ids must be a sequence of ints, got int", "ids", "a sequence of ints", "int"),
+        (None, "ids must be a sequence of ints, got NoneType", "ids", "a sequence of ints", "NoneType"),
+        ([1, True], "ids[1] must be an int (not bool), got bool", "ids[1]", "an int (not bool)", "bool"),
+        ([1, 2.0], "ids[1] must be an int (not bool), got float", "ids[1]", "an int (not bool)", "float"),
+        ([[1], [2]], "ids[0] must be an int (not bool), got list", "ids[0]", "an int (not bool)", "list"),
+        (
+            np.array([[1, 2]]),
+            "ids must be a 1-D integer sequence, got ndarray with dtype int64 and 2 dimensions",
+            "ids",
+            "a 1-D integer sequence",
+            "ndarray with dtype int64 and 2 dimensions",
+        ),
+        (
+            np.array([1.0, 2.0]),
+            "ids must be a 1-D integer sequence, got ndarray with dtype float64 and 1 dimensions",
+            "ids",
+            "a 1-D integer sequence",
+            "ndarray with dtype float64 and 1 dimensions",
+        ),
+    ],
 )
-def test_token_ids_rejects_non_int_sequences(value: object) -> None:
+def test_token_ids_rejects_non_int_sequences(
+    value: object, message: str, argument: str, expected: str, actual: str
+) -> None:
     """Strings, scalars, bools, floats, nested sequences and 2-D or float arrays raise ContractTypeError."""
-    with pytest.raises(ContractTypeError, match="ids"):
+    with pytest.raises(ContractTypeError) as info:
         token_ids(value, "ids")
+    assert str(info.value) == message
+    assert (info.value.argument, info.value.expected, info.value.actual) == (argument, expected, actual)
+
+
+def test_token_ids_accepts_torch_tensors_and_numpy_scalars() -> None:
+    """A 1-D torch tensor converts by duck typing; numpy int elements become plain ints."""
+    import torch
+
+    assert token_ids(torch.tensor([4, 5], dtype=torch.int32), "ids") == [4, 5]
+    out = token_ids([np.int64(1), 2], "ids")
+    assert out == [1, 2]
+    assert all(type(x) is int for x in out)
+    with pytest.raises(ContractTypeError, match="dtype float32"):
+        token_ids(torch.tensor([1.0]), "ids")

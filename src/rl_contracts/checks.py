@@ -24,16 +24,22 @@ __all__ = [
     "token_ids",
 ]
 
+_BOOL_TYPE_NAMES = frozenset({"bool", "bool_"})  # numpy.bool_ is no bool subclass but may have __index__
+
+
+def _index(value: object) -> int | None:
+    """``operator.index(value)`` for non-bool ints; ``None`` for anything else (multi-element arrays included)."""
+    if type(value).__name__ in _BOOL_TYPE_NAMES or not hasattr(type(value), "__index__"):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
 
 def is_int(value: object) -> bool:
-    """Whether ``value`` is an int in the library's sense: has ``__index__`` and is not a bool."""
-    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy.bool_ is no bool subclass
-        return False
-    if isinstance(value, int):
-        return True
-    if isinstance(value, float | str | bytes):
-        return False
-    return hasattr(type(value), "__index__")
+    """Whether ``value`` is an int in the library's sense: ``__index__`` works on it and it is not a bool."""
+    return _index(value) is not None
 
 
 def as_int(value: object) -> int:
@@ -41,9 +47,10 @@ def as_int(value: object) -> int:
 
     Raises ``ValueError`` (reported by pydantic inside a ``ValidationError``).
     """
-    if not is_int(value):
+    index = _index(value)
+    if index is None:
         raise ValueError(f"expected an int (not bool, float or str), got {type_name(value)}")
-    return operator.index(value)  # type: ignore[arg-type]
+    return index
 
 
 ContractInt = Annotated[int, BeforeValidator(as_int)]
@@ -52,46 +59,30 @@ ContractInt = Annotated[int, BeforeValidator(as_int)]
 
 def require_int(value: object, argument: str) -> int:
     """Return ``value`` as a plain ``int`` or raise ``ContractTypeError`` naming ``argument``."""
-    if not is_int(value):
-        raise ContractTypeError(
-            f"{argument} must be an int (not bool), got {type_name(value)}",
-            argument=argument,
-            expected="int",
-            actual=type_name(value),
-        )
-    return operator.index(value)  # type: ignore[arg-type]
+    index = _index(value)
+    if index is None:
+        raise ContractTypeError.for_value(argument, "an int (not bool)", value)
+    return index
 
 
 def require_bool(value: object, argument: str) -> bool:
     """Return ``value`` when it is a ``bool``, else raise ``ContractTypeError`` naming ``argument``."""
     if not isinstance(value, bool):
-        raise ContractTypeError(
-            f"{argument} must be a bool, got {type_name(value)}",
-            argument=argument,
-            expected="bool",
-            actual=type_name(value),
-        )
+        raise ContractTypeError.for_value(argument, "a bool", value)
     return value
 
 
 def _array_to_list(value: Any, argument: str) -> list[int] | None:
     """Convert a 1-D integer numpy array or torch tensor by duck typing; ``None`` when ``value`` is neither."""
-    tolist = getattr(value, "tolist", None)
-    dtype = getattr(value, "dtype", None)
-    if not callable(tolist) or dtype is None or isinstance(value, Sequence):
+    if isinstance(value, Sequence) or not callable(getattr(value, "tolist", None)):
         return None
+    dtype_name = render_name(getattr(value, "dtype", None)).removeprefix("torch.")
     ndim = getattr(value, "ndim", None)
-    dtype_name = render_name(dtype).removeprefix("torch.")
-    if not (dtype_name.startswith(("int", "uint")) and ndim == 1):
-        raise ContractTypeError(
-            f"{argument} must be a 1-D integer sequence, got {type_name(value)} with dtype {dtype_name} "
-            f"and {ndim} dimensions",
-            argument=argument,
-            expected="1-D integer sequence",
-            actual=f"{type_name(value)}[{dtype_name}]",
-        )
-    result = tolist()
-    return result if isinstance(result, list) else None
+    if not dtype_name.startswith(("int", "uint")) or ndim != 1:
+        shown = f"{type_name(value)} with dtype {dtype_name} and {ndim} dimensions"
+        raise ContractTypeError.for_value(argument, "a 1-D integer sequence", value, actual=shown)
+    result: list[int] = value.tolist()
+    return result
 
 
 def token_ids(value: object, argument: str) -> list[int]:
@@ -105,22 +96,8 @@ def token_ids(value: object, argument: str) -> list[int]:
     if from_array is not None:
         return from_array
     if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence):
-        raise ContractTypeError(
-            f"{argument} must be a sequence of ints, got {type_name(value)}",
-            argument=argument,
-            expected="Sequence[int]",
-            actual=type_name(value),
-        )
+        raise ContractTypeError.for_value(argument, "a sequence of ints", value)
     items = list(value)
-    kinds = set(map(type, items))
-    if kinds <= {int}:
+    if set(map(type, items)) <= {int}:
         return items
-    for index, item in enumerate(items):
-        if not is_int(item):
-            raise ContractTypeError(
-                f"{argument}[{index}] must be an int (not bool), got {type_name(item)}",
-                argument=argument,
-                expected="int",
-                actual=type_name(item),
-            )
-    return [operator.index(item) for item in items]
+    return [require_int(item, f"{argument}[{index}]") for index, item in enumerate(items)]

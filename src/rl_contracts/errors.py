@@ -143,16 +143,34 @@ class ContractError(Exception):
 class ContractTypeError(ContractError, TypeError):
     """An argument of the wrong Python type (a ``str`` where a collection is expected, a bool for an int)."""
 
-    _attributes = ("argument", "expected", "actual")
+    _attributes: ClassVar[tuple[str, ...]] = ("argument", "expected", "actual")
     argument: str | None
     expected: str | None
     actual: str | None
+
+    @classmethod
+    def for_value(
+        cls, argument: str, expected: str, value: object, *, actual: str | None = None
+    ) -> ContractTypeError:
+        """The standard error "{argument} must be {expected}, got {actual}" (``actual``: the value's type name)."""
+        shown = type_name(value) if actual is None else actual
+        return cls(
+            f"{argument} must be {expected}, got {shown}", argument=argument, expected=expected, actual=shown
+        )
 
 
 class PlaceholderTypeError(ContractTypeError):
     """A placeholder range that is not a mapping, dataclass instance or ``PlaceholderRange``, or a non-int field."""
 
-    _attributes = ("argument", "expected", "actual", "modality", "item_index", "offset", "length")
+    _attributes: ClassVar[tuple[str, ...]] = (
+        "argument",
+        "expected",
+        "actual",
+        "modality",
+        "item_index",
+        "offset",
+        "length",
+    )
     modality: str | None
     item_index: int | None
     offset: int | None
@@ -162,7 +180,7 @@ class PlaceholderTypeError(ContractTypeError):
 class PlaceholderRemapError(ContractError, ValueError):
     """A placeholder range that is invalid, out of bounds, overlapping, straddling the splice, or not found."""
 
-    _attributes = ("modality", "item_index", "offset", "length")
+    _attributes: ClassVar[tuple[str, ...]] = ("modality", "item_index", "offset", "length")
     modality: str | None
     item_index: int | None
     offset: int | None
@@ -175,7 +193,7 @@ class SpliceError(ContractError, ValueError, AssertionError):
     Also an ``AssertionError`` because the reference raises one here.
     """
 
-    _attributes = ("terminators", "count_needed", "count_seen")
+    _attributes: ClassVar[tuple[str, ...]] = ("terminators", "count_needed", "count_seen")
     terminators: tuple[int, ...] | None
     count_needed: int | None
     count_seen: int | None
@@ -184,7 +202,7 @@ class SpliceError(ContractError, ValueError, AssertionError):
 class RoutedExpertsError(ContractError, ValueError):
     """Route tensors with a bad shape, dtype or id range, or wrong route counts in strict mode."""
 
-    _attributes = (
+    _attributes: ClassVar[tuple[str, ...]] = (
         "routes",
         "expected",
         "valid_length",
@@ -214,14 +232,14 @@ class EnvelopeError(ContractError, ValueError):
     ``field`` is one of ``"prefix"``, ``"dtype"``, ``"shape"``, ``"payload"``, ``"length"`` or ``"value"``.
     """
 
-    _attributes = ("field",)
+    _attributes: ClassVar[tuple[str, ...]] = ("field",)
     field: str | None
 
 
 class RolloutPromptMismatchError(ContractError, ValueError):
     """The prompt vLLM processed differs from the learner's prompt."""
 
-    _attributes = ("expected_length", "actual_length", "first_mismatch_index")
+    _attributes: ClassVar[tuple[str, ...]] = ("expected_length", "actual_length", "first_mismatch_index")
     expected_length: int | None
     actual_length: int | None
     first_mismatch_index: int | None
@@ -230,7 +248,7 @@ class RolloutPromptMismatchError(ContractError, ValueError):
 class PromptFormatError(ContractError, ValueError):
     """Inconsistent generation batch data (shapes, lengths, row counts, ``sample_idx``)."""
 
-    _attributes = ("key", "row", "value")
+    _attributes: ClassVar[tuple[str, ...]] = ("key", "row", "value")
     key: str | None
     row: int | None
     value: str | None
@@ -239,7 +257,7 @@ class PromptFormatError(ContractError, ValueError):
 class ChatResponseContractError(ContractError, RuntimeError):
     """Chat response choices and generation outputs that do not match."""
 
-    _attributes = (
+    _attributes: ClassVar[tuple[str, ...]] = (
         "choice_index",
         "token_id",
         "token_count",
@@ -258,7 +276,7 @@ class ChatResponseContractError(ContractError, RuntimeError):
 class CounterSnapshotError(ContractError, ValueError):
     """Counter values that are non-finite, negative, of the wrong kind, or unparseable."""
 
-    _attributes = ("key", "value")
+    _attributes: ClassVar[tuple[str, ...]] = ("key", "value")
     key: str | None
     value: str | None
 
@@ -266,7 +284,7 @@ class CounterSnapshotError(ContractError, ValueError):
 class ConfigContractError(ContractError, ValueError):
     """A config rejection outside schema validation; ``path`` is relative to the generation section."""
 
-    _attributes = ("path", "value")
+    _attributes: ClassVar[tuple[str, ...]] = ("path", "value")
     path: str | None
     value: str | None
 
@@ -278,7 +296,7 @@ class UnsupportedConfigError(ConfigContractError, AssertionError):
 class RecipeError(ConfigContractError):
     """A recipe whose content is invalid; ``issues`` holds every issue at once (warnings included)."""
 
-    _attributes = ("path", "value", "file", "issues")
+    _attributes: ClassVar[tuple[str, ...]] = ("path", "value", "file", "issues")
     file: str | None
     issues: tuple[Any, ...] | None
 
@@ -286,7 +304,7 @@ class RecipeError(ConfigContractError):
 class RecipeLoadError(ConfigContractError):
     """A recipe that cannot be read: I/O error, YAML syntax error, non-mapping root, cycle or missing parent."""
 
-    _attributes = ("path", "value", "file", "line", "column")
+    _attributes: ClassVar[tuple[str, ...]] = ("path", "value", "file", "line", "column")
     file: str | None
     line: int | None
     column: int | None
