@@ -1,17 +1,276 @@
-"""The ``metrics`` sub-command (placeholder until implemented)."""
+"""The ``metrics`` sub-command: watch a running vLLM server's engine and spec-decode metrics (SPEC §6.8).
+
+``rl-contracts metrics URL [--interval S] [--count N] [--json] [--timeout S]`` scrapes ``URL`` (a vLLM server's
+Prometheus page, e.g. ``http://127.0.0.1:8000/metrics``) once, then every ``S`` seconds (default 5), ``N`` times
+(default: until Ctrl-C).  For each interval it prints the engine step metrics (SPEC §6.6) and the spec-decode
+metrics (§6.7) between consecutive snapshots: a table, or one JSON object per line with ``--json``.
+
+Exit status: 0 after ``N`` intervals or Ctrl-C; 2, with one line on stderr, when the server is unreachable,
+answers with an HTTP status other than 200, times out (default 10 s), or serves a page that is not Prometheus text
+or holds no ``vllm:`` family.  Only the given URL is contacted: proxies from the environment are not used,
+redirects are refused, and no retry hides a failure.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import datetime
+import http.client
+import json
+import math
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import IO, Any
 
-__all__ = ["register"]
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import ContractError, shorten
+from ..metrics import (
+    AggregatedCounters,
+    _parse_prometheus,
+    aggregate_spec_decode_counters,
+    compute_engine_step_metrics,
+    compute_spec_decode_metrics,
+)
+
+__all__ = ["register", "run"]
+
+_MAX_PAGE_BYTES = 64 * 1024 * 1024
+"""A larger page is refused (a vLLM page is about 50 KB)."""
+
+
+class _ScrapeError(Exception):
+    """A failed scrape; the message is the one line printed on stderr."""
+
+
+def _float_arg(minimum: float, inclusive: bool) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+            bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+            raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _count_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 interval, got {text!r}")
+    return value
 
 
 def register(commands: Any) -> None:
-    """Add the sub-command(s) of this module to ``commands`` (an argparse sub-parsers action)."""
-    del commands
+    """Add the ``metrics`` sub-command to ``commands`` (an argparse sub-parsers action); its default ``run`` is
+    :func:`run`."""
+    parser = commands.add_parser(
+        "metrics",
+        help="print per-interval engine and spec-decode metrics of a running vLLM server",
+        description=(
+            "Scrape a vLLM server's Prometheus page every S seconds and print, for each interval, the engine step "
+            "metrics (tokens, mean lengths, ok/failed generations) and the spec-decode metrics (acceptance length "
+            "and rate, per position). Exit status 2 when the page cannot be fetched or is not a vLLM metrics page."
+        ),
+    )
+    parser.add_argument(
+        "url", metavar="URL", help="the server's metrics page, e.g. http://127.0.0.1:8000/metrics"
+    )
+    parser.add_argument(
+        "--interval",
+        type=_float_arg(0.0, inclusive=True),
+        default=5.0,
+        metavar="S",
+        help="seconds between scrapes (default: 5)",
+    )
+    parser.add_argument(
+        "--count",
+        type=_count_arg,
+        default=None,
+        metavar="N",
+        help="number of intervals to print after the first scrape (default: until interrupted)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object per interval and line")
+    parser.add_argument(
+        "--timeout",
+        type=_float_arg(0.0, inclusive=False),
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for the server on each scrape (default: 10)",
+    )
+    parser.set_defaults(run=run)
 
 
-def _unused(args: argparse.Namespace) -> int:
+def run(
+    args: argparse.Namespace,
+    *,
+    sleep: Callable[[float], object] = time.sleep,
+    clock: Callable[[], float] = time.time,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run ``rl-contracts metrics`` with parsed ``args``; return the exit status (0, or 2 on a failed scrape).
+
+    ``sleep`` (called with ``args.interval`` between scrapes), ``clock`` (epoch seconds of each scrape) and the
+    streams are injectable so tests do not wait.  A ``KeyboardInterrupt`` ends the run with status 0.
+    """
+    out = sys.stdout if stdout is None else stdout
+    err = sys.stderr if stderr is None else stderr
+    url: str = args.url
+    try:
+        _check_url(url)
+        started = clock()
+        previous = _scrape(url, args.timeout)
+        index = 0
+        while args.count is None or index < args.count:
+            sleep(args.interval)
+            ended = clock()
+            current = _scrape(url, args.timeout)
+            index += 1
+            engine = compute_engine_step_metrics(previous, current)
+            spec = compute_spec_decode_metrics(previous, current)
+            if args.json:
+                _print_json(out, index, started, ended, engine, spec)
+            else:
+                _print_table(out, url, index, started, ended, engine, spec)
+            previous, started = current, ended
+    except KeyboardInterrupt:
+        return 0
+    except (_ScrapeError, ContractError) as error:
+        message = " ".join(str(error).split())
+        print(shorten(f"rl-contracts metrics: error: {message}", 2000), file=err)
+        return 2
     return 0
+
+
+def _check_url(url: str) -> None:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise _ScrapeError(
+            f"URL must be an http:// or https:// address such as http://127.0.0.1:8000/metrics, got {url!r}"
+        )
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """Turn every redirect into an ``HTTPError`` so that only the given URL is contacted."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _fetch(url: str, timeout: float) -> bytes:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _RefuseRedirects())
+    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            if response.status != 200:
+                raise _ScrapeError(f"{url} answered HTTP {response.status}, expected 200")
+            body: bytes = response.read(_MAX_PAGE_BYTES + 1)
+    except urllib.error.HTTPError as error:
+        error.close()
+        raise _ScrapeError(f"{url} answered HTTP {error.code} {error.reason}, expected 200") from None
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, TimeoutError):
+            raise _ScrapeError(f"{url} did not answer within {timeout:g} s (--timeout)") from None
+        raise _ScrapeError(f"cannot reach {url}: {error.reason}; is the vLLM server running?") from None
+    except TimeoutError:
+        raise _ScrapeError(f"{url} did not answer within {timeout:g} s (--timeout)") from None
+    except (OSError, http.client.HTTPException, ValueError) as error:
+        raise _ScrapeError(f"cannot read {url}: {type(error).__name__}: {error}") from None
+    if len(body) > _MAX_PAGE_BYTES:
+        raise _ScrapeError(f"{url} served more than {_MAX_PAGE_BYTES} bytes; not a vLLM metrics page")
+    return body
+
+
+def _scrape(url: str, timeout: float) -> AggregatedCounters:
+    """Fetch and parse one snapshot, aggregated as the trainer does (1-based per-position keys)."""
+    body = _fetch(url, timeout)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _ScrapeError(f"{url} did not serve Prometheus text (not UTF-8)") from None
+    try:
+        snapshot, vllm_families = _parse_prometheus(text)
+    except ContractError as error:
+        raise _ScrapeError(f"{url} did not serve a usable Prometheus page: {error}") from None
+    if vllm_families == 0:
+        raise _ScrapeError(f"{url} holds no vllm: metric family; is it a vLLM server's /metrics page?")
+    return aggregate_spec_decode_counters([snapshot])
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _json_number(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _print_json(
+    out: IO[str],
+    index: int,
+    started: float,
+    ended: float,
+    engine: Mapping[str, float],
+    spec: Mapping[str, float],
+) -> None:
+    record = {
+        "interval": index,
+        "start": started,
+        "end": ended,
+        "engine": {key: _json_number(value) for key, value in engine.items()},
+        "spec_decode": {key: _json_number(value) for key, value in spec.items()},
+    }
+    print(json.dumps(record, allow_nan=False), file=out, flush=True)
+
+
+def _format_value(value: float) -> str:
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4f}"
+
+
+def _print_table(
+    out: IO[str],
+    url: str,
+    index: int,
+    started: float,
+    ended: float,
+    engine: Mapping[str, float],
+    spec: Mapping[str, float],
+) -> None:
+    console = Console(
+        file=out,
+        color_system="auto" if out.isatty() else None,
+        highlight=False,
+        markup=False,
+        emoji=False,
+    )
+    header = (
+        f"interval {index}: {_timestamp(started)} to {_timestamp(ended)} ({ended - started:.1f} s)  {url}"
+    )
+    console.print(Text(header), soft_wrap=True)
+    table = Table()
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    if not engine:
+        table.add_row(Text("engine: no kept series reported"), Text("-"))
+    for key, value in engine.items():
+        table.add_row(Text(key), Text(_format_value(value)))
+    table.add_section()
+    for key, value in spec.items():
+        table.add_row(Text(key), Text(_format_value(value)))
+    console.print(table)
+    out.flush()

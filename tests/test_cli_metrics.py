@@ -1,0 +1,330 @@
+"""Tests of ``rl-contracts metrics`` (SPEC §6.8) against a small local HTTP server serving recorded pages."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import itertools
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from rl_contracts.cli import build_parser, main
+from rl_contracts.cli import metrics as metrics_cli
+
+DATA = Path(__file__).parent / "data"
+SAMPLE_PAGE = (DATA / "vllm_server_metrics_sample.prom").read_bytes()
+AFTER_PAGE = (DATA / "server_metrics_after_two_chats.prom").read_bytes()
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+def spec_page(drafts: int, tokens: int, accepted: int, per_position: list[int]) -> bytes:
+    """A minimal vLLM page with spec-decode counters on one engine."""
+    lines = []
+    for name, value in (
+        ("vllm:spec_decode_num_drafts", drafts),
+        ("vllm:spec_decode_num_draft_tokens", tokens),
+        ("vllm:spec_decode_num_accepted_tokens", accepted),
+    ):
+        lines += [f"# TYPE {name}_total counter", f'{name}_total{{engine="0"}} {value}']
+    lines.append(f"# TYPE {PER_POS}_total counter")
+    lines += [f'{PER_POS}_total{{engine="0",position="{i}"}} {v}' for i, v in enumerate(per_position)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+Response = tuple[int, bytes, dict[str, str]]
+
+
+@dataclass
+class PageServer:
+    """A loopback HTTP server that answers each path with its queued responses in turn (the last one repeats)."""
+
+    base: str
+    routes: dict[str, list[Response]] = field(default_factory=dict)
+    release: threading.Event = field(default_factory=threading.Event)
+    requests: list[str] = field(default_factory=list)
+
+    def serve(self, path: str, *responses: bytes | Response) -> str:
+        self.routes[path] = [(200, r, {}) if isinstance(r, bytes) else r for r in responses]
+        return self.base + path
+
+
+@pytest.fixture
+def server() -> Iterator[PageServer]:
+    """Start a PageServer on 127.0.0.1 with an ephemeral port in a thread; shut it down afterwards."""
+    state = PageServer(base="")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            state.requests.append(self.path)
+            if self.path == "/slow":
+                state.release.wait(5)
+                return
+            queue = state.routes.get(self.path, [(404, b"not found", {})])
+            status, body, headers = queue.pop(0) if len(queue) > 1 else queue[0]
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass
+
+    httpd = Server(("127.0.0.1", 0), Handler)
+    state.base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+@dataclass
+class Result:
+    status: int
+    out: str
+    err: str
+    sleeps: list[float]
+
+
+def run_cli(*argv: str, sleep_raises: BaseException | None = None) -> Result:
+    """Run the sub-command with a recording sleep, a fake clock (100, 105, ...) and captured streams."""
+    args = build_parser().parse_args(["metrics", *argv])
+    sleeps: list[float] = []
+    clock = itertools.count(100.0, 5.0)
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if sleep_raises is not None:
+            raise sleep_raises
+
+    out, err = io.StringIO(), io.StringIO()
+    status = metrics_cli.run(args, sleep=sleep, clock=lambda: next(clock), stdout=out, stderr=err)
+    return Result(status, out.getvalue(), err.getvalue(), sleeps)
+
+
+def assert_one_line_error(result: Result, fragment: str) -> None:
+    """Exit status 2 and exactly one stderr line containing ``fragment``."""
+    assert result.status == 2
+    assert result.err.count("\n") == 1
+    assert result.err.startswith("rl-contracts metrics: error: ")
+    assert fragment in result.err
+
+
+def test_table_shows_the_delta_between_two_recorded_pages(server: PageServer) -> None:
+    """Two real pages in sequence give the step's token counts, exact mean lengths and outcomes, uncoloured."""
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE)
+    result = run_cli(url, "--count", "1", "--interval", "2.5")
+    assert result.status == 0
+    assert result.err == ""
+    assert result.sleeps == [2.5]
+    assert "\x1b[" not in result.out
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in result.out.splitlines()
+        if line.count("│") == 3
+    }
+    assert "┃ metric" in result.out
+    assert rows == {
+        "vllm/prompt_tokens": "25",
+        "vllm/generation_tokens": "10",
+        "vllm/prompt_length_mean": "12.5000",
+        "vllm/generation_length_mean": "5",
+        "vllm/generations_ok": "2",
+        "vllm/generations_failed": "0",
+        "vllm/spec_num_drafts": "0",
+        "vllm/spec_num_draft_tokens": "0",
+        "vllm/spec_num_accepted_tokens": "0",
+        "vllm/spec_acceptance_length": "1",
+        "vllm/spec_acceptance_rate": "0",
+    }
+    assert "interval 1: 1970-01-01T00:01:40+00:00 to 1970-01-01T00:01:45+00:00 (5.0 s)" in result.out
+
+
+def test_json_lines_parse_back_with_index_and_timestamps(server: PageServer) -> None:
+    """--json prints one object per interval with its index, start/end timestamps and both metric groups."""
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE, AFTER_PAGE)
+    result = run_cli(url, "--count", "2", "--json", "--interval", "0")
+    assert result.status == 0
+    records = [json.loads(line) for line in result.out.splitlines()]
+    assert [(r["interval"], r["start"], r["end"]) for r in records] == [(1, 100.0, 105.0), (2, 105.0, 110.0)]
+    assert records[0]["engine"] == {
+        "vllm/prompt_tokens": 25.0,
+        "vllm/generation_tokens": 10.0,
+        "vllm/prompt_length_mean": 12.5,
+        "vllm/generation_length_mean": 5.0,
+        "vllm/generations_ok": 2.0,
+        "vllm/generations_failed": 0.0,
+    }
+    assert records[1]["engine"]["vllm/prompt_tokens"] == 0.0
+    assert "vllm/prompt_length_mean" not in records[1]["engine"]
+    assert records[1]["spec_decode"]["vllm/spec_acceptance_length"] == 1.0
+    assert server.requests == ["/metrics"] * 3
+
+
+def test_spec_decode_acceptance_is_reported_per_position(server: PageServer) -> None:
+    """Spec-decode counters give acceptance length, rate and 1-based per-position counts and rates."""
+    url = server.serve(
+        "/metrics", spec_page(100, 300, 200, [75, 70, 55]), spec_page(200, 600, 440, [165, 150, 125])
+    )
+    result = run_cli(url, "--count", "1", "--json")
+    spec = json.loads(result.out)["spec_decode"]
+    assert spec["vllm/spec_num_drafts"] == 100.0
+    assert spec["vllm/spec_acceptance_length"] == pytest.approx(3.4)
+    assert spec["vllm/spec_acceptance_rate"] == pytest.approx(0.8)
+    assert spec[f"vllm/{PER_POS}-1"] == 90.0
+    assert spec[f"vllm/{PER_POS}-3"] == 70.0
+    assert spec["vllm/spec_acceptance_rate-pos-2"] == pytest.approx(0.8)
+    assert json.loads(result.out)["engine"] == {}
+
+
+def test_main_runs_the_registered_sub_command(server: PageServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """The console entry point dispatches 'metrics' with real sleep (0 s) and stdout."""
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE)
+    assert main(["metrics", url, "--count", "1", "--interval", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["engine"]["vllm/prompt_tokens"] == 25.0
+
+
+def test_ctrl_c_exits_zero(server: PageServer) -> None:
+    """A KeyboardInterrupt while waiting ends the run cleanly with status 0."""
+    url = server.serve("/metrics", SAMPLE_PAGE)
+    result = run_cli(url, sleep_raises=KeyboardInterrupt())
+    assert (result.status, result.out, result.err) == (0, "", "")
+
+
+def test_runs_until_interrupted_without_count(server: PageServer) -> None:
+    """Without --count it keeps scraping until interrupted."""
+    url = server.serve("/metrics", SAMPLE_PAGE)
+    args = build_parser().parse_args(["metrics", url, "--json"])
+    calls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        calls.append(seconds)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+
+    out = io.StringIO()
+    assert metrics_cli.run(args, sleep=sleep, stdout=out, stderr=io.StringIO()) == 0
+    assert calls == [5.0] * 4
+    assert len(out.getvalue().splitlines()) == 3
+
+
+def test_http_404_is_an_error(server: PageServer) -> None:
+    """A status other than 200 is a one-line error with exit status 2."""
+    assert_one_line_error(run_cli(server.base + "/missing"), "answered HTTP 404")
+
+
+def test_non_200_success_status_is_an_error(server: PageServer) -> None:
+    """A 2xx status other than 200 is also refused."""
+    url = server.serve("/metrics", (203, SAMPLE_PAGE, {}))
+    assert_one_line_error(run_cli(url), "answered HTTP 203, expected 200")
+
+
+def test_redirects_are_refused(server: PageServer) -> None:
+    """A redirect is reported, never followed, so only the given URL is contacted."""
+    server.serve("/target", SAMPLE_PAGE)
+    url = server.serve("/metrics", (302, b"", {"Location": server.base + "/target"}))
+    assert_one_line_error(run_cli(url), "answered HTTP 302")
+    assert server.requests == ["/metrics"]
+
+
+def test_later_failure_is_reported_after_printed_intervals(server: PageServer) -> None:
+    """A scrape failing after earlier intervals still exits 2; no retry hides it."""
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE, (500, b"boom", {}))
+    result = run_cli(url, "--json", "--count", "5")
+    assert len(result.out.splitlines()) == 1
+    assert_one_line_error(result, "answered HTTP 500")
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (b"<html><body>Welcome</body></html>\n", "could not parse Prometheus text"),
+        (b'{"status": "ok"}', "could not parse Prometheus text"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (
+            b"# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total -4\n",
+            "must be finite and >= 0",
+        ),
+    ],
+)
+def test_garbage_pages_are_errors(server: PageServer, body: bytes, fragment: str) -> None:
+    """A page that is not (valid) Prometheus text is a one-line error with exit status 2."""
+    url = server.serve("/metrics", body)
+    assert_one_line_error(run_cli(url), fragment)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"# TYPE process_open_fds gauge\nprocess_open_fds 3\n", b"", b"# just a comment\n"],
+)
+def test_pages_without_vllm_families_are_errors(server: PageServer, body: bytes) -> None:
+    """Prometheus text without any vllm: family is not a vLLM server's page."""
+    url = server.serve("/metrics", body)
+    assert_one_line_error(run_cli(url), "no vllm: metric family")
+
+
+def test_unreachable_server_is_an_error() -> None:
+    """A closed loopback port is a one-line 'cannot reach' error with exit status 2."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert_one_line_error(run_cli(f"http://127.0.0.1:{port}/metrics"), "cannot reach")
+
+
+def test_timeout_is_an_error(server: PageServer) -> None:
+    """A server slower than --timeout is a one-line error naming the timeout."""
+    assert_one_line_error(run_cli(server.base + "/slow", "--timeout", "0.2"), "did not answer within 0.2 s")
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "127.0.0.1:8000/metrics", "ftp://127.0.0.1/x", "http://"]
+)
+def test_non_http_urls_are_errors(url: str) -> None:
+    """Only http(s) URLs with a host are contacted."""
+    assert_one_line_error(run_cli(url), "http:// or https://")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--count", "0"],
+        ["--count", "x"],
+        ["--interval", "-1"],
+        ["--interval", "nan"],
+        ["--timeout", "0"],
+        ["--timeout", "inf"],
+        [],
+    ],
+)
+def test_bad_options_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Invalid option values (or a missing URL) exit with argparse's status 2."""
+    url = [] if not argv else ["http://127.0.0.1:9/metrics"]
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["metrics", *url, *argv])
+    assert info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_defaults_match_the_spec() -> None:
+    """Interval 5 s, no count (until interrupted), table output and a 10 s timeout by default."""
+    args = build_parser().parse_args(["metrics", "http://127.0.0.1:8000/metrics"])
+    assert (args.interval, args.count, args.json, args.timeout) == (5.0, None, False, 10.0)
+    assert args.run is metrics_cli.run
