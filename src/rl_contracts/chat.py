@@ -1,0 +1,516 @@
+"""Engine-native token information and routed experts on OpenAI-style chat responses (SPEC §3.5, §5).
+
+- :func:`attach_token_information_to_chat_response_choices`: the engine prompt ids, the generated ids and the
+  floored log-probabilities of the sampled tokens, on every choice's ``message``;
+- :func:`attach_routed_experts_to_chat_response_choices`: every choice's aligned routes, as an ``nrlre1``
+  envelope string in ``message.routed_experts``;
+- :func:`model_dump_chat_response_with_dynamic_message_fields`: a dump that keeps those fields whatever the
+  response model's extra-field policy.
+
+Both attach functions match choices to generation outputs by ``index`` (one shared matcher), run every check (and
+every alignment and encoding) before the first assignment, and restore every attribute they already set if an
+assignment still fails, so a failed call leaves the response exactly as it was.  Responses are read by attribute:
+vLLM's pydantic ``ChatCompletionResponse``, other pydantic models or ``SimpleNamespace`` stand-ins all work.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+
+from .checks import is_int, require_int, token_ids
+from .codec import encode_routed_experts
+from .errors import (
+    ChatResponseContractError,
+    ContractTypeError,
+    RoutedExpertsError,
+    render,
+    render_list,
+    render_name,
+    type_name,
+)
+from .protocols import ChatResponseLike, LoggerLike, RequestOutputLike
+from .routed_experts import (
+    ROUTED_EXPERTS_DTYPE_NAMES,
+    ROUTED_EXPERTS_FALLBACK_DTYPE,
+    pad_and_align_routed_expert_indices,
+)
+
+__all__ = [
+    "DYNAMIC_MESSAGE_FIELDS",
+    "ROUTED_EXPERTS_FALLBACK_WARNING",
+    "VLLM_LOGPROB_FLOOR",
+    "attach_routed_experts_to_chat_response_choices",
+    "attach_token_information_to_chat_response_choices",
+    "model_dump_chat_response_with_dynamic_message_fields",
+]
+
+VLLM_LOGPROB_FLOOR: float = -9999.0
+"""Lower clamp of per-token log-probabilities; also vLLM's default ``ChatCompletionLogProb.logprob``."""
+
+DYNAMIC_MESSAGE_FIELDS: tuple[str, ...] = (
+    "routed_experts",
+    "prompt_token_ids",
+    "generation_token_ids",
+    "generation_log_probs",
+)
+"""The message attributes the attach functions set, in the order the dump writes them."""
+
+ROUTED_EXPERTS_FALLBACK_WARNING = (
+    "R3 router replay fallback: vLLM returned incomplete routed_experts for chat choice_idx=%d, "
+    "missing_token_routes=%d, actual_routes=%d, expected_routes=%d. Megatron will use its own router for those "
+    "missing token routes."
+)
+"""The printf-style format logged once per choice with missing routes (choice, missing, actual, expected)."""
+
+_ResponseT = TypeVar("_ResponseT")
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class _Wording:
+    """The phrases in which the two attach functions' messages differ."""
+
+    what: str
+    pronoun: str
+
+    @property
+    def attaching(self) -> str:
+        return f"while attaching {self.what} to the OpenAI-compatible chat response"
+
+    @property
+    def asked(self) -> str:
+        return f"vLLM was asked to return {self.what} for the OpenAI-compatible chat endpoint but"
+
+
+_TOKENS = _Wording("token information", "it")
+_ROUTES = _Wording("routed experts", "them")
+
+_Match = tuple[int, Any, Any]
+"""One matched pair: ``(choice index, choice, generation output)``, in response order."""
+_Plan = list[tuple[int, Any, tuple[tuple[str, object], ...]]]
+"""The assignments of one call: ``(choice index, message, ((field, value), ...))``, in response order."""
+
+
+def attach_token_information_to_chat_response_choices(
+    response: _ResponseT, final_request_output: RequestOutputLike
+) -> _ResponseT:
+    """Attach the engine prompt ids, generated ids and floored sampled-token log-probs to every chat choice.
+
+    For each choice of ``response.choices``, matched by ``index`` to the output of
+    ``final_request_output.outputs`` with the same ``index``, sets ``message.prompt_token_ids`` (a fresh list per
+    choice), ``message.generation_token_ids`` and ``message.generation_log_probs`` (``max(logprob, -9999.0)`` of
+    each sampled token; ``-inf`` becomes ``-9999.0``).  ``choice.logprobs.content`` is ignored.  Returns
+    ``response``, mutated atomically: every check runs first, and a failing assignment restores every attribute
+    already set before the error is raised.
+
+    Raises:
+        ChatResponseContractError: no ``prompt_token_ids``; a non-int or duplicate output or choice index;
+            choice and output index sets that differ (``missing_choice_indices``,
+            ``unexpected_output_indices``); an output without ``token_ids``, or without ``logprobs`` while it has
+            tokens; token and log-prob counts that differ; a position whose log-probs lack the sampled token;
+            a log-prob that is not a number, NaN or ``+inf``; a choice without ``message``; ids that are not
+            ints; an assignment the message refuses.  Attributes ``choice_index``, ``token_id``,
+            ``token_count``, ``logprob_count``.
+
+    Example: prompt ids ``[1, 2, 3]`` and a choice with token ids ``[7, 8]`` whose sampled log-probs are
+    ``-0.5`` and ``-10000.0`` get ``generation_log_probs == [-0.5, -9999.0]``.
+
+    Divergence: the reference lets NaN through (``max(nan, x)`` is nan) and accepts ``+inf``; it mutates choices
+    one by one, so a later failure leaves earlier choices modified.
+    """
+    prompt = getattr(final_request_output, "prompt_token_ids", None)
+    if prompt is None:
+        raise ChatResponseContractError(
+            f"{_TOKENS.asked} the final request output did not include prompt_token_ids."
+        )
+    prompt_ids = _ids(prompt, "prompt_token_ids", None, _TOKENS)
+    plan: _Plan = []
+    for index, choice, output in _match_choices(response, final_request_output, _TOKENS, exact=True):
+        generated, log_probs = _token_information(index, output)
+        message = _message(choice, index, _TOKENS)
+        fields = (
+            ("prompt_token_ids", list(prompt_ids)),
+            ("generation_token_ids", generated),
+            ("generation_log_probs", log_probs),
+        )
+        plan.append((index, message, fields))
+    _assign(plan, _TOKENS)
+    return response
+
+
+def attach_routed_experts_to_chat_response_choices(
+    response: _ResponseT,
+    final_request_output: RequestOutputLike,
+    *,
+    device: torch.device | str,
+    logger: LoggerLike | None = None,
+    routed_experts_dtype: torch.dtype = ROUTED_EXPERTS_FALLBACK_DTYPE,
+    routes_start: int = 0,
+) -> _ResponseT:
+    """Attach every chat choice's aligned routes to ``message.routed_experts`` as an ``nrlre1`` envelope string.
+
+    Each choice is matched by ``index`` to its generation output ``o``; its routes are
+    ``pad_and_align_routed_expert_indices(final_request_output, o, valid_length=n, padded_length=n,
+    require_complete_routed_experts=True, return_stats=True, ...)`` with ``n`` the prompt plus generated token
+    count, so missing routes become ``-1`` rows and more than one surplus route raises.  ``routes_start`` is
+    the ``routed_experts_prompt_start`` the routes were requested with (SPEC §3.3).  Each choice with missing
+    routes is reported through ``logger.warning(ROUTED_EXPERTS_FALLBACK_WARNING, choice, missing, actual,
+    expected)``.  Returns ``response``, mutated atomically: every check, alignment, encoding and warning happens
+    before the first assignment, and a failing assignment restores every attribute already set.
+
+    Raises:
+        RoutedExpertsError: ``routed_experts_dtype`` not int8/int16/int32, a negative ``routes_start``, or any
+            alignment error of §3.3 (propagated).
+        ContractTypeError: ``routes_start`` not an int, or ``logger`` without a callable ``warning``.
+        ChatResponseContractError: a non-int or duplicate output or choice index, a choice with no output
+            (``missing_choice_indices``; outputs without a choice are ignored), a choice without ``message``, an
+            output without any routes, ids that are not ints, or an assignment the message refuses
+            (``choice_index``).
+
+    Example: a 3-token prompt with prompt routes ``[[[10]], [[11]]]`` and a choice whose output has token ids
+    ``[200]`` and routes ``[[[30]]]`` gets the envelope of ``[[[10]], [[11]], [[30]], [[0]]]``.
+
+    Divergence: the reference silently keeps the last of duplicate output indices and does not check choice
+    duplicates; it mutates choices before it reports unmatched ones, leaving a partial mutation.
+    """
+    if not (
+        isinstance(routed_experts_dtype, torch.dtype) and routed_experts_dtype in ROUTED_EXPERTS_DTYPE_NAMES
+    ):
+        raise RoutedExpertsError(
+            f"Unsupported routed_experts carry dtype {render_name(routed_experts_dtype)}; expected one of "
+            f"{sorted(ROUTED_EXPERTS_DTYPE_NAMES.values())}.",
+            dtype_name=render_name(routed_experts_dtype),
+        )
+    start = require_int(routes_start, "routes_start")
+    if start < 0:
+        raise RoutedExpertsError(
+            f"routes_start must be >= 0, got {start}",
+            routes_start=start,
+        )
+    if logger is not None and not callable(getattr(logger, "warning", None)):
+        raise ContractTypeError(
+            f"logger must have a callable warning(msg, *args), got {type_name(logger)}",
+            argument="logger",
+            expected="LoggerLike",
+            actual=type_name(logger),
+        )
+    matches = _match_choices(response, final_request_output, _ROUTES, exact=False)
+    messages = [_message(choice, index, _ROUTES) for index, choice, _ in matches]
+    prompt = getattr(final_request_output, "prompt_token_ids", None)
+    prompt_count = 0 if prompt is None else len(_ids(prompt, "prompt_token_ids", None, _ROUTES))
+    plan: _Plan = []
+    warnings: list[tuple[int, int, int, int]] = []
+    for (index, _, output), message in zip(matches, messages, strict=True):
+        generated = getattr(output, "token_ids", None)
+        count = prompt_count + (0 if generated is None else len(_ids(generated, "token_ids", index, _ROUTES)))
+        routes, stats = pad_and_align_routed_expert_indices(
+            final_request_output,
+            output,
+            valid_length=count,
+            padded_length=count,
+            device=device,
+            require_complete_routed_experts=True,
+            return_stats=True,
+            routed_experts_dtype=routed_experts_dtype,
+            routes_start=start,
+        )
+        if routes is None:
+            raise ChatResponseContractError(
+                f"{_ROUTES.asked} the generation output did not include routed_experts: choice_idx={index}.",
+                choice_index=index,
+            )
+        plan.append((index, message, (("routed_experts", encode_routed_experts(routes)),)))
+        if stats["missing_routes"] > 0:
+            warnings.append(
+                (index, stats["missing_routes"], stats["actual_routes"], stats["expected_routes"])
+            )
+    if logger is not None:
+        for values in warnings:
+            logger.warning(ROUTED_EXPERTS_FALLBACK_WARNING, *values)
+    _assign(plan, _ROUTES)
+    return response
+
+
+def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseLike) -> dict[str, Any]:
+    """Dump a chat response so the dynamically set message fields survive, whatever the extra-field policy.
+
+    Returns ``response.model_dump()`` in which, pairing ``response.choices`` with the dumped ``"choices"``
+    position by position (up to the shorter of the two), every non-``None`` field of
+    :data:`DYNAMIC_MESSAGE_FIELDS` on ``choice.message`` is written into ``choice_dict["message"]`` by
+    reference (overwriting an existing key; a missing or ``None`` message dict becomes a new dict).
+
+    Raises:
+        ContractTypeError: ``response`` has no callable ``model_dump``; the dump is not a dict; ``choices`` (on
+            the response or in the dump) is not a sequence; a dumped choice or message is not a dict.
+    """
+    dump = getattr(response, "model_dump", None)
+    if not callable(dump):
+        raise ContractTypeError(
+            f"response must have a callable model_dump() (a pydantic chat response), got {type_name(response)}",
+            argument="response",
+            expected="ChatResponseLike",
+            actual=type_name(response),
+        )
+    result = dump()
+    if not isinstance(result, dict):
+        raise _not_a("response.model_dump()", "a dict", result)
+    choices = getattr(response, "choices", None)
+    dumped = result.get("choices")
+    if choices is None or dumped is None:
+        return result
+    if isinstance(choices, str | bytes) or not isinstance(choices, Sequence):
+        raise _not_a("response.choices", "a sequence of choices", choices)
+    if not isinstance(dumped, list | tuple):
+        raise _not_a("response.model_dump()['choices']", "a list of choice dicts", dumped)
+    for position, (choice, choice_dict) in enumerate(zip(choices, dumped, strict=False)):
+        message = getattr(choice, "message", None)
+        present = [
+            (name, value)
+            for name in DYNAMIC_MESSAGE_FIELDS
+            if message is not None and (value := getattr(message, name, None)) is not None
+        ]
+        if not present:
+            continue
+        where = f"response.model_dump()['choices'][{position}]"
+        if not isinstance(choice_dict, dict):
+            raise _not_a(where, "a dict", choice_dict)
+        target = choice_dict.get("message")
+        if target is None:
+            target = choice_dict["message"] = {}
+        if not isinstance(target, dict):
+            raise _not_a(f"{where}['message']", "a dict", target)
+        target.update(present)
+    return result
+
+
+def _not_a(where: str, expected: str, value: object) -> ContractTypeError:
+    return ContractTypeError(
+        f"{where} must be {expected}, got {type_name(value)}",
+        argument=where,
+        expected=expected,
+        actual=type_name(value),
+    )
+
+
+def _sequence(value: object, where: str, wording: _Wording) -> Sequence[Any]:
+    """``value`` as a sequence (``None`` means empty), else ``ChatResponseContractError``."""
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence):
+        raise ChatResponseContractError(
+            f"vLLM returned {where} that is not a sequence {wording.attaching}: got {type_name(value)}."
+        )
+    return value
+
+
+def _ids(value: object, what: str, index: int | None, wording: _Wording) -> list[int]:
+    """Token ids as plain ints, else ``ChatResponseContractError`` naming ``what`` and the choice."""
+    try:
+        return token_ids(value, what)
+    except ContractTypeError as error:
+        where = "" if index is None else f" for choice_idx={index}"
+        raise ChatResponseContractError(
+            f"vLLM returned {what}{where} that are not a sequence of ints {wording.attaching}: {error}",
+            choice_index=index,
+        ) from error
+
+
+def _indices(items: Sequence[Any], kind: str, short: str, wording: _Wording) -> list[int]:
+    """The ``index`` of every item (``kind`` names the items): all must be ints, then pairwise distinct."""
+    raw = [getattr(item, "index", None) for item in items]
+    converted = [_as_index(value) for value in raw]
+    if None in converted:
+        raise ChatResponseContractError(
+            f"vLLM returned a non-int {kind} index {wording.attaching}: {short} index must be an int, got "
+            f"{type_name(raw[converted.index(None)])}."
+        )
+    indices = [value for value in converted if value is not None]
+    duplicates = [value for value, count in Counter(indices).items() if count > 1]
+    if duplicates:
+        raise ChatResponseContractError(
+            f"vLLM returned duplicate {kind} indices {wording.attaching}.",
+            choice_index=duplicates[0],
+        )
+    return indices
+
+
+def _as_index(value: object) -> int | None:
+    """``value`` as a plain int when it is an int in the library's sense, else ``None``."""
+    if not is_int(value):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:  # e.g. a multi-element or floating torch tensor, which has __index__
+        return None
+
+
+def _match_choices(
+    response: object, request_output: object, wording: _Wording, *, exact: bool
+) -> list[_Match]:
+    """Pair every response choice with the generation output of the same ``index``, in response order.
+
+    ``exact`` also rejects outputs that match no choice (token information); otherwise they are ignored.
+    """
+    outputs = _sequence(getattr(request_output, "outputs", None), "final_request_output.outputs", wording)
+    by_index = dict(zip(_indices(outputs, "generation output", "output", wording), outputs, strict=True))
+    choices = _sequence(getattr(response, "choices", None), "response.choices", wording)
+    choice_indices = _indices(choices, "response choice", "choice", wording)
+    missing = sorted(set(choice_indices) - by_index.keys())
+    unexpected = sorted(by_index.keys() - set(choice_indices)) if exact else []
+    if missing or unexpected:
+        detail = f"missing_choice_indices={render_list(missing)}"
+        if exact:
+            detail += f", unexpected_output_indices={render_list(unexpected)}"
+        raise ChatResponseContractError(
+            f"{wording.asked} response choices could not be matched to generation outputs: {detail}.",
+            missing_choice_indices=missing,
+            unexpected_output_indices=unexpected if exact else None,
+        )
+    return [(index, choice, by_index[index]) for index, choice in zip(choice_indices, choices, strict=True)]
+
+
+def _message(choice: object, index: int, wording: _Wording) -> Any:
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ChatResponseContractError(
+            f"{wording.asked} response choice choice_idx={index} has no message object to attach "
+            f"{wording.pronoun} to.",
+            choice_index=index,
+        )
+    return message
+
+
+def _token_information(index: int, output: object) -> tuple[list[int], list[float]]:
+    """The generated ids and floored sampled-token log-probs of one output (SPEC §5.1 step 5)."""
+    raw_ids = getattr(output, "token_ids", None)
+    if raw_ids is None:
+        raise ChatResponseContractError(
+            f"{_TOKENS.asked} generation output choice_idx={index} did not include token_ids.",
+            choice_index=index,
+        )
+    generated = _ids(raw_ids, "token_ids", index, _TOKENS)
+    logprobs = getattr(output, "logprobs", None)
+    if logprobs is None:
+        if generated:
+            raise ChatResponseContractError(
+                f"{_TOKENS.asked} generation output choice_idx={index} did not include logprobs.",
+                choice_index=index,
+                token_count=len(generated),
+            )
+        return generated, []
+    entries = _sequence(logprobs, f"logprobs for choice_idx={index}", _TOKENS)
+    if len(generated) != len(entries):
+        raise ChatResponseContractError(
+            "vLLM returned mismatched generation token IDs and log probabilities for the OpenAI-compatible chat "
+            f"endpoint: choice_idx={index}, token_count={len(generated)}, logprob_count={len(entries)}.",
+            choice_index=index,
+            token_count=len(generated),
+            logprob_count=len(entries),
+        )
+    fast = _floored_log_probs(generated, entries)
+    if fast is not None:
+        return generated, fast
+    return generated, [
+        _sampled_log_prob(index, position, token_id, entry)
+        for position, (token_id, entry) in enumerate(zip(generated, entries, strict=True))
+    ]
+
+
+def _floored_log_probs(generated: list[int], entries: Sequence[Any]) -> list[float] | None:
+    """The floored sampled-token log-probs in bulk (C-level loops), or ``None`` when any position needs the
+    per-position check of :func:`_sampled_log_prob`, which then raises the precise error."""
+    if not set(map(type, entries)) <= {dict}:
+        return None
+    try:
+        raw = [entry[token_id].logprob for entry, token_id in zip(entries, generated, strict=True)]
+        values = list(map(float, raw))
+    except (KeyError, AttributeError, TypeError, ValueError, OverflowError):
+        return None
+    if math.inf in values or any(map(math.isnan, values)):
+        return None
+    return list(map(max, values, itertools.repeat(VLLM_LOGPROB_FLOOR, len(values))))
+
+
+def _sampled_log_prob(index: int, position: int, token_id: int, entry: object) -> float:
+    """The floored log-prob of the sampled ``token_id`` at one position, or a ``ChatResponseContractError``."""
+    candidate = entry.get(token_id) if isinstance(entry, Mapping) else None
+    if candidate is None:
+        raise ChatResponseContractError(
+            "vLLM generation log probabilities did not include the selected token "
+            f"{_TOKENS.attaching}: choice_idx={index}, token_id={token_id}.",
+            choice_index=index,
+            token_id=token_id,
+        )
+    raw = getattr(candidate, "logprob", None)
+    where = f"choice_idx={index}, position={position}, token_id={token_id}"
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise ChatResponseContractError(
+            f"vLLM returned a log probability that is not a number for the selected token {_TOKENS.attaching}: "
+            f"{where}, logprob={render(raw)}.",
+            choice_index=index,
+            token_id=token_id,
+        ) from None
+    if math.isnan(value) or value == math.inf:
+        raise ChatResponseContractError(
+            f"vLLM returned a non-finite log probability for the selected token {_TOKENS.attaching}: "
+            f"{where}, logprob={render(value)}.",
+            choice_index=index,
+            token_id=token_id,
+        )
+    return max(value, VLLM_LOGPROB_FLOOR)
+
+
+def _assign(plan: _Plan, wording: _Wording) -> None:
+    """Set every planned message attribute; if one assignment fails, restore all set ones, then raise.
+
+    The previous values are read first, so a getter that raises does so before anything is mutated.
+    """
+    steps = [
+        (index, message, name, value, getattr(message, name, _ABSENT))
+        for index, message, fields in plan
+        for name, value in fields
+    ]
+    applied: list[tuple[Any, str, object]] = []
+    for index, message, name, value, previous in steps:
+        try:
+            setattr(message, name, value)
+        except BaseException as error:
+            unrestored = _restore(applied)
+            if not isinstance(error, Exception):
+                raise
+            outcome = (
+                "every attribute already set was restored"
+                if not unrestored
+                else f"{unrestored} of the {len(applied)} attribute(s) already set could not be restored"
+            )
+            raise ChatResponseContractError(
+                f"could not set message.{name} on response choice choice_idx={index} {wording.attaching}: "
+                f"{type_name(error)}: {render_name(error)}; {outcome}. The message object must accept new "
+                "attributes (e.g. a pydantic model with extra='allow').",
+                choice_index=index,
+            ) from error
+        applied.append((message, name, previous))
+
+
+def _restore(applied: list[tuple[Any, str, object]]) -> int:
+    """Undo ``applied`` assignments in reverse order; return how many could not be undone."""
+    failures = 0
+    for message, name, previous in reversed(applied):
+        try:
+            if previous is _ABSENT:
+                delattr(message, name)
+            else:
+                setattr(message, name, previous)
+        except Exception:
+            failures += 1
+    return failures

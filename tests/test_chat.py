@@ -1,0 +1,925 @@
+"""Token information and routed experts on OpenAI-style chat responses, and the dynamic-field dump (SPEC §3.5, §5)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import io
+import json
+import math
+import pickle
+import re
+import time
+from pathlib import Path
+from types import MappingProxyType, SimpleNamespace
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from rl_contracts.chat import (
+    DYNAMIC_MESSAGE_FIELDS,
+    ROUTED_EXPERTS_FALLBACK_WARNING,
+    VLLM_LOGPROB_FLOOR,
+    attach_routed_experts_to_chat_response_choices,
+    attach_token_information_to_chat_response_choices,
+    model_dump_chat_response_with_dynamic_message_fields,
+)
+from rl_contracts.errors import (
+    MAX_MESSAGE_CHARS,
+    ChatResponseContractError,
+    ContractError,
+    ContractTypeError,
+    RoutedExpertsError,
+)
+from rl_contracts.testing.strategies import RefusingMessage
+
+DATA = Path(__file__).parent / "data"
+
+# --- builders ----------------------------------------------------------------------------------------------------
+
+
+def _logprobs(values: list[dict[int, float]]) -> list[dict[int, SimpleNamespace]]:
+    return [{tid: SimpleNamespace(logprob=v, rank=1) for tid, v in entry.items()} for entry in values]
+
+
+def _output(
+    index: int, token_ids: list[int] | None, logprobs: list[dict[int, float]] | None, **extra: Any
+) -> Any:
+    return SimpleNamespace(
+        index=index, token_ids=token_ids, logprobs=None if logprobs is None else _logprobs(logprobs), **extra
+    )
+
+
+def _exchange(
+    outputs: list[Any], choice_order: list[int] | None = None, prompt: list[int] | None = None
+) -> tuple[Any, Any]:
+    """A response whose choices (in ``choice_order``, default output order) match ``outputs`` by index."""
+    order = [o.index for o in outputs] if choice_order is None else choice_order
+    choices = [
+        SimpleNamespace(index=i, message=SimpleNamespace(role="assistant", content=f"c{i}"), logprobs=None)
+        for i in order
+    ]
+    request_output = SimpleNamespace(
+        prompt_token_ids=[1, 2, 3] if prompt is None else prompt, outputs=outputs
+    )
+    return SimpleNamespace(id="chatcmpl-1", choices=choices), request_output
+
+
+def _spec_example() -> tuple[Any, Any]:
+    return _exchange([_output(0, [7, 8], [{7: -0.5}, {8: -10000.0, 9: -1.0}]), _output(1, [], None)])
+
+
+def _message(response: Any, index: int) -> Any:
+    return next(choice.message for choice in response.choices if choice.index == index)
+
+
+def _check_error(error: ContractError) -> None:
+    assert len(str(error)) <= MAX_MESSAGE_CHARS
+    clone = pickle.loads(pickle.dumps(error))
+    assert type(clone) is type(error)
+    assert str(clone) == str(error)
+    for name in type(error)._attributes:
+        assert getattr(clone, name) == getattr(error, name)
+
+
+# --- constants ---------------------------------------------------------------------------------------------------
+
+
+def test_constants_have_the_spec_values() -> None:
+    """The floor is -9999.0 and the dynamic fields are the four SPEC names in order."""
+    assert VLLM_LOGPROB_FLOOR == -9999.0
+    assert isinstance(VLLM_LOGPROB_FLOOR, float)
+    assert DYNAMIC_MESSAGE_FIELDS == (
+        "routed_experts",
+        "prompt_token_ids",
+        "generation_token_ids",
+        "generation_log_probs",
+    )
+
+
+# --- attach_token_information_to_chat_response_choices (§5.1) ----------------------------------------------------
+
+
+def test_token_information_spec_example() -> None:
+    """The SPEC example: ids attached, -10000.0 floored to -9999.0, and an empty choice gets [] and []."""
+    response, request_output = _spec_example()
+    assert attach_token_information_to_chat_response_choices(response, request_output) is response
+    first, second = _message(response, 0), _message(response, 1)
+    assert first.prompt_token_ids == [1, 2, 3]
+    assert first.generation_token_ids == [7, 8]
+    assert first.generation_log_probs == [-0.5, -9999.0]
+    assert (second.generation_token_ids, second.generation_log_probs) == ([], [])
+    assert first.role == "assistant"
+    assert first.content == "c0"
+
+
+def test_prompt_ids_are_a_fresh_list_per_choice() -> None:
+    """Every choice gets its own new list equal to the engine prompt, never the request output's list."""
+    response, request_output = _spec_example()
+    attach_token_information_to_chat_response_choices(response, request_output)
+    first, second = _message(response, 0).prompt_token_ids, _message(response, 1).prompt_token_ids
+    assert first == second == request_output.prompt_token_ids
+    assert first is not second
+    assert first is not request_output.prompt_token_ids
+
+
+def test_choices_are_matched_by_index_not_position() -> None:
+    """Choices listed in another order than the outputs still get their own output's tokens."""
+    outputs = [_output(2, [5], [{5: -1.0}]), _output(0, [6, 7], [{6: -2.0}, {7: -3.0}])]
+    response, request_output = _exchange(outputs, choice_order=[0, 2])
+    attach_token_information_to_chat_response_choices(response, request_output)
+    assert _message(response, 0).generation_token_ids == [6, 7]
+    assert _message(response, 0).generation_log_probs == [-2.0, -3.0]
+    assert _message(response, 2).generation_token_ids == [5]
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        (-0.25, -0.25),
+        (0.0, 0.0),
+        (-math.inf, VLLM_LOGPROB_FLOOR),
+        (-1e300, VLLM_LOGPROB_FLOOR),
+        (VLLM_LOGPROB_FLOOR, VLLM_LOGPROB_FLOOR),
+        (-9998.5, -9998.5),
+        (np.float32(-1.5), -1.5),
+        (-3, -3.0),
+        ("-0.5", -0.5),
+    ],
+)
+def test_log_probs_are_floored_at_minus_9999(value: Any, stored: float) -> None:
+    """``-inf`` and anything below -9999 become -9999.0; other finite values are kept as floats."""
+    response, request_output = _exchange(
+        [SimpleNamespace(index=0, token_ids=[4], logprobs=[{4: SimpleNamespace(logprob=value)}])]
+    )
+    attach_token_information_to_chat_response_choices(response, request_output)
+    result = _message(response, 0).generation_log_probs
+    assert result == [stored]
+    assert type(result[0]) is float
+
+
+def test_any_mapping_works_as_a_position_entry() -> None:
+    """Position entries may be any Mapping (here read-only proxies), not only dicts."""
+    entries = [
+        MappingProxyType({7: SimpleNamespace(logprob=-1.0)}),
+        MappingProxyType({8: SimpleNamespace(logprob=-1e5)}),
+    ]
+    response, request_output = _exchange([SimpleNamespace(index=0, token_ids=[7, 8], logprobs=entries)])
+    attach_token_information_to_chat_response_choices(response, request_output)
+    assert _message(response, 0).generation_log_probs == [-1.0, -9999.0]
+
+
+def test_numpy_token_ids_and_int_subclass_indices_are_accepted() -> None:
+    """numpy token ids and numpy-int indices work; the attached ids are plain ints."""
+    output = SimpleNamespace(
+        index=np.int64(0), token_ids=np.array([7, 8]), logprobs=_logprobs([{7: -1.0}, {8: -2.0}])
+    )
+    response, request_output = _exchange([output], choice_order=[0], prompt=np.array([1, 2]).tolist())
+    attach_token_information_to_chat_response_choices(response, request_output)
+    ids = _message(response, 0).generation_token_ids
+    assert ids == [7, 8]
+    assert {type(i) for i in ids} == {int}
+
+
+class _VllmMessage(BaseModel):
+    """Stand-in for vLLM's ``ChatMessage`` (its OpenAI models allow extra fields)."""
+
+    model_config = ConfigDict(extra="allow")
+    role: str = "assistant"
+    content: str | None = None
+
+
+class _VllmChoice(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    index: int
+    message: _VllmMessage
+    logprobs: Any = None
+    finish_reason: str | None = "stop"
+    token_ids: list[int] | None = None
+    routed_experts: str | None = None
+
+
+class _VllmResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str = "chatcmpl-1"
+    choices: list[_VllmChoice]
+    prompt_token_ids: list[int] | None = None
+
+
+def _pydantic_response(indices: list[int]) -> _VllmResponse:
+    return _VllmResponse(
+        choices=[_VllmChoice(index=i, message=_VllmMessage(content=f"c{i}")) for i in indices]
+    )
+
+
+def test_token_information_on_a_pydantic_response() -> None:
+    """A pydantic response whose message allows extra fields gets the attributes, and its dump carries them."""
+    response = _pydantic_response([0, 1])
+    _, request_output = _spec_example()
+    attach_token_information_to_chat_response_choices(response, request_output)
+    dump = response.model_dump()
+    assert dump["choices"][0]["message"]["generation_log_probs"] == [-0.5, -9999.0]
+    assert dump["choices"][1]["message"]["generation_token_ids"] == []
+
+
+def _exchange_with(change: str) -> tuple[Any, Any]:
+    """The SPEC example plus a third choice (index 2) that is broken in the way ``change`` names."""
+    response, request_output = _exchange(
+        [
+            _output(0, [7, 8], [{7: -0.5}, {8: -10000.0, 9: -1.0}]),
+            _output(1, [], None),
+            _output(2, [5, 6], [{5: -1.0}, {6: -2.0, 1: -0.1}]),
+        ]
+    )
+    third = request_output.outputs[2]
+    if change == "prompt_none":
+        request_output.prompt_token_ids = None
+    elif change == "prompt_missing":
+        del request_output.prompt_token_ids
+    elif change == "prompt_floats":
+        request_output.prompt_token_ids = [1.0, 2.0]
+    elif change == "output_index_str":
+        third.index = "2"
+    elif change == "output_index_bool":
+        third.index = True
+    elif change == "output_index_missing":
+        del third.index
+    elif change == "output_index_duplicate":
+        request_output.outputs.append(_output(2, [], None))
+    elif change == "choice_index_float":
+        response.choices[2].index = 2.0
+    elif change == "choice_index_duplicate":
+        response.choices.append(SimpleNamespace(index=0, message=SimpleNamespace()))
+    elif change == "unmatched":
+        response.choices[2].index = 5
+    elif change == "token_ids_none":
+        third.token_ids = None
+    elif change == "token_ids_floats":
+        third.token_ids = [5.0, 6.0]
+    elif change == "logprobs_none":
+        third.logprobs = None
+    elif change == "logprobs_short":
+        third.logprobs = third.logprobs[:1]
+    elif change == "logprobs_not_sequence":
+        third.logprobs = {0: third.logprobs[0]}
+    elif change == "entry_not_mapping":
+        third.logprobs[1] = [SimpleNamespace(logprob=-1.0)] * 10
+    elif change == "sampled_absent":
+        del third.logprobs[1][6]
+    elif change == "sampled_none":
+        third.logprobs[1][6] = None
+    elif change == "logprob_missing":
+        third.logprobs[1][6] = SimpleNamespace(rank=1)
+    elif change == "logprob_text":
+        third.logprobs[1][6] = SimpleNamespace(logprob="abc")
+    elif change == "logprob_nan":
+        third.logprobs[1][6] = SimpleNamespace(logprob=float("nan"))
+    elif change == "logprob_inf":
+        third.logprobs[1][6] = SimpleNamespace(logprob=float("inf"))
+    elif change == "logprob_huge_int":
+        third.logprobs[1][6] = SimpleNamespace(logprob=10**400)
+    elif change == "no_message":
+        response.choices[2].message = None
+    elif change == "outputs_not_sequence":
+        request_output.outputs = 3
+    elif change == "choices_not_sequence":
+        response.choices = "abc"
+    else:
+        raise AssertionError(change)
+    return response, request_output
+
+
+ASKED = "vLLM was asked to return token information for the OpenAI-compatible chat endpoint but "
+WHILE = "while attaching token information to the OpenAI-compatible chat response"
+
+TOKEN_ERRORS: list[tuple[str, str, dict[str, Any]]] = [
+    ("prompt_none", ASKED + "the final request output did not include prompt_token_ids.", {}),
+    ("prompt_missing", ASKED + "the final request output did not include prompt_token_ids.", {}),
+    ("prompt_floats", "prompt_token_ids that are not a sequence of ints", {}),
+    (
+        "output_index_str",
+        f"vLLM returned a non-int generation output index {WHILE}: output index must be an int, got str.",
+        {},
+    ),
+    ("output_index_bool", "output index must be an int, got bool.", {}),
+    ("output_index_missing", "output index must be an int, got NoneType.", {}),
+    (
+        "output_index_duplicate",
+        f"vLLM returned duplicate generation output indices {WHILE}.",
+        {"choice_index": 2},
+    ),
+    (
+        "choice_index_float",
+        f"vLLM returned a non-int response choice index {WHILE}: choice index must be an int, got float.",
+        {},
+    ),
+    (
+        "choice_index_duplicate",
+        f"vLLM returned duplicate response choice indices {WHILE}.",
+        {"choice_index": 0},
+    ),
+    (
+        "unmatched",
+        ASKED + "response choices could not be matched to generation outputs: missing_choice_indices=[5], "
+        "unexpected_output_indices=[2].",
+        {"missing_choice_indices": [5], "unexpected_output_indices": [2]},
+    ),
+    (
+        "token_ids_none",
+        ASKED + "generation output choice_idx=2 did not include token_ids.",
+        {"choice_index": 2},
+    ),
+    ("token_ids_floats", "token_ids for choice_idx=2 that are not a sequence of ints", {"choice_index": 2}),
+    (
+        "logprobs_none",
+        ASKED + "generation output choice_idx=2 did not include logprobs.",
+        {"choice_index": 2, "token_count": 2},
+    ),
+    (
+        "logprobs_short",
+        "vLLM returned mismatched generation token IDs and log probabilities for the OpenAI-compatible chat "
+        "endpoint: choice_idx=2, token_count=2, logprob_count=1.",
+        {"choice_index": 2, "token_count": 2, "logprob_count": 1},
+    ),
+    ("logprobs_not_sequence", "logprobs for choice_idx=2 that is not a sequence", {}),
+    (
+        "entry_not_mapping",
+        "vLLM generation log probabilities did not include the selected token while attaching token information "
+        "to the OpenAI-compatible chat response: choice_idx=2, token_id=6.",
+        {"choice_index": 2, "token_id": 6},
+    ),
+    ("sampled_absent", "did not include the selected token", {"choice_index": 2, "token_id": 6}),
+    ("sampled_none", "did not include the selected token", {"choice_index": 2, "token_id": 6}),
+    (
+        "logprob_missing",
+        f"vLLM returned a log probability that is not a number for the selected token {WHILE}: choice_idx=2, "
+        "position=1, token_id=6, logprob=None.",
+        {"choice_index": 2, "token_id": 6},
+    ),
+    ("logprob_text", "not a number for the selected token", {"choice_index": 2, "token_id": 6}),
+    ("logprob_huge_int", "not a number for the selected token", {"choice_index": 2, "token_id": 6}),
+    (
+        "logprob_nan",
+        f"vLLM returned a non-finite log probability for the selected token {WHILE}: choice_idx=2, position=1, "
+        "token_id=6, logprob=nan.",
+        {"choice_index": 2, "token_id": 6},
+    ),
+    ("logprob_inf", "position=1, token_id=6, logprob=inf.", {"choice_index": 2, "token_id": 6}),
+    (
+        "no_message",
+        ASKED + "response choice choice_idx=2 has no message object to attach it to.",
+        {"choice_index": 2},
+    ),
+    ("outputs_not_sequence", "final_request_output.outputs that is not a sequence", {}),
+    ("choices_not_sequence", "response.choices that is not a sequence", {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "text", "attributes"), TOKEN_ERRORS, ids=[case[0] for case in TOKEN_ERRORS]
+)
+def test_token_information_errors_leave_the_response_untouched(
+    change: str, text: str, attributes: dict[str, Any]
+) -> None:
+    """Each broken exchange raises ChatResponseContractError with the SPEC text; no choice is modified."""
+    response, request_output = _exchange_with(change)
+    before = copy.deepcopy(response)
+    with pytest.raises(ChatResponseContractError) as info:
+        attach_token_information_to_chat_response_choices(response, request_output)
+    assert text in str(info.value)
+    for name, value in attributes.items():
+        assert getattr(info.value, name) == value
+    assert isinstance(info.value, RuntimeError)
+    _check_error(info.value)
+    assert response == before
+
+
+def test_complete_message_texts_match_the_spec_templates() -> None:
+    """Full messages equal the SPEC templates (prefix-free) for a missing prompt and a non-finite log-prob."""
+    for change, expected in [
+        ("prompt_none", ASKED + "the final request output did not include prompt_token_ids."),
+        (
+            "logprob_nan",
+            f"vLLM returned a non-finite log probability for the selected token {WHILE}: choice_idx=2, "
+            "position=1, token_id=6, logprob=nan.",
+        ),
+    ]:
+        response, request_output = _exchange_with(change)
+        with pytest.raises(ChatResponseContractError) as info:
+            attach_token_information_to_chat_response_choices(response, request_output)
+        assert str(info.value) == expected
+
+
+def test_nan_for_the_sampled_token_raises_and_the_response_stays_untouched() -> None:
+    """The SPEC example: a NaN log-prob raises (the reference lets it through) and nothing is attached."""
+    response, request_output = _spec_example()
+    request_output.outputs[0].logprobs[1][8] = SimpleNamespace(logprob=float("nan"))
+    with pytest.raises(ChatResponseContractError, match="non-finite"):
+        attach_token_information_to_chat_response_choices(response, request_output)
+    assert not hasattr(_message(response, 0), "generation_log_probs")
+    assert not hasattr(_message(response, 1), "prompt_token_ids")
+
+
+def test_refused_third_field_restores_every_attribute() -> None:
+    """A message refusing its 3rd field makes the call raise with every earlier assignment undone or deleted."""
+    response, request_output = _spec_example()
+    response.choices[0].message.prompt_token_ids = ["old"]
+    response.choices[1].message = RefusingMessage("generation_log_probs", role="assistant", content="c1")
+    before = copy.deepcopy(response)
+    with pytest.raises(ChatResponseContractError) as info:
+        attach_token_information_to_chat_response_choices(response, request_output)
+    assert "could not set message.generation_log_probs on response choice choice_idx=1" in str(info.value)
+    assert "every attribute already set was restored" in str(info.value)
+    assert info.value.choice_index == 1
+    assert isinstance(info.value.__cause__, AttributeError)
+    assert response == before
+    assert response.choices[0].message.prompt_token_ids == ["old"]
+    assert not hasattr(response.choices[1].message, "prompt_token_ids")
+
+
+class _FrozenMessage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    role: str = "assistant"
+
+
+class _IgnoringMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: str = "assistant"
+
+
+@pytest.mark.parametrize("message_cls", [_FrozenMessage, _IgnoringMessage])
+def test_pydantic_messages_that_refuse_new_fields_fail_atomically(message_cls: type[BaseModel]) -> None:
+    """A frozen or extra='ignore' pydantic message raises ChatResponseContractError and earlier choices are restored."""
+    response, request_output = _spec_example()
+    response.choices[1].message = message_cls()
+    before = copy.deepcopy(response)
+    with pytest.raises(ChatResponseContractError, match=r"could not set message\.prompt_token_ids"):
+        attach_token_information_to_chat_response_choices(response, request_output)
+    assert response == before
+
+
+class _ScriptedMessage:
+    """A message whose assignments fail for one field and whose deletes fail too (nothing can be restored)."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "role", "assistant")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "generation_token_ids":
+            raise AttributeError(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(name)
+
+
+def test_unrestorable_attributes_are_reported() -> None:
+    """When even restoring fails, the error says how many attributes could not be restored."""
+    response, request_output = _spec_example()
+    response.choices[0].message = _ScriptedMessage()
+    with pytest.raises(
+        ChatResponseContractError, match=r"1 of the 1 attribute\(s\) already set could not be restored"
+    ):
+        attach_token_information_to_chat_response_choices(response, request_output)
+
+
+# --- attach_routed_experts_to_chat_response_choices (§3.5) -------------------------------------------------------
+
+
+def _envelope_rows(envelope: str) -> list[list[list[int]]]:
+    """Decode an ``nrlre1`` envelope independently of rl_contracts.codec."""
+    match = re.fullmatch(r"nrlre1:(int8|int16|int32):(\d+)x(\d+)x(\d+):([A-Za-z0-9+/]*={0,2})", envelope)
+    assert match is not None, envelope
+    dtype, tokens, layers, topk, payload = match.groups()
+    array = np.frombuffer(base64.b64decode(payload), dtype=np.dtype(dtype).newbyteorder("<"))
+    rows: list[list[list[int]]] = array.reshape(int(tokens), int(layers), int(topk)).tolist()
+    return rows
+
+
+def _legacy_exchange(*outputs: Any) -> tuple[Any, Any]:
+    response, request_output = _exchange(list(outputs))
+    request_output.prompt_routed_experts = np.array([[[10]], [[11]]], dtype=np.uint8)
+    return response, request_output
+
+
+class _Logger:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+
+    def warning(self, msg: str, *args: object) -> None:
+        self.calls.append((msg, args))
+
+
+def test_routed_experts_spec_examples() -> None:
+    """Choices 0 and 1 (listed in reverse) decode to the SPEC rows; matching is by index."""
+    response, request_output = _legacy_exchange(
+        SimpleNamespace(index=0, token_ids=[200], routed_experts=np.array([[[30]]], dtype=np.uint8)),
+        SimpleNamespace(
+            index=1, token_ids=[201, 202], routed_experts=np.array([[[31]], [[32]]], dtype=np.uint8)
+        ),
+    )
+    response.choices.reverse()
+    logger = _Logger()
+    result = attach_routed_experts_to_chat_response_choices(
+        response, request_output, device="cpu", logger=logger
+    )
+    assert result is response
+    assert _message(response, 0).routed_experts.startswith("nrlre1:int16:4x1x1:")
+    assert _envelope_rows(_message(response, 0).routed_experts) == [[[10]], [[11]], [[30]], [[0]]]
+    assert _envelope_rows(_message(response, 1).routed_experts) == [[[10]], [[11]], [[31]], [[32]], [[0]]]
+    assert logger.calls == []
+
+
+def test_missing_generation_routes_fall_back_to_sentinel_rows_and_are_logged() -> None:
+    """2 generated tokens without routes: n=5, E=4, R=2; the logger gets (0, 2, 2, 4) and rows 2–3 are -1."""
+    response, request_output = _legacy_exchange(SimpleNamespace(index=0, token_ids=[201, 202]))
+    logger = _Logger()
+    attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu", logger=logger)
+    assert logger.calls == [(ROUTED_EXPERTS_FALLBACK_WARNING, (0, 2, 2, 4))]
+    assert ROUTED_EXPERTS_FALLBACK_WARNING % (0, 2, 2, 4) == (
+        "R3 router replay fallback: vLLM returned incomplete routed_experts for chat choice_idx=0, "
+        "missing_token_routes=2, actual_routes=2, expected_routes=4. Megatron will use its own router for those "
+        "missing token routes."
+    )
+    assert _envelope_rows(_message(response, 0).routed_experts) == [[[10]], [[11]], [[-1]], [[-1]], [[0]]]
+
+
+@pytest.mark.parametrize(("dtype", "prefix"), [(torch.int8, "nrlre1:int8:"), (torch.int32, "nrlre1:int32:")])
+def test_routed_experts_carry_dtype_is_the_envelope_dtype(dtype: torch.dtype, prefix: str) -> None:
+    """The requested carry dtype is the envelope dtype, values unchanged."""
+    response, request_output = _legacy_exchange(
+        SimpleNamespace(index=0, token_ids=[200], routed_experts=np.array([[[30]]], dtype=np.uint8))
+    )
+    attach_routed_experts_to_chat_response_choices(
+        response, request_output, device="cpu", routed_experts_dtype=dtype
+    )
+    assert _message(response, 0).routed_experts.startswith(prefix)
+    assert _envelope_rows(_message(response, 0).routed_experts) == [[[10]], [[11]], [[30]], [[0]]]
+
+
+def test_empty_legacy_prompt_routes_do_not_hide_the_generation_routes() -> None:
+    """A 1-token prompt has zero legacy prompt rows; the generation rows are still copied after them."""
+    response, request_output = _exchange(
+        [
+            SimpleNamespace(
+                index=0, token_ids=[200, 201], routed_experts=np.array([[[30]], [[31]]], dtype=np.uint8)
+            )
+        ],
+        prompt=[5],
+    )
+    request_output.prompt_routed_experts = np.zeros((0, 1, 1), dtype=np.uint8)
+    attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu")
+    assert _envelope_rows(_message(response, 0).routed_experts) == [[[30]], [[31]], [[0]]]
+
+
+def test_outputs_without_a_choice_are_ignored() -> None:
+    """An output whose index matches no choice is ignored (only missing choices are errors)."""
+    response, request_output = _legacy_exchange(
+        SimpleNamespace(index=0, token_ids=[200], routed_experts=np.array([[[30]]], dtype=np.uint8)),
+        SimpleNamespace(index=7, token_ids=[1], routed_experts=None),
+    )
+    response.choices = response.choices[:1]
+    attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu")
+    assert _envelope_rows(_message(response, 0).routed_experts)[2] == [[30]]
+
+
+def _routed_with(change: str) -> tuple[Any, Any]:
+    response, request_output = _legacy_exchange(
+        SimpleNamespace(index=0, token_ids=[200], routed_experts=np.array([[[30]]], dtype=np.uint8)),
+        SimpleNamespace(index=1, token_ids=[201], routed_experts=np.array([[[31]]], dtype=np.uint8)),
+        SimpleNamespace(index=2, token_ids=[202], routed_experts=np.array([[[32]]], dtype=np.uint8)),
+    )
+    third = request_output.outputs[2]
+    if change == "missing_output":
+        request_output.outputs = request_output.outputs[1:]
+    elif change == "no_routes":
+        request_output.prompt_routed_experts = None
+        third.routed_experts = None
+    elif change == "too_many":
+        third.routed_experts = np.zeros((3, 1, 1), dtype=np.uint8)
+    elif change == "float_routes":
+        third.routed_experts = np.zeros((1, 1, 1), dtype=np.float32)
+    elif change == "output_index_duplicate":
+        request_output.outputs.append(SimpleNamespace(index=2, token_ids=[], routed_experts=None))
+    elif change == "output_index_none":
+        third.index = None
+    elif change == "choice_index_duplicate":
+        response.choices.append(SimpleNamespace(index=2, message=SimpleNamespace()))
+    elif change == "choice_index_str":
+        response.choices[2].index = "2"
+    elif change == "no_message":
+        response.choices[2].message = None
+    elif change == "refuses":
+        response.choices[2].message = RefusingMessage("routed_experts")
+    elif change == "token_ids_text":
+        third.token_ids = "abc"
+    else:
+        raise AssertionError(change)
+    return response, request_output
+
+
+ROUTES_ASKED = "vLLM was asked to return routed experts for the OpenAI-compatible chat endpoint but "
+ROUTES_WHILE = "while attaching routed experts to the OpenAI-compatible chat response"
+
+ROUTED_ERRORS: list[tuple[str, type[ContractError], str, dict[str, Any]]] = [
+    (
+        "missing_output",
+        ChatResponseContractError,
+        ROUTES_ASKED
+        + "response choices could not be matched to generation outputs: missing_choice_indices=[0].",
+        {"missing_choice_indices": [0], "unexpected_output_indices": None},
+    ),
+    (
+        "no_routes",
+        ChatResponseContractError,
+        ROUTES_ASKED + "the generation output did not include routed_experts: choice_idx=2.",
+        {"choice_index": 2},
+    ),
+    ("too_many", RoutedExpertsError, "too many routed_experts routes", {"routes": 5, "expected": 3}),
+    ("float_routes", RoutedExpertsError, "routed_experts must hold integer expert ids", {}),
+    (
+        "output_index_duplicate",
+        ChatResponseContractError,
+        f"vLLM returned duplicate generation output indices {ROUTES_WHILE}.",
+        {"choice_index": 2},
+    ),
+    (
+        "output_index_none",
+        ChatResponseContractError,
+        f"vLLM returned a non-int generation output index {ROUTES_WHILE}: output index must be an int, got NoneType.",
+        {},
+    ),
+    (
+        "choice_index_duplicate",
+        ChatResponseContractError,
+        f"vLLM returned duplicate response choice indices {ROUTES_WHILE}.",
+        {},
+    ),
+    (
+        "choice_index_str",
+        ChatResponseContractError,
+        f"vLLM returned a non-int response choice index {ROUTES_WHILE}: choice index must be an int, got str.",
+        {},
+    ),
+    (
+        "no_message",
+        ChatResponseContractError,
+        ROUTES_ASKED + "response choice choice_idx=2 has no message object to attach them to.",
+        {"choice_index": 2},
+    ),
+    ("refuses", ChatResponseContractError, "could not set message.routed_experts", {"choice_index": 2}),
+    ("token_ids_text", ChatResponseContractError, "not a sequence of ints", {"choice_index": 2}),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "cls", "text", "attributes"), ROUTED_ERRORS, ids=[case[0] for case in ROUTED_ERRORS]
+)
+def test_routed_experts_errors_leave_the_response_untouched(
+    change: str, cls: type[ContractError], text: str, attributes: dict[str, Any]
+) -> None:
+    """Each broken exchange raises the SPEC error before any mutation; the logger is never called."""
+    response, request_output = _routed_with(change)
+    if change != "no_routes":
+        request_output.outputs[0].routed_experts = None  # choice 0 would need a fallback warning
+    before = copy.deepcopy(response)
+    logger = _Logger()
+    with pytest.raises(cls) as info:
+        attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu", logger=logger)
+    assert text in str(info.value)
+    for name, value in attributes.items():
+        assert getattr(info.value, name) == value
+    _check_error(info.value)
+    assert response == before
+    assert logger.calls == ([] if change != "refuses" else [(ROUTED_EXPERTS_FALLBACK_WARNING, (0, 1, 2, 3))])
+
+
+def test_unmatched_choice_is_reported_even_when_another_choice_would_fail_alignment() -> None:
+    """Divergence: every choice is matched before any alignment, so the unmatched choice is what is reported."""
+    response, request_output = _routed_with("too_many")
+    response.choices.append(SimpleNamespace(index=9, message=SimpleNamespace()))
+    with pytest.raises(ChatResponseContractError, match=r"missing_choice_indices=\[9\]"):
+        attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.uint8, torch.float32, "int16", None])
+def test_routed_experts_rejects_non_envelope_dtypes(dtype: Any) -> None:
+    """Only int8/int16/int32 are accepted; the message lists exactly those three."""
+    response, request_output = _routed_with("too_many")
+    with pytest.raises(RoutedExpertsError) as info:
+        attach_routed_experts_to_chat_response_choices(
+            response, request_output, device="cpu", routed_experts_dtype=dtype
+        )
+    assert str(info.value).startswith("Unsupported routed_experts carry dtype ")
+    assert str(info.value).endswith("; expected one of ['int16', 'int32', 'int8'].")
+
+
+@pytest.mark.parametrize(
+    ("routes_start", "cls"), [(-1, RoutedExpertsError), (True, ContractTypeError), (1.0, ContractTypeError)]
+)
+def test_routes_start_is_checked_even_without_choices(routes_start: Any, cls: type[ContractError]) -> None:
+    """A bad ``routes_start`` raises even when there is no choice to align."""
+    response = SimpleNamespace(choices=[])
+    with pytest.raises(cls, match="routes_start"):
+        attach_routed_experts_to_chat_response_choices(
+            response, SimpleNamespace(outputs=[]), device="cpu", routes_start=routes_start
+        )
+
+
+def test_logger_without_warning_is_rejected() -> None:
+    """A logger without a callable ``warning`` raises ContractTypeError before anything else."""
+    with pytest.raises(ContractTypeError, match="logger"):
+        attach_routed_experts_to_chat_response_choices(
+            SimpleNamespace(choices=[]),
+            SimpleNamespace(),
+            device="cpu",
+            logger=object(),  # type: ignore[arg-type]
+        )
+
+
+def test_empty_response_is_returned_unchanged() -> None:
+    """A response without choices (missing or None) is returned as it is."""
+    for response in (SimpleNamespace(), SimpleNamespace(choices=None)):
+        assert (
+            attach_routed_experts_to_chat_response_choices(response, SimpleNamespace(), device="cpu")
+            is response
+        )
+        assert (
+            attach_token_information_to_chat_response_choices(response, SimpleNamespace(prompt_token_ids=[]))
+            is response
+        )
+
+
+def _recorded() -> tuple[dict[str, Any], list[np.ndarray[Any, Any]]]:
+    raw = json.loads((DATA / "chat_completion_routed_experts.json").read_text())
+    routes = [
+        np.load(io.BytesIO(base64.b64decode(c["routed_experts"])), allow_pickle=False) for c in raw["choices"]
+    ]
+    return raw, routes
+
+
+@pytest.mark.parametrize("routes_start", [0, 3])
+def test_recorded_vllm_response_round_trips_through_the_envelope(routes_start: int) -> None:
+    """Real vLLM routes (10 prompt + 6 generated tokens, 15 rows) decode to the routes plus one default row."""
+    raw, routes = _recorded()
+    response = _VllmResponse.model_validate(raw)
+    outputs = [
+        SimpleNamespace(index=c["index"], token_ids=c["token_ids"], routed_experts=r[routes_start:])
+        for c, r in zip(raw["choices"], routes, strict=True)
+    ]
+    request_output = SimpleNamespace(
+        prompt_token_ids=raw["prompt_token_ids"], outputs=outputs, num_cached_tokens=0
+    )
+    logger = _Logger()
+    attach_routed_experts_to_chat_response_choices(
+        response, request_output, device="cpu", logger=logger, routes_start=routes_start
+    )
+    assert [r.shape for r in routes] == [(15, 2, 2), (15, 2, 2)]
+    for choice, route in zip(response.choices, routes, strict=True):
+        rows = _envelope_rows(getattr(choice.message, "routed_experts"))  # noqa: B009 (an extra field)
+        expected = route.astype(int).tolist()
+        expected[:routes_start] = [[[-1, -1], [-1, -1]]] * routes_start
+        assert rows == [*expected, [[0, 1], [0, 1]]]
+    warnings = [(ROUTED_EXPERTS_FALLBACK_WARNING, (i, 3, 12, 15)) for i in (0, 1)]
+    assert logger.calls == (warnings if routes_start else [])
+    dump = model_dump_chat_response_with_dynamic_message_fields(response)
+    envelope = getattr(response.choices[1].message, "routed_experts")  # noqa: B009 (an extra field)
+    assert dump["choices"][1]["message"]["routed_experts"] is envelope
+
+
+# --- model_dump_chat_response_with_dynamic_message_fields (§5.2) -------------------------------------------------
+
+
+def _policy_models(
+    extra: Literal["allow", "ignore", "forbid"],
+) -> tuple[type[BaseModel], type[BaseModel], type[BaseModel]]:
+    class Message(BaseModel):
+        model_config = ConfigDict(extra=extra)
+        role: str = "assistant"
+
+    class Choice(BaseModel):
+        model_config = ConfigDict(extra=extra)
+        index: int
+        message: Message | None
+
+    class Response(BaseModel):
+        model_config = ConfigDict(extra=extra)
+        choices: list[Choice]
+
+    return Message, Choice, Response
+
+
+@pytest.mark.parametrize("extra", ["allow", "ignore", "forbid"])
+def test_dump_keeps_dynamic_fields_whatever_the_extra_policy(
+    extra: Literal["allow", "ignore", "forbid"],
+) -> None:
+    """Fields set on messages survive the dump by identity, for extra='allow', 'ignore' and 'forbid' models."""
+    message_cls, choice_cls, response_cls = _policy_models(extra)
+    messages = [message_cls(), message_cls(), None]
+    response = response_cls(choices=[choice_cls(index=i, message=m) for i, m in enumerate(messages)])
+    routes, ids, log_probs = "nrlre1:int8:0x1x1:", [1, 2], [-0.5]
+    object.__setattr__(
+        messages[0], "routed_experts", routes
+    )  # bypasses extra='ignore'/'forbid', as a vLLM patch would
+    object.__setattr__(messages[0], "generation_token_ids", None)
+    object.__setattr__(messages[1], "prompt_token_ids", ids)
+    object.__setattr__(messages[1], "generation_log_probs", log_probs)
+    dump = model_dump_chat_response_with_dynamic_message_fields(response)
+    first, second, third = (choice["message"] for choice in dump["choices"])
+    assert first["routed_experts"] is routes
+    assert "generation_token_ids" not in first or first["generation_token_ids"] is None
+    assert second["prompt_token_ids"] is ids
+    assert second["generation_log_probs"] is log_probs
+    assert third is None
+    assert first["role"] == "assistant"
+
+
+def test_dump_overwrites_existing_keys_and_stops_at_the_shorter_list() -> None:
+    """An existing dumped key is overwritten by reference; extra response choices beyond the dump are skipped."""
+    ids = [9]
+    message = SimpleNamespace(prompt_token_ids=ids, routed_experts=None)
+    dumped = {"choices": [{"message": {"prompt_token_ids": "stale", "routed_experts": "keep"}}], "id": "x"}
+    response = SimpleNamespace(
+        choices=[
+            SimpleNamespace(message=message),
+            SimpleNamespace(message=SimpleNamespace(prompt_token_ids=[1])),
+        ],
+        model_dump=lambda: dumped,
+    )
+    result = model_dump_chat_response_with_dynamic_message_fields(response)
+    assert result is dumped
+    assert result["choices"] == [{"message": {"prompt_token_ids": ids, "routed_experts": "keep"}}]
+    assert result["choices"][0]["message"]["prompt_token_ids"] is ids
+
+
+def test_dump_creates_a_missing_or_none_message_dict() -> None:
+    """A dumped choice without a message dict (or with None) gets a new dict holding the fields."""
+    for dumped_choice in ({}, {"message": None}):
+        response = SimpleNamespace(
+            choices=[SimpleNamespace(message=SimpleNamespace(generation_token_ids=[4]))],
+            model_dump=lambda c=dumped_choice: {"choices": [c]},
+        )
+        result = model_dump_chat_response_with_dynamic_message_fields(response)
+        assert result["choices"][0]["message"] == {"generation_token_ids": [4]}
+
+
+def test_dump_without_dynamic_fields_is_the_plain_dump() -> None:
+    """A response whose messages carry no dynamic fields dumps exactly as ``model_dump()``."""
+    response = _pydantic_response([0, 1])
+    assert model_dump_chat_response_with_dynamic_message_fields(response) == response.model_dump()
+
+
+@pytest.mark.parametrize(
+    ("response", "fragment"),
+    [
+        (object(), "callable model_dump"),
+        (SimpleNamespace(model_dump=3), "callable model_dump"),
+        (SimpleNamespace(model_dump=lambda: [1]), "response.model_dump() must be a dict, got list"),
+        (
+            SimpleNamespace(choices=3, model_dump=lambda: {"choices": []}),
+            "response.choices must be a sequence",
+        ),
+        (SimpleNamespace(choices=[], model_dump=lambda: {"choices": "x"}), "['choices'] must be a list"),
+        (
+            SimpleNamespace(
+                choices=[SimpleNamespace(message=SimpleNamespace(routed_experts="e"))],
+                model_dump=lambda: {"choices": [3]},
+            ),
+            "['choices'][0] must be a dict, got int",
+        ),
+        (
+            SimpleNamespace(
+                choices=[SimpleNamespace(message=SimpleNamespace(routed_experts="e"))],
+                model_dump=lambda: {"choices": [{"message": "text"}]},
+            ),
+            "['choices'][0]['message'] must be a dict, got str",
+        ),
+    ],
+)
+def test_dump_rejects_objects_that_are_not_chat_responses(response: Any, fragment: str) -> None:
+    """No callable model_dump, a non-dict dump or non-sequence choices raise ContractTypeError."""
+    with pytest.raises(ContractTypeError) as info:
+        model_dump_chat_response_with_dynamic_message_fields(response)
+    assert fragment in str(info.value)
+    _check_error(info.value)
+
+
+# --- speed --------------------------------------------------------------------------------------------------------
+
+
+def test_token_information_for_a_long_generation_is_fast() -> None:
+    """16k generated tokens with top-3 log-probs attach in well under a second (bulk path, no per-token checks)."""
+    count = 16_384
+    entries = [
+        {tid: SimpleNamespace(logprob=-1.0), tid + 1: SimpleNamespace(logprob=-2.0)} for tid in range(count)
+    ]
+    response, request_output = _exchange(
+        [SimpleNamespace(index=0, token_ids=list(range(count)), logprobs=entries)]
+    )
+    started = time.perf_counter()
+    attach_token_information_to_chat_response_choices(response, request_output)
+    assert time.perf_counter() - started < 1.0
+    assert _message(response, 0).generation_log_probs == [-1.0] * count
