@@ -1,0 +1,269 @@
+"""Tests of ``rl-contracts validate`` and ``rl-contracts schema`` (SPEC §1.8): output formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rl_contracts.cli import main
+from rl_contracts.config import VllmConfig, config_json_schema
+
+DATA = Path(__file__).parent / "data" / "recipes"
+BUNDLED = Path(__file__).parents[1] / "src" / "rl_contracts" / "recipes" / "grpo_qwen3_moe.yaml"
+VALID = str(DATA / "grpo_base.yaml")
+INVALID = str(DATA / "broken" / "schema_errors.yaml")
+SYNTAX = str(DATA / "broken" / "syntax_error.yaml")
+SKIPPED = str(DATA / "sft_llama.yaml")
+TYPO = str(DATA / "broken" / "typo_key.yaml")
+ISSUE_KEYS = ["severity", "path", "value", "reason"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """Run the CLI in-process and return its exit status and stdout."""
+    status = main(list(argv))
+    return status, capsys.readouterr().out
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]]]:
+    """Run ``validate --json`` and return the exit status and the parsed array."""
+    status, out = run(capsys, "validate", "--json", *argv)
+    parsed = json.loads(out)
+    assert isinstance(parsed, list)
+    return status, parsed
+
+
+# ---------------------------------------------------------------------------------------------- exit codes
+
+
+@pytest.mark.parametrize(
+    ("files", "status"),
+    [
+        ([VALID], 0),
+        ([SKIPPED], 0),
+        ([TYPO], 0),
+        ([VALID, SKIPPED, TYPO], 0),
+        ([INVALID], 1),
+        ([VALID, INVALID], 1),
+        ([SYNTAX], 2),
+        ([str(DATA / "absent.yaml")], 2),
+        ([str(DATA)], 2),
+        ([INVALID, SYNTAX, VALID], 2),
+        ([str(DATA / "broken" / "cycle_a.yaml")], 2),
+        ([str(DATA / "broken" / "missing_parent.yaml")], 2),
+        ([str(DATA / "broken" / "list_section.yaml")], 2),
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_exit_status(
+    capsys: pytest.CaptureFixture[str], files: list[str], status: int, as_json: bool
+) -> None:
+    """2 for any load error, else 1 for any invalid file, else 0, in both output formats."""
+    assert run(capsys, "validate", *(["--json"] if as_json else []), *files)[0] == status
+
+
+def test_strict_fails_on_unknown_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--strict`` turns the typo warning into an error (exit 1) but never fails a skipped file."""
+    assert run(capsys, "validate", "--strict", TYPO)[0] == 1
+    assert run(capsys, "validate", "--strict", SKIPPED)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["validate"],
+        ["validate", "--section", "", VALID],
+        ["validate", "--section", "policy..generation", VALID],
+        ["validate", "--bogus", VALID],
+        ["schema", "extra"],
+        ["nonsense"],
+        [],
+    ],
+)
+def test_invalid_arguments_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """Bad usage exits with status 2 (argparse) and a usage message on stderr."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_explicit_section(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--section`` selects another dotted path; a missing explicit section is invalid (exit 1)."""
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        "other:\n  generation:\n    backend: vllm\n    max_new_tokens: 8\n    temperature: 1.0\n"
+        "    top_p: 1.0\n    top_k: null\n    val_temperature: ${.temperature}\n    val_top_p: 1.0\n"
+        "    val_top_k: null\n    stop_token_ids: null\n    stop_strings: null\n    vllm_cfg:\n"
+        "      tensor_parallel_size: 1\n      pipeline_parallel_size: 1\n      expert_parallel_size: 1\n"
+        "      gpu_memory_utilization: 0.5\n      max_model_len: 64\n      async_engine: false\n"
+    )
+    status, reports = run_json(capsys, "--section", "other.generation", str(path))
+    assert (status, reports[0]["status"], reports[0]["section"]) == (0, "valid", "other.generation")
+    status, reports = run_json(capsys, "--section", "policy.generation", str(path))
+    assert (status, reports[0]["status"]) == (1, "invalid")
+    assert reports[0]["issues"][0]["reason"] == "section policy.generation not found"
+
+
+# ---------------------------------------------------------------------------------------------- JSON output
+
+
+def test_json_report_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json`` prints one array with one object per file, in argument order, with the §1.8 keys."""
+    files = [VALID, INVALID, SKIPPED, SYNTAX, TYPO]
+    status, reports = run_json(capsys, *files)
+    assert status == 2
+    assert [r["file"] for r in reports] == files
+    assert [r["status"] for r in reports] == ["valid", "invalid", "skipped", "error", "valid"]
+    for report in reports:
+        assert list(report) == ["file", "section", "status", "issues"]
+        assert report["section"] == "policy.generation"
+        for issue in report["issues"]:
+            assert list(issue) == ISSUE_KEYS
+            assert all(isinstance(issue[key], str) for key in ISSUE_KEYS)
+    assert reports[0]["issues"] == []
+    assert {i["path"] for i in reports[1]["issues"]} >= {
+        "policy.generation.top_p",
+        "policy.generation.stop_token_ids[2]",
+    }
+    assert reports[2]["issues"] == [
+        {
+            "severity": "warning",
+            "path": "policy.generation",
+            "value": "<missing>",
+            "reason": "no generation section (not a generation recipe)",
+        }
+    ]
+    assert reports[4]["issues"][0]["reason"].endswith("did you mean 'gpu_memory_utilization'?")
+
+
+def test_json_load_error_is_one_issue_with_an_empty_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """A load error appears as a single error issue whose path is empty and whose reason has line and column."""
+    _, reports = run_json(capsys, SYNTAX)
+    [issue] = reports[0]["issues"]
+    assert (issue["severity"], issue["path"]) == ("error", "")
+    assert "line 6, column 16" in issue["reason"]
+
+
+def test_json_strict_reports_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under ``--strict`` the unknown key is an error issue and the file is invalid."""
+    status, reports = run_json(capsys, "--strict", TYPO)
+    assert (status, reports[0]["status"]) == (1, "invalid")
+    assert [i["severity"] for i in reports[0]["issues"]] == ["error"]
+
+
+# ---------------------------------------------------------------------------------------------- human output
+
+
+def test_human_report_headers_and_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each file gets a status header; issues are listed with severity, path, value and reason."""
+    status, out = run(capsys, "validate", VALID, INVALID, SKIPPED, SYNTAX)
+    assert status == 2
+    lines = out.splitlines()
+    headers = [line.split()[0] for line in lines if line.split() and line.split()[0].isupper()]
+    assert headers == ["VALID", "INVALID", "SKIPPED", "ERROR"]
+    for column in ("severity", "path", "value", "reason"):
+        assert column in out
+    assert "policy.generation.top_p" in out
+    assert "line 6, column 16" in out
+    assert "4 files: 1 valid, 1 invalid, 1 skipped, 1 unreadable" in out
+
+
+def test_human_output_has_no_colour_codes_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
+    """Captured (non-TTY) output carries no ANSI escape sequences and no traceback."""
+    _, out = run(capsys, "validate", VALID, INVALID, SYNTAX, TYPO)
+    assert "\x1b[" not in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("columns", [40, 60, 100, 160])
+def test_human_output_fits_the_terminal_width(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """No line is wider than ``COLUMNS`` and every word of every reason is still printed."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    _, out = run(capsys, "validate", INVALID, str(DATA / "broken" / "unresolved.yaml"))
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= columns
+    for word in ("filtering.", "top_k=0.", "division", "mandatory"):
+        assert word in out
+
+
+def test_human_output_is_120_columns_when_piped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``COLUMNS`` piped output uses 120 columns, so the table keeps its four columns."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    _, out = run(capsys, "validate", INVALID)
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 120
+    assert any(line.split()[:3] == ["severity", "path", "value"] for line in out.splitlines() if line.strip())
+
+
+def test_narrow_layout_stacks_the_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below 100 columns each issue prints its path, then ``value:`` and ``reason:`` lines."""
+    monkeypatch.setenv("COLUMNS", "60")
+    _, out = run(capsys, "validate", TYPO)
+    assert "policy.generation.vllm_cfg.gpu_memory_utilisation" in out
+    assert "value:  0.9" in out
+    assert "reason: unknown key (not validated)" in out
+
+
+# ---------------------------------------------------------------------------------------------- schema
+
+
+def test_schema_prints_the_sorted_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    """``schema`` prints VllmConfig's schema by alias in validation mode, indent 2, sorted keys, and exits 0."""
+    status, out = run(capsys, "schema")
+    assert status == 0
+    expected = VllmConfig.model_json_schema(by_alias=True, mode="validation")
+    assert json.loads(out) == expected == config_json_schema()
+    assert out == json.dumps(expected, indent=2, sort_keys=True) + "\n"
+    assert "_pad_token_id" in json.loads(out)["properties"]
+
+
+# ---------------------------------------------------------------------------------------------- console script
+
+
+def _console_script() -> str:
+    found = shutil.which("rl-contracts", path=os.path.dirname(sys.executable)) or shutil.which("rl-contracts")
+    if found is None:
+        pytest.skip("the rl-contracts console script is not installed")
+    return found
+
+
+def test_installed_console_script_validates_the_bundled_recipe() -> None:
+    """The installed ``rl-contracts`` script validates the shipped recipe: exit 0 and a VALID header."""
+    done = subprocess.run(
+        [_console_script(), "validate", str(BUNDLED)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("VALID")
+    assert done.stderr == ""
+
+
+def test_installed_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
+    """Bad input through the real script exits 2 with a one-line reason and no traceback."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"policy:\n  generation: [1\n")
+    done = subprocess.run(
+        [_console_script(), "validate", str(bad), str(tmp_path / "absent.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "YAML syntax error at line 3, column 1" in done.stdout
+    assert "no such file" in done.stdout
