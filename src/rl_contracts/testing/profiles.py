@@ -11,7 +11,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-__all__ = ["PROFILE_ENV_VAR", "PROFILES", "load_profile", "register_profiles"]
+__all__ = ["PROFILES", "PROFILE_ENV_VAR", "load_profile", "register_profiles"]
 
 PROFILE_ENV_VAR = "RL_CONTRACTS_HYPOTHESIS_PROFILE"
 """Environment variable naming the profile :func:`load_profile` selects."""
