@@ -1,0 +1,522 @@
+"""Relocation of vLLM multimodal placeholder ranges into the coordinates of a spliced prompt.
+
+vLLM computes ``mm_placeholders`` against the chat-template tokens.  After :func:`~rl_contracts.splice.
+splice_prefix_tokens` replaces the re-tokenized history with the model's exact tokens, every media span must move
+to where its placeholder tokens really are, or the media embeddings land on the wrong tokens with no error at all.
+:func:`remap_multimodal_placeholders` moves them exactly or fails closed (SPEC §2.4–2.5).
+
+The work is linear in the prompt length, with no Python loop over tokens: comparisons run on list slices in C,
+and a span that is not right after the search cursor is found with a polynomial rolling hash of the exact prefix
+(converted to numpy once, on first need) over forward-only, doubling scan windows, every hit verified exactly.
+
+This module imports neither torch nor vLLM; a vLLM ``PlaceholderRange.is_embed`` tensor is never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from .checks import ContractInt, is_int, token_ids
+from .errors import (
+    PlaceholderRemapError,
+    PlaceholderTypeError,
+    render,
+    render_list,
+    render_name,
+    shorten,
+    type_name,
+)
+from .splice import PrefixSplice, _int_array
+
+__all__ = ["PlaceholderRange", "placeholder_range_bounds", "remap_multimodal_placeholders"]
+
+_HASH_BASE = 0x9E3779B97F4A7C15
+"""Odd multiplier of the rolling hash (modulo 2**64): odd, so every power stays odd and never vanishes."""
+_PROBE = 8
+"""Positions after the cursor that a search compares directly before it switches to hashed, doubling windows."""
+_EXCERPT = 8
+
+
+def _as_bool(value: object) -> bool:
+    """Accept ``bool`` and ``numpy.bool_`` only: an int or a string is not a mask value."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise ValueError(f"is_embed values must be bools, got {type_name(value)}")
+
+
+class PlaceholderRange(BaseModel):
+    """One media item's span of prompt tokens: ``offset``, ``length`` and an optional ``is_embed`` mask.
+
+    Frozen; invalid values raise pydantic's ``ValidationError``.  ``is_embed``, when given, has ``length`` bools
+    and is relative to the range, so it never changes when the range moves.
+
+    >>> PlaceholderRange(offset=5, length=3).model_copy(update={"offset": 6}).offset
+    6
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    offset: ContractInt = Field(ge=0)
+    """Start index of the span in the prompt."""
+    length: ContractInt = Field(ge=1)
+    """Number of tokens in the span."""
+    is_embed: tuple[Annotated[bool, BeforeValidator(_as_bool)], ...] | None = None
+    """Which tokens of the span receive embeddings; ``None`` means all of them."""
+
+    @model_validator(mode="after")
+    def _check_mask_length(self) -> PlaceholderRange:
+        if self.is_embed is not None and len(self.is_embed) != self.length:
+            raise ValueError(f"is_embed has {len(self.is_embed)} values but length is {self.length}")
+        return self
+
+
+_MISSING = object()
+
+
+def _where(modality: str | None, index: int | None) -> str:
+    return "" if modality is None else f" (mm_placeholders['{render_name(modality)}'][{index}])"
+
+
+def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> tuple[int, int]:
+    """SPEC §2.4 steps 1–5, with the item's position quoted in messages when known."""
+    if isinstance(placeholder_range, Mapping):
+        values = []
+        for field in ("offset", "length"):
+            try:
+                values.append(placeholder_range[field])
+            except KeyError:
+                values.append(_MISSING)
+    elif isinstance(placeholder_range, PlaceholderRange) or (
+        dataclasses.is_dataclass(placeholder_range) and not isinstance(placeholder_range, type)
+    ):
+        values = [
+            getattr(placeholder_range, "offset", _MISSING),
+            getattr(placeholder_range, "length", _MISSING),
+        ]
+    else:
+        raise PlaceholderTypeError(
+            "Multimodal placeholder ranges must be mappings or dataclass instances, got "
+            f"{type_name(placeholder_range)}{_where(modality, index)}",
+            argument="mm_placeholders",
+            expected="Mapping | dataclass instance | PlaceholderRange",
+            actual=type_name(placeholder_range),
+            modality=modality,
+            item_index=index,
+        )
+    for field, value in zip(("offset", "length"), values, strict=True):
+        if value is _MISSING:
+            raise PlaceholderRemapError(
+                f"Multimodal placeholder range is missing '{field}'{_where(modality, index)}",
+                modality=modality,
+                item_index=index,
+            )
+    for field, value in zip(("offset", "length"), values, strict=True):
+        if not is_int(value):
+            raise PlaceholderTypeError(
+                f"Multimodal placeholder range {field} must be an int, got {type_name(value)}"
+                f"{_where(modality, index)}",
+                argument=field,
+                expected="int",
+                actual=type_name(value),
+                modality=modality,
+                item_index=index,
+            )
+    offset, length = operator.index(values[0]), operator.index(values[1])
+    if offset < 0 or length < 1:
+        raise PlaceholderRemapError(
+            f"Multimodal placeholder range has invalid bounds: offset={render(offset)}, "
+            f"length={render(length)}{_where(modality, index)}",
+            modality=modality,
+            item_index=index,
+            offset=offset,
+            length=length,
+        )
+    return offset, length
+
+
+def placeholder_range_bounds(placeholder_range: Any) -> tuple[int, int]:
+    """Return ``(offset, length)`` (never ``(start, end)``) of one placeholder range.
+
+    Accepts a ``Mapping`` (keys ``"offset"``/``"length"``), a :class:`PlaceholderRange`, or a dataclass instance
+    such as vLLM's ``PlaceholderRange`` (a dataclass class object is rejected).  Raises ``PlaceholderTypeError``
+    for any other container or a non-int (bool included) offset or length, and ``PlaceholderRemapError`` for a
+    missing field, ``offset < 0`` or ``length < 1``.
+
+    >>> placeholder_range_bounds({"offset": 5, "length": 3})
+    (5, 3)
+    """
+    return _bounds(placeholder_range, None, None)
+
+
+class _Item(NamedTuple):
+    """One validated range; tuples sort in the global order of SPEC §2.5 step 5."""
+
+    offset: int
+    length: int
+    modality_position: int
+    item_index: int
+
+
+def _check_container(mm_placeholders: object) -> list[tuple[str, Sequence[Any]]]:
+    """SPEC §2.5 step 1 for ``mm_placeholders``: a mapping of ``str`` to a list or tuple of ranges."""
+    if not isinstance(mm_placeholders, Mapping):
+        raise PlaceholderTypeError(
+            "mm_placeholders must be a mapping from modality name to a list of placeholder ranges, got "
+            f"{type_name(mm_placeholders)}",
+            argument="mm_placeholders",
+            expected="Mapping[str, list | tuple]",
+            actual=type_name(mm_placeholders),
+        )
+    groups: list[tuple[str, Sequence[Any]]] = []
+    for modality, ranges in mm_placeholders.items():
+        if not isinstance(modality, str):
+            raise PlaceholderTypeError(
+                f"mm_placeholders keys must be str modality names, got {type_name(modality)} {render(modality)}",
+                argument="mm_placeholders",
+                expected="str",
+                actual=type_name(modality),
+            )
+        if not isinstance(ranges, list | tuple):
+            raise PlaceholderTypeError(
+                f"mm_placeholders['{render_name(modality)}'] must be a list or tuple of placeholder ranges, got "
+                f"{type_name(ranges)}",
+                argument="mm_placeholders",
+                expected="list | tuple",
+                actual=type_name(ranges),
+                modality=modality,
+            )
+        groups.append((modality, ranges))
+    return groups
+
+
+def _check_rebuildable(placeholder_range: Any, modality: str, index: int) -> None:
+    """A dataclass range must have ``offset`` as an init field, or ``dataclasses.replace`` cannot move it."""
+    if isinstance(placeholder_range, Mapping | PlaceholderRange):
+        return
+    field = next((f for f in dataclasses.fields(placeholder_range) if f.name == "offset"), None)
+    if field is None or not field.init:
+        raise PlaceholderTypeError(
+            f"Multimodal placeholder range{_where(modality, index)} is a {type_name(placeholder_range)} dataclass "
+            "whose 'offset' is not an init field, so it cannot be rebuilt with dataclasses.replace",
+            argument="mm_placeholders",
+            expected="dataclass with an init field 'offset'",
+            actual=type_name(placeholder_range),
+            modality=modality,
+            item_index=index,
+        )
+
+
+def _label(groups: list[tuple[str, Sequence[Any]]], item: _Item) -> str:
+    return f"{render_name(groups[item.modality_position][0])}[{item.item_index}]"
+
+
+def _describe(groups: list[tuple[str, Sequence[Any]]], item: _Item) -> str:
+    return f"Multimodal placeholder range {_label(groups, item)} (offset={item.offset}, length={item.length})"
+
+
+def _remap_error(message: str, groups: list[tuple[str, Sequence[Any]]], item: _Item) -> PlaceholderRemapError:
+    return PlaceholderRemapError(
+        message,
+        modality=groups[item.modality_position][0],
+        item_index=item.item_index,
+        offset=item.offset,
+        length=item.length,
+    )
+
+
+def _validate_ranges(groups: list[tuple[str, Sequence[Any]]], template_length: int) -> list[_Item]:
+    """SPEC §2.5 step 3: bounds of every range in input order, then the overlap rule; returns global order."""
+    items: list[_Item] = []
+    for position, (modality, ranges) in enumerate(groups):
+        for index, placeholder_range in enumerate(ranges):
+            offset, length = _bounds(placeholder_range, modality, index)
+            _check_rebuildable(placeholder_range, modality, index)
+            item = _Item(offset, length, position, index)
+            if offset + length > template_length:
+                raise _remap_error(
+                    f"Multimodal placeholder range {_label(groups, item)} (offset={render(offset)}, "
+                    f"length={render(length)}) is out of bounds for template_token_ids of length "
+                    f"{template_length}.",
+                    groups,
+                    item,
+                )
+            items.append(item)
+    items.sort()
+    end_before_group = 0  # the largest end of every range before the current group of identical ranges
+    group: tuple[int, int] | None = None
+    for j, item in enumerate(items):
+        if group == (item.offset, item.length):
+            continue
+        if group is not None:
+            end_before_group = max(end_before_group, group[0] + group[1])
+        group = (item.offset, item.length)
+        if end_before_group > item.offset:
+            first = next(e for e in items[:j] if e.offset + e.length > item.offset)
+            raise _remap_error(
+                f"Multimodal placeholder ranges {_label(groups, first)} (offset={first.offset}, "
+                f"length={first.length}) and {_label(groups, item)} (offset={item.offset}, "
+                f"length={item.length}) overlap without being identical; they cannot be relocated.",
+                groups,
+                item,
+            )
+    return items
+
+
+def _splice_coordinates(splice: object, template: list[int], final: list[int]) -> tuple[int, int]:
+    """SPEC §2.5 step 2: read the splice (any object with the three attributes) and check it fits the tokens."""
+    if isinstance(splice, PrefixSplice):
+        converted = splice
+    else:
+        try:
+            converted = PrefixSplice.model_validate(splice, from_attributes=True)
+        except ValidationError as exc:
+            raise PlaceholderRemapError(
+                f"splice must be a PrefixSplice or an object with token_ids, model_cut_end and "
+                f"template_cut_start, got {type_name(splice)}: {shorten(str(exc), 800)}"
+            ) from None
+    ids, cut_end, cut_start = converted.token_ids, converted.model_cut_end, converted.template_cut_start
+    valid = isinstance(ids, list) and is_int(cut_end) and is_int(cut_start)
+    if not (valid and 0 <= cut_end <= len(ids) and cut_start >= 0):
+        raise PlaceholderRemapError(f"splice is not a valid PrefixSplice: {render(converted)}")
+    prefix = "splice does not describe these token sequences: "
+    if not (len(ids) == len(final) and ids == final):
+        raise PlaceholderRemapError(
+            f"{prefix}splice.token_ids (length {len(ids)}) differs from final_token_ids (length {len(final)})"
+        )
+    if cut_start > len(template):
+        raise PlaceholderRemapError(
+            f"{prefix}splice.template_cut_start={cut_start} exceeds len(template_token_ids)={len(template)}"
+        )
+    if not (len(final) - cut_end == len(template) - cut_start and final[cut_end:] == template[cut_start:]):
+        raise PlaceholderRemapError(
+            f"{prefix}final_token_ids[model_cut_end={cut_end}:] differs from "
+            f"template_token_ids[template_cut_start={cut_start}:]"
+        )
+    return cut_end, cut_start
+
+
+def _powers(count: int) -> npt.NDArray[np.uint64]:
+    """``BASE**j`` modulo 2**64 for ``j < count``, built by doubling (log(count) vectorised steps)."""
+    powers = np.empty(max(count, 1), dtype=np.uint64)
+    powers[0] = 1
+    filled = 1
+    while filled < count:
+        step = min(filled, count - filled)
+        np.multiply(powers[:step], pow(_HASH_BASE, filled, 2**64), out=powers[filled : filled + step])
+        filled += step
+    return powers
+
+
+class _ContentFinder:
+    """Exact search of ``final[:stop]`` for needles cut from ``template``: linear in the distance scanned.
+
+    Each search first probes the next :data:`_PROBE` positions directly (media items usually sit right after the
+    cursor).  Beyond them it compares polynomial rolling hashes (modulo 2**64, wrapping uint64 arithmetic) over
+    a forward window that starts at the needle length and doubles, so one search costs O(needle + distance
+    advanced); every hash hit is verified exactly, so a collision costs time, never correctness.  The hash
+    tables are built once, on the first search that needs them.
+    """
+
+    def __init__(self, final: list[int], template: list[int], stop: int) -> None:
+        self._final, self._template, self._stop = final, template, stop
+        self._prefix: npt.NDArray[np.uint64] | None = None
+        self._powers: npt.NDArray[np.uint64] = np.ones(1, dtype=np.uint64)
+        self._template_symbols: npt.NDArray[np.uint64] | None = None
+
+    def _build(self) -> npt.NDArray[np.uint64]:
+        """Prefix hashes of ``final[:stop]``; ids beyond int64 are replaced by exact dense ranks."""
+        stop = self._stop
+        final = _int_array(self._final[:stop])
+        if final.dtype == object:
+            _, ranks = np.unique(np.concatenate([final, _int_array(self._template)]), return_inverse=True)
+            symbols = ranks.reshape(-1).astype(np.uint64)
+            final, self._template_symbols = symbols[:stop], symbols[stop:]
+        self._powers = _powers(stop + 1)
+        prefix = np.zeros(stop + 1, dtype=np.uint64)
+        np.cumsum(final.astype(np.uint64) * self._powers[:stop], out=prefix[1:])
+        self._prefix = prefix
+        return prefix
+
+    def _needle_hash(self, start: int, width: int) -> int | None:
+        """Hash of ``template[start:start+width]``; ``None`` when it holds an id that ``final[:stop]`` cannot hold."""
+        if self._template_symbols is not None:
+            symbols = self._template_symbols[start : start + width]
+        else:
+            needle = _int_array(self._template[start : start + width])
+            if needle.dtype == object:
+                return None  # an id beyond int64, while final[:stop] holds int64 ids only
+            symbols = needle.astype(np.uint64)
+        return int((symbols * self._powers[:width]).sum(dtype=np.uint64))
+
+    def find(self, first: int, last: int, start: int, width: int) -> int | None:
+        """Smallest ``q`` in ``[first, last]`` with ``final[q:q+width] == template[start:start+width]``."""
+        final, needle = self._final, self._template[start : start + width]
+        probe_end = min(last + 1, first + _PROBE)
+        q = first
+        while q < probe_end:
+            try:
+                q = final.index(needle[0], q, probe_end)
+            except ValueError:
+                break
+            if final[q : q + width] == needle:
+                return q
+            q += 1
+        if probe_end > last:
+            return None
+        prefix = self._build() if self._prefix is None else self._prefix
+        needle_hash = self._needle_hash(start, width)
+        if needle_hash is None:
+            return None
+        window = width + _PROBE
+        begin = probe_end
+        while begin <= last:
+            end = min(begin + window, last + 1)
+            hashes = prefix[begin + width : end + width] - prefix[begin:end]
+            for hit in np.flatnonzero(hashes == self._powers[begin:end] * needle_hash).tolist():
+                if final[begin + hit : begin + hit + width] == needle:
+                    return begin + int(hit)
+            begin, window = end, window * 2
+        return None
+
+
+def _place(
+    groups: list[tuple[str, Sequence[Any]]],
+    items: list[_Item],
+    template: list[int],
+    final: list[int],
+    coordinates: tuple[int, int] | None,
+) -> dict[tuple[int, int], int]:
+    """SPEC §2.5 step 6: the new offset of every distinct ``(offset, length)``, in global order."""
+    memo: dict[tuple[int, int], int] = {}
+    cursor = 0
+    limit = len(final) if coordinates is None else coordinates[0]
+    finder = _ContentFinder(final, template, min(len(final), limit + 1))
+    for item in items:
+        offset, length = item.offset, item.length
+        if (offset, length) in memo:
+            continue
+        if coordinates is not None and offset >= coordinates[1]:
+            cut_end, cut_start = coordinates
+            new = cut_end + (offset - cut_start)
+            if final[new : new + length] != template[offset : offset + length]:
+                raise _remap_error(
+                    f"{_describe(groups, item)} does not match final_token_ids at shifted offset {new}; refusing to "
+                    "submit token IDs with incorrect multimodal positions.",
+                    groups,
+                    item,
+                )
+        elif coordinates is not None and offset < coordinates[1] < offset + length:
+            raise _remap_error(
+                f"{_describe(groups, item)} straddles the splice boundary template_cut_start={coordinates[1]}; it "
+                "cannot be represented in the final prompt.",
+                groups,
+                item,
+            )
+        else:
+            left = 1 if offset > 0 else 0
+            right = 1 if offset + length < len(template) else 0
+            width = left + length + right
+            first, last = max(cursor - left, 0), min(limit - length - left, len(final) - width)
+            found = finder.find(first, last, offset - left, width) if first <= last else None
+            if found is None:
+                expected = template[offset - left : offset + length + right][:_EXCERPT]
+                seen = final[cursor : min(limit, cursor + _EXCERPT)]
+                raise _remap_error(
+                    f"{_describe(groups, item)} could not be located in final_token_ids (scanned positions "
+                    f"{cursor}..{limit}); refusing to submit token IDs with incorrect multimodal positions. Expected "
+                    f"the span with its neighbours, template_token_ids[{offset - left}:{offset + length + right}]="
+                    f"{render_list(expected, total=width)}; final_token_ids from position {cursor}: "
+                    f"{render_list(seen, total=max(limit - cursor, 0))}.",
+                    groups,
+                    item,
+                )
+            new = found + left
+            cursor = new + length
+        memo[(offset, length)] = new
+    return memo
+
+
+def _rebuilt(placeholder_range: Any, offset: int, modality: str, index: int) -> Any:
+    """SPEC §2.5 step 7: a new range of the same container type with only ``offset`` replaced."""
+    if isinstance(placeholder_range, Mapping):
+        moved = dict(placeholder_range)
+        moved["offset"] = offset
+        return moved
+    if isinstance(placeholder_range, PlaceholderRange):
+        return placeholder_range.model_copy(update={"offset": offset})
+    try:
+        return dataclasses.replace(placeholder_range, offset=offset)
+    except (TypeError, ValueError) as exc:
+        raise PlaceholderTypeError(
+            f"Multimodal placeholder range{_where(modality, index)} of type {type_name(placeholder_range)} "
+            f"cannot be rebuilt with dataclasses.replace: {type_name(exc)}: {render_name(exc)}",
+            argument="mm_placeholders",
+            expected="dataclass rebuildable with dataclasses.replace",
+            actual=type_name(placeholder_range),
+            modality=modality,
+            item_index=index,
+        ) from None
+
+
+def remap_multimodal_placeholders(
+    *,
+    template_token_ids: Sequence[int],
+    final_token_ids: Sequence[int],
+    mm_placeholders: Mapping[str, Sequence[Any]],
+    splice: PrefixSplice | None = None,
+) -> dict[str, list[Any]]:
+    """Move vLLM's per-modality placeholder ranges from template coordinates into ``final_token_ids``.
+
+    Every range is validated first (int offset ``>= 0``, length ``>= 1``, inside the template, and ranges that
+    intersect must be identical).  With a ``splice`` (a :class:`PrefixSplice` or any object with its three
+    attributes), ranges at or after ``template_cut_start`` shift arithmetically and are cross-checked; ranges
+    before it are located by content inside the exact model prefix, in global prompt order, with a forward-only
+    cursor and both neighbour tokens checked, so a longer run of placeholder tokens fails closed instead of being
+    split across items.  Without a splice every range is located by content (or kept when ``final ==
+    template``).  Coincident ranges (Qwen2.5-Omni's audio-in-video) are placed once and share the new offset.
+
+    Returns a new dict with the same keys and item order; each range is a new object of its own container type
+    (``dict``, ``dataclasses.replace``, ``model_copy``) with only ``offset`` changed (``is_embed`` and other
+    fields kept).  Inputs are never mutated.
+
+    Raises ``ContractTypeError`` for non-int token ids, ``PlaceholderTypeError`` for a wrong container or a
+    non-int offset/length, and ``PlaceholderRemapError`` (``.modality``, ``.item_index``, ``.offset``,
+    ``.length``) for an incoherent splice, invalid, out-of-bounds or overlapping ranges, a range straddling the
+    cut, or a span that cannot be located.
+
+    >>> remap_multimodal_placeholders(
+    ...     template_token_ids=[7, 8, 1001, 2, 30, 90, 90, 90, 31],
+    ...     final_token_ids=[7, 8, 1002, 1003, 2, 30, 90, 90, 90, 31],
+    ...     mm_placeholders={"image": [{"offset": 5, "length": 3}]},
+    ...     splice=PrefixSplice([7, 8, 1002, 1003, 2, 30, 90, 90, 90, 31], 5, 4),
+    ... )
+    {'image': [{'offset': 6, 'length': 3}]}
+    """
+    template = token_ids(template_token_ids, "template_token_ids")
+    final = token_ids(final_token_ids, "final_token_ids")
+    groups = _check_container(mm_placeholders)
+    coordinates = None if splice is None else _splice_coordinates(splice, template, final)
+    items = _validate_ranges(groups, len(template))
+    if not items:
+        return {modality: [] for modality, _ in groups}
+    if coordinates is None and final == template:
+        memo = {(item.offset, item.length): item.offset for item in items}
+    else:
+        memo = _place(groups, items, template, final, coordinates)
+    new_offsets: list[list[int]] = [[0] * len(ranges) for _, ranges in groups]
+    for item in items:
+        new_offsets[item.modality_position][item.item_index] = memo[(item.offset, item.length)]
+    return {
+        modality: [
+            _rebuilt(placeholder_range, new_offsets[position][index], modality, index)
+            for index, placeholder_range in enumerate(ranges)
+        ]
+        for position, (modality, ranges) in enumerate(groups)
+    }

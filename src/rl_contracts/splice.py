@@ -1,0 +1,251 @@
+"""Exact-token prompt splicing: keep the model's own prefix tokens, resume the template at the turn boundary.
+
+When a chat endpoint serves turn N it re-renders the whole history with the chat template, and the re-tokenized
+history can differ from the tokens the model actually saw and produced.  :func:`splice_prefix_tokens` keeps the
+exact model prefix and resumes the template after the matching terminator, found by count (SPEC §2.1–2.3).
+
+This module imports neither torch nor vLLM; terminator counting runs in numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .checks import ContractInt, is_int, require_int, token_ids
+from .errors import ContractTypeError, SpliceError, render, render_list, type_name
+from .protocols import TokenizerLike
+
+__all__ = ["PrefixSplice", "replace_prefix_tokens", "splice_prefix_tokens"]
+
+_FIELDS = ("token_ids", "model_cut_end", "template_cut_start")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class PrefixSplice(BaseModel):
+    """An exact token splice with its source coordinates: ``token_ids == model[:model_cut_end] + template[template_cut_start:]``.
+
+    Frozen.  Accepts the reference dataclass's positional form ``PrefixSplice(token_ids, model_cut_end,
+    template_cut_start)`` as well as keywords; more than three positional arguments, or a field given both
+    positionally and by keyword, raises ``ContractTypeError`` (a ``TypeError``).  Invalid values raise pydantic's
+    ``ValidationError``.  Equal only to another ``PrefixSplice`` with equal fields.
+
+    >>> PrefixSplice([1, 2, 9], 2, 3) == PrefixSplice(token_ids=[1, 2, 9], model_cut_end=2, template_cut_start=3)
+    True
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
+
+    token_ids: list[ContractInt]
+    """The final spliced prompt; callers must not mutate it."""
+    model_cut_end: ContractInt = Field(ge=0)
+    """How many tokens were taken from the model prefix (``0 <= model_cut_end <= len(token_ids)``)."""
+    template_cut_start: ContractInt = Field(ge=0)
+    """The template index where the verbatim template suffix starts."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(_FIELDS):
+            raise ContractTypeError(
+                f"PrefixSplice() takes at most {len(_FIELDS)} positional arguments "
+                f"(token_ids, model_cut_end, template_cut_start), got {len(args)}",
+                argument="args",
+                expected="at most 3 positional arguments",
+                actual=str(len(args)),
+            )
+        for name, value in zip(_FIELDS[: len(args)], args, strict=True):
+            if name in kwargs:
+                raise ContractTypeError(
+                    f"PrefixSplice() got multiple values for argument '{name}' (positionally and by keyword)",
+                    argument=name,
+                    expected="one value",
+                    actual="two values",
+                )
+            kwargs[name] = value
+        super().__init__(**kwargs)
+
+    @model_validator(mode="after")
+    def _check_cut_end(self) -> PrefixSplice:
+        if self.model_cut_end > len(self.token_ids):
+            raise ValueError(
+                f"model_cut_end={self.model_cut_end} exceeds len(token_ids)={len(self.token_ids)}; "
+                "a splice cannot take more model tokens than the final prompt holds"
+            )
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PrefixSplice):
+            return NotImplemented
+        return (
+            self.model_cut_end == other.model_cut_end
+            and self.template_cut_start == other.template_cut_start
+            and self.token_ids == other.token_ids
+        )
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.token_ids), self.model_cut_end, self.template_cut_start))
+
+
+def _int_array(ids: list[int]) -> npt.NDArray[Any]:
+    """One numpy array for validated ids: int64, or ``object`` when some id does not fit in int64."""
+    try:
+        return np.fromiter(ids, dtype=np.int64, count=len(ids))
+    except OverflowError:
+        return np.array(ids, dtype=object)
+
+
+def _member_mask(values: npt.NDArray[Any], members: Sequence[int]) -> npt.NDArray[np.bool_]:
+    """``values`` elementwise in ``members`` (vectorised); ids outside int64 never match an int64 array."""
+    if values.dtype == object:
+        return np.isin(values, np.array(list(members), dtype=object))
+    fitting = [m for m in members if _INT64_MIN <= m <= _INT64_MAX]
+    if not fitting:
+        return np.zeros(values.shape, dtype=np.bool_)
+    return np.isin(values, np.array(fitting, dtype=np.int64))
+
+
+def _summary(name: str, ids: list[int]) -> str:
+    return f"{name}={render_list(ids[:8], total=len(ids))}"
+
+
+def _int_collection(value: object, argument: str) -> list[int]:
+    """An int, or an iterable of ints, as a list of plain ints; ``ContractTypeError`` otherwise (bools included)."""
+    if is_int(value):
+        return [require_int(value, argument)]
+    if isinstance(value, bool | str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        raise ContractTypeError.for_value(argument, "an int or a collection of ints (not bool or str)", value)
+    return [require_int(item, f"{argument}[{index}]") for index, item in enumerate(value)]
+
+
+def _decoded(decode: Any, ids: list[int]) -> str:
+    """``decode(ids)`` rendered for a message, or ``<decode failed: {type}>`` when it raises or is no ``str``."""
+    try:
+        text = decode(ids)
+    except Exception as exc:  # the splice diagnosis must never be masked by a failing decode
+        return f"<decode failed: {type_name(exc)}>"
+    if not isinstance(text, str):
+        return f"<decode failed: {type_name(text)}>"
+    return render(text)
+
+
+def _terminator_set(
+    tokenizer: TokenizerLike | None, eos: list[int] | None, terminators: list[int] | None
+) -> tuple[int, ...]:
+    """Step 3 of SPEC §2.2: the sorted terminator set, ``terminator_ids`` first, then EOS."""
+    if terminators is not None:
+        if not terminators:
+            raise SpliceError("terminator_ids must not be empty when provided", terminators=())
+        return tuple(sorted(set(terminators)))
+    if eos is None and tokenizer is not None:
+        tokenizer_eos = getattr(tokenizer, "eos_token_id", None)
+        if tokenizer_eos is not None:
+            eos = _int_collection(tokenizer_eos, "tokenizer.eos_token_id")
+    if not eos:
+        raise SpliceError(
+            "Tokenizer must have an EOS token ID: pass eos_token_id or terminator_ids, or a tokenizer whose "
+            "eos_token_id is set"
+        )
+    return tuple(sorted(set(eos)))
+
+
+def splice_prefix_tokens(
+    *,
+    tokenizer: TokenizerLike | None = None,
+    model_prefix_token_ids: Sequence[int],
+    template_prefix_token_ids: Sequence[int],
+    template_token_ids: Sequence[int],
+    eos_token_id: int | Sequence[int] | None = None,
+    terminator_ids: Iterable[int] | None = None,
+) -> PrefixSplice:
+    """Keep every model-prefix token, then resume the template after its ``count_needed``-th terminator.
+
+    ``count_needed`` is the number of terminators in ``template_prefix_token_ids``; the template cut is found by
+    count, not position, so templates that strip history (Qwen3's ``<think>`` blocks) still splice correctly.
+    When the model prefix ends with a terminator the model's own is kept and the template resumes after its
+    boundary terminator; otherwise (stopped at max_tokens) the template supplies the terminator.  An empty model
+    prefix gives the identity splice ``(0, 0)``.  The terminator set is ``terminator_ids`` when given, else
+    ``eos_token_id`` (an int or a sequence of ints), else ``tokenizer.eos_token_id``.  ``tokenizer.decode`` is
+    called only to enrich an error message, and only when it is callable.
+
+    Raises ``ContractTypeError`` for non-int ids (bools included) and ``SpliceError`` (also ``ValueError`` and
+    ``AssertionError``) when no terminator is known, ``terminator_ids`` is empty, the template prefix holds no
+    terminator, or the template holds too few; it carries ``.terminators``, ``.count_needed`` and ``.count_seen``.
+
+    Divergence: the reference uses ``assert``, which ``python -O`` removes; this always raises ``SpliceError``.
+    Divergence: ``eos_token_id`` may also be a sequence of ints, all of which count as terminators.
+
+    >>> s = splice_prefix_tokens(model_prefix_token_ids=[100, 2], template_prefix_token_ids=[9, 2, 9, 2],
+    ...                          template_token_ids=[9, 2, 9, 2, 77, 88], eos_token_id=2)
+    >>> (s.token_ids, s.model_cut_end, s.template_cut_start)
+    ([100, 2, 77, 88], 2, 4)
+    """
+    model = token_ids(model_prefix_token_ids, "model_prefix_token_ids")
+    template_prefix = token_ids(template_prefix_token_ids, "template_prefix_token_ids")
+    template = token_ids(template_token_ids, "template_token_ids")
+    eos = None if eos_token_id is None else _int_collection(eos_token_id, "eos_token_id")
+    explicit = None if terminator_ids is None else _int_collection(terminator_ids, "terminator_ids")
+    if not model:
+        return PrefixSplice.model_construct(token_ids=template, model_cut_end=0, template_cut_start=0)
+
+    terminators = _terminator_set(tokenizer, eos, explicit)
+    ends_with_terminator = model[-1] in set(terminators)
+    count_needed = int(np.count_nonzero(_member_mask(_int_array(template_prefix), terminators)))
+    if count_needed == 0:
+        raise SpliceError(
+            "No terminator token found in template_prefix_token_ids, so there is no splice boundary to find. "
+            f"Terminators searched for: {render_list(terminators[:8], total=len(terminators))}. "
+            f"{_summary('model_prefix_token_ids', model)}; "
+            f"{_summary('template_prefix_token_ids', template_prefix)}; {_summary('template_token_ids', template)}",
+            terminators=terminators,
+            count_needed=0,
+        )
+    positions = np.flatnonzero(_member_mask(_int_array(template), terminators))
+    if len(positions) < count_needed:
+        decode = None if tokenizer is None else getattr(tokenizer, "decode", None)
+        decoded = ""
+        if callable(decode):
+            decoded = (
+                f" Decoded template_prefix_token_ids: {_decoded(decode, template_prefix)};"
+                f" decoded template_token_ids: {_decoded(decode, template)}."
+            )
+        raise SpliceError(
+            f"EOS token #{count_needed} not found in template_token_ids (only found {len(positions)} EOS tokens "
+            f"total, searching for terminators {render_list(terminators[:8], total=len(terminators))})! "
+            f"{_summary('template_prefix_token_ids', template_prefix)}; "
+            f"{_summary('template_token_ids', template)}.{decoded}",
+            terminators=terminators,
+            count_needed=count_needed,
+            count_seen=len(positions),
+        )
+    pos = int(positions[count_needed - 1])
+    cut_start = pos + 1 if ends_with_terminator else pos
+    return PrefixSplice.model_construct(
+        token_ids=model + template[cut_start:], model_cut_end=len(model), template_cut_start=cut_start
+    )
+
+
+def replace_prefix_tokens(
+    tokenizer: TokenizerLike | None,
+    model_prefix_token_ids: Sequence[int],
+    template_prefix_token_ids: Sequence[int],
+    template_token_ids: Sequence[int],
+    *,
+    eos_token_id: int | Sequence[int] | None = None,
+    terminator_ids: Iterable[int] | None = None,
+) -> list[int]:
+    """Return a new list equal to ``splice_prefix_tokens(...).token_ids`` (the reference's list-returning form).
+
+    Raises exactly what :func:`splice_prefix_tokens` raises.
+    """
+    splice = splice_prefix_tokens(
+        tokenizer=tokenizer,
+        model_prefix_token_ids=model_prefix_token_ids,
+        template_prefix_token_ids=template_prefix_token_ids,
+        template_token_ids=template_token_ids,
+        eos_token_id=eos_token_id,
+        terminator_ids=terminator_ids,
+    )
+    return list(splice.token_ids)
