@@ -276,7 +276,7 @@ def _splice_coordinates(splice: object, template: list[int], final: list[int]) -
     else:
         try:
             converted = PrefixSplice.model_validate(splice, from_attributes=True)
-        except ValidationError as exc:
+        except (ValidationError, TypeError) as exc:  # pydantic-core raises TypeError for non-str dict keys
             raise PlaceholderRemapError(
                 f"splice must be a PrefixSplice or an object with token_ids, model_cut_end and "
                 f"template_cut_start, got {type_name(splice)}: {shorten(str(exc), 800)}"
