@@ -78,7 +78,7 @@ def _seed_signatures() -> dict[str, list[SeedParam]]:
         if name in found:
             continue
         params: list[SeedParam] = []
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        kind: inspect._ParameterKind = inspect.Parameter.POSITIONAL_OR_KEYWORD
         for part in _split_top_level(raw):
             if part == "*":
                 kind = inspect.Parameter.KEYWORD_ONLY
@@ -153,12 +153,17 @@ def test_constants_have_the_reference_values() -> None:
 
 def test_range_checked_flag_reads_through_and_is_assignable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The flag shows the implementation's current value; assigning it on the facade never disables checks."""
+
+    def flag() -> object:
+        return vllm_utils.G_ROUTED_EXPERTS_RANGE_CHECKED
+
     monkeypatch.setattr(routed_experts, "G_ROUTED_EXPERTS_RANGE_CHECKED", False)
-    assert vllm_utils.G_ROUTED_EXPERTS_RANGE_CHECKED is False
+    assert flag() is False
     routed_experts.as_routed_experts_tensor([[[1]]], device="cpu", dtype=torch.int8)
-    assert vllm_utils.G_ROUTED_EXPERTS_RANGE_CHECKED is True
+    assert flag() is True
     assert "G_ROUTED_EXPERTS_RANGE_CHECKED" in dir(vllm_utils)
+    monkeypatch.setattr(routed_experts, "G_ROUTED_EXPERTS_RANGE_CHECKED", False)
     monkeypatch.setattr(vllm_utils, "G_ROUTED_EXPERTS_RANGE_CHECKED", True, raising=False)
-    assert vllm_utils.G_ROUTED_EXPERTS_RANGE_CHECKED is True
+    assert flag() is True
     with pytest.raises(ValueError, match="exceeds the resolved carry dtype"):
         vllm_utils._as_routed_experts_tensor([[[200]]], device="cpu", dtype=torch.int8)
