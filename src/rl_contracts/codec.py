@@ -1,0 +1,447 @@
+"""Routed-experts wire formats: the ``nrlre1`` envelope and vLLM's base64 ``.npy`` payload (SPEC §3.4, §3.4.1).
+
+The envelope ``nrlre1:<dtype>:<S>x<L>x<K>:<base64>`` carries a route tensor through JSON as one string: standard
+base64 of the C-contiguous little-endian element bytes, on any host.  Nested JSON lists of the same routes cost
+about a second of CPU per hop; the envelope costs milliseconds.
+
+Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character) and uses
+``pybase64`` (SIMD) when it is importable, else the standard library; both give identical results.  Large
+payloads are processed in chunks of 128 KiB of text so that no intermediate copy of the whole text is made.
+Decoding never allocates more than the payload itself implies: declared shapes are checked against the payload
+length before any buffer of that size exists.
+
+This module imports torch and numpy when it is imported, and never imports vLLM.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import io
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from numpy.lib import format as npy_format
+
+from .checks import require_int
+from .errors import ContractTypeError, EnvelopeError, RoutedExpertsError, render, render_name, type_name
+from .routed_experts import ROUTED_EXPERTS_DTYPE_NAMES, _has_bool_element
+
+__all__ = ["decode_routed_experts", "decode_vllm_routed_experts", "encode_routed_experts"]
+
+_PREFIX = "nrlre1"
+_WIRE_DTYPES: dict[str, tuple[torch.dtype, np.dtype[np.signedinteger]]] = {
+    "int8": (torch.int8, np.dtype("<i1")),
+    "int16": (torch.int16, np.dtype("<i2")),
+    "int32": (torch.int32, np.dtype("<i4")),
+}
+_DECODE_DTYPES: dict[torch.dtype, np.dtype[np.signedinteger]] = {
+    torch.int8: np.dtype(np.int8),
+    torch.int16: np.dtype(np.int16),
+    torch.int32: np.dtype(np.int32),
+    torch.int64: np.dtype(np.int64),
+}
+_MAX_ELEMENTS = 2**63 - 1  # torch's stride arithmetic is int64
+_MAX_DIMENSION_DIGITS = 19
+# Chunks of 96 KiB of data (128 KiB of base64 text) stay in cache and avoid copies of the whole text.
+_CHUNK_BYTES = 3 * 2**15
+_CHUNK_CHARS = _CHUNK_BYTES // 3 * 4
+_NPY_HEADER_MAX = 16 + 10_000  # magic + length field + numpy's own default max_header_size
+# The last character before the padding must have its unused low bits clear (canonical base64).
+_CANONICAL_BEFORE_PADDING = {1: frozenset("AEIMQUYcgkosw048"), 2: frozenset("AQgw")}
+_BIG_ENDIAN_HOST = sys.byteorder == "big"
+_RERAISED = (RecursionError, MemoryError)
+
+
+@dataclass(frozen=True)
+class _Base64:
+    """One strict base64 implementation: ``encode`` takes bytes-like data, ``decode`` validates and decodes."""
+
+    name: str
+    encode: Callable[[memoryview], bytes]
+    decode: Callable[[str], bytes]
+
+
+_STDLIB_BASE64 = _Base64("base64", base64.b64encode, functools.partial(base64.b64decode, validate=True))
+try:
+    import pybase64
+
+    _PYBASE64: _Base64 | None = _Base64(
+        "pybase64", pybase64.b64encode, functools.partial(pybase64.b64decode, validate=True)
+    )
+except ImportError:  # pragma: no cover - pybase64 is a declared dependency
+    _PYBASE64 = None
+_BASE64: _Base64 = _PYBASE64 or _STDLIB_BASE64
+"""The implementation in use: pybase64 when importable (measured several times faster), else the stdlib."""
+
+
+class _InvalidBase64(Exception):
+    """Internal: the text is not strict base64."""
+
+
+def _decoded_size(text: str, start: int) -> int:
+    """Byte count that ``text[start:]`` decodes to, from its length and padding alone (O(1)).
+
+    Raises ``_InvalidBase64`` for a length that is not a multiple of 4, more than two ``=``, or a non-canonical
+    final character (non-zero unused bits), which the decoders below would otherwise accept.
+    """
+    size = len(text) - start
+    if size % 4:
+        raise _InvalidBase64
+    if size == 0:
+        return 0
+    padding = 2 if text.endswith("==") else 1 if text.endswith("=") else 0
+    if padding and (text[-padding - 1] not in _CANONICAL_BEFORE_PADDING[padding]):
+        raise _InvalidBase64  # also rejects a third '=' (not in either set)
+    return size // 4 * 3 - padding
+
+
+def _decode_body(text: str, start: int, out: np.ndarray | None) -> None:
+    """Strictly decode ``text[start:]`` chunk by chunk into ``out`` (uint8 of the exact size), or only validate.
+
+    Raises ``_InvalidBase64`` on any invalid character or misplaced padding.
+    """
+    backend = _BASE64
+    target = None if out is None else memoryview(out.data)
+    position = 0
+    end = len(text)
+    for offset in range(start, end, _CHUNK_CHARS):
+        piece = text[offset : offset + _CHUNK_CHARS]
+        if offset + _CHUNK_CHARS < end and piece.endswith("="):
+            raise _InvalidBase64  # padding before the last chunk
+        try:
+            raw = backend.decode(piece)
+        except (binascii.Error, ValueError, TypeError):
+            raise _InvalidBase64 from None
+        if target is not None:
+            target[position : position + len(raw)] = raw
+        position += len(raw)
+
+
+def _encode_body(data: np.ndarray, header: str) -> str:
+    """Return ``header`` followed by the base64 of ``data`` (1-D uint8), building the text once."""
+    backend = _BASE64
+    if data.size <= _CHUNK_BYTES:
+        return header + backend.encode(data.data).decode("ascii")
+    head = header.encode("ascii")
+    text = np.empty(len(head) + (data.size + 2) // 3 * 4, np.uint8)  # numpy: huge pages for the staging text
+    view = memoryview(text.data)
+    view[: len(head)] = head
+    position = len(head)
+    for offset in range(0, data.size, _CHUNK_BYTES):
+        chunk = backend.encode(data[offset : offset + _CHUNK_BYTES].data)
+        view[position : position + len(chunk)] = chunk
+        position += len(chunk)
+    return str(view, "ascii")
+
+
+def encode_routed_experts(t: torch.Tensor) -> str:
+    """Encode a ``[S, L, K]`` int8/int16/int32 tensor as the envelope ``nrlre1:<dtype>:<S>x<L>x<K>:<base64>``.
+
+    The tensor is detached, moved to the CPU, made contiguous and encoded in its own dtype (no cast), as
+    little-endian bytes on every host.  Encoding is deterministic; empty tensors are allowed.
+
+    Raises:
+        ContractTypeError: ``t`` is not a tensor.
+        EnvelopeError: ``t`` is not 3-D (``.field == "shape"``), its dtype is not int8/int16/int32
+            (``"dtype"``), or it is not a dense tensor with values (``"payload"``: sparse, nested or meta).
+
+    >>> encode_routed_experts(torch.tensor([[[3, -1]]], dtype=torch.int16))
+    'nrlre1:int16:1x1x2:AwD//w=='
+    """
+    if not isinstance(t, torch.Tensor):
+        raise ContractTypeError(
+            f"routed_experts must be a torch.Tensor to be encoded, got {type_name(t)}",
+            argument="t",
+            expected="torch.Tensor",
+            actual=type_name(t),
+        )
+    if t.dim() != 3:
+        raise EnvelopeError(
+            f"routed_experts must have shape [tokens, num_moe_layers, topk], got {render(tuple(t.shape))}.",
+            field="shape",
+        )
+    name = ROUTED_EXPERTS_DTYPE_NAMES.get(t.dtype)
+    if name is None:
+        raise EnvelopeError(
+            f"Unsupported routed_experts dtype {render_name(t.dtype)}; expected one of ['int16', 'int32', 'int8'].",
+            field="dtype",
+        )
+    if t.layout != torch.strided or t.is_nested or t.device.type == "meta":
+        raise EnvelopeError(
+            f"routed_experts must be a dense tensor with values to be encoded, got layout {t.layout} on device "
+            f"{render_name(t.device)}.",
+            field="payload",
+        )
+    array = t.detach().cpu().contiguous().numpy()
+    if _BIG_ENDIAN_HOST:
+        array = array.astype(array.dtype.newbyteorder("<"))
+    size, layers, topk = array.shape
+    return _encode_body(array.reshape(-1).view(np.uint8), f"{_PREFIX}:{name}:{size}x{layers}x{topk}:")
+
+
+def _decode_dtype(dtype: object) -> torch.dtype:
+    if isinstance(dtype, torch.dtype) and dtype in _DECODE_DTYPES:
+        return dtype
+    raise EnvelopeError(f"Unsupported routed_experts dtype {render_name(dtype)}.", field="dtype")
+
+
+def _first_out_of_range(array: np.ndarray, low: int, high: int) -> int | None:
+    """The first value of ``array`` in C order outside ``[low, high]``, or ``None``; skipped when the dtype proves it."""
+    if array.size == 0:
+        return None
+    info = np.iinfo(array.dtype)
+    if int(info.min) >= low and int(info.max) <= high:
+        return None
+    if int(array.min()) >= low and int(array.max()) <= high:
+        return None
+    outside = (array < low) | (array > high)
+    return int(np.asarray(array).flat[int(np.argmax(outside))])
+
+
+def _to_tensor(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """A new writable CPU tensor in ``dtype`` holding ``array``'s logical values (any order, any byte order)."""
+    result = torch.empty(array.shape, dtype=dtype)
+    if array.size:
+        np.copyto(result.numpy(), array, casting="unsafe")
+    return result
+
+
+def _legacy_array(payload: object) -> np.ndarray | str:
+    """Convert a legacy payload to a numpy array, or return the ``{found}`` text of the conversion failure."""
+    if isinstance(payload, torch.Tensor) and (
+        payload.layout != torch.strided or payload.is_nested or payload.device.type == "meta"
+    ):
+        return f"type {type_name(payload)}"
+    try:
+        if isinstance(payload, torch.Tensor):
+            return payload.detach().cpu().numpy()
+        array = np.asarray(payload)
+        if (
+            isinstance(payload, list | tuple)
+            and array.dtype.kind in "iu"
+            and array.size
+            and _has_bool_element(payload)
+        ):
+            return "dtype bool"
+    except _RERAISED:
+        raise
+    except (TypeError, ValueError, RuntimeError, OverflowError, IndexError):
+        return f"type {type_name(payload)}"
+    return array
+
+
+def _decode_legacy(payload: object, dtype: torch.dtype) -> torch.Tensor:
+    """Decode the legacy nested-list (or array) form: a 3-D integer array with values in ``[-1, max]``."""
+    limit = int(torch.iinfo(dtype).max)
+
+    def reject(found: str, field: str) -> EnvelopeError:
+        return EnvelopeError(
+            "legacy routed_experts payload must be a 3-dimensional integer array with values in "
+            f"[-1, {limit}], got {found}.",
+            field=field,
+        )
+
+    converted = _legacy_array(payload)
+    if isinstance(converted, str):
+        raise reject(converted, "dtype" if converted.startswith("dtype") else "payload")
+    kind = converted.dtype.kind
+    if converted.size and kind in "bfc":
+        raise reject(f"dtype {render_name(converted.dtype)}", "dtype")
+    if converted.size and kind not in "iu":
+        raise reject(f"type {type_name(payload)}", "payload")
+    if converted.ndim != 3:
+        raise reject(f"shape {render(tuple(converted.shape))}", "shape")
+    bad = _first_out_of_range(converted, -1, limit)
+    if bad is not None:
+        raise reject(f"value {render(bad)}", "value")
+    return _to_tensor(converted, dtype)
+
+
+def _invalid_envelope() -> EnvelopeError:
+    return EnvelopeError(
+        "routed_experts string payload is not a valid 'nrlre1:<dtype>:<SxLxK>:<base64>' envelope.",
+        field="prefix",
+    )
+
+
+def _envelope_shape(text: str) -> tuple[int, int, int]:
+    parts = text.split("x")
+    if len(parts) != 3:
+        raise EnvelopeError(
+            f"routed_experts envelope shape '{render_name(text)}' is not 3-dimensional.", field="shape"
+        )
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        raise EnvelopeError(
+            f"routed_experts envelope shape '{render_name(text)}' has a non-integer or negative dimension.",
+            field="shape",
+        )
+    if any(len(part.lstrip("0")) > _MAX_DIMENSION_DIGITS for part in parts):
+        raise EnvelopeError(
+            f"routed_experts envelope shape '{render_name(text)}' is too large.", field="shape"
+        )
+    size, layers, topk = (int(part) for part in parts)
+    if max(size, 1) * max(layers, 1) * max(topk, 1) > _MAX_ELEMENTS:
+        raise EnvelopeError(
+            f"routed_experts envelope shape '{render_name(text)}' is too large.", field="shape"
+        )
+    return size, layers, topk
+
+
+def decode_routed_experts(payload: str | object, dtype: torch.dtype) -> torch.Tensor:
+    """Decode a routed-experts envelope (or a legacy nested list) to a new writable CPU tensor in ``dtype``.
+
+    A string must be ``nrlre1:<int8|int16|int32>:<S>x<L>x<K>:<base64>`` whose strict base64 holds exactly
+    ``S*L*K`` little-endian values of the wire dtype; they are returned with shape ``(S, L, K)``.  When ``dtype`` is
+    narrower than the wire dtype every value must fit it.  Any non-string payload is the legacy nested-list form
+    and must be a 3-D integer array (no bools, no floats) with values in ``[-1, iinfo(dtype).max]``.
+
+    Raises:
+        EnvelopeError: ``dtype`` is not int8/int16/int32/int64 (``.field == "dtype"``); a bad prefix or part count
+            (``"prefix"``); an unknown wire dtype (``"dtype"``); a shape that is not 3 unsigned decimal integers
+            (``"shape"``); invalid base64 (``"payload"``); a byte count other than ``S*L*K*itemsize``
+            (``"length"``); a value that does not fit ``dtype`` (``"value"``); a malformed legacy payload (field of
+            the failing check).
+
+    Divergence: the reference uses native byte order, checks no shape on legacy payloads, lets ``int()`` and base64
+    errors escape and wraps silently on a narrowing cast.
+
+    >>> decode_routed_experts("nrlre1:int8:3x1x2:AAH//wUC", torch.int32).tolist()
+    [[[0, 1]], [[-1, -1]], [[5, 2]]]
+    """
+    target = _decode_dtype(dtype)
+    if not isinstance(payload, str):
+        return _decode_legacy(payload, target)
+    # Equivalent to payload.split(":", 3) without copying the (possibly very long) base64 body.
+    if not payload.startswith(_PREFIX + ":"):
+        raise _invalid_envelope()
+    dtype_end = payload.find(":", len(_PREFIX) + 1)
+    shape_end = payload.find(":", dtype_end + 1) if dtype_end >= 0 else -1
+    if shape_end < 0:
+        raise _invalid_envelope()
+    wire_name = payload[len(_PREFIX) + 1 : dtype_end]
+    wire = _WIRE_DTYPES.get(wire_name)
+    if wire is None:
+        raise EnvelopeError(f"Unsupported routed_experts dtype '{render_name(wire_name)}'.", field="dtype")
+    wire_dtype, wire_numpy = wire
+    shape = _envelope_shape(payload[dtype_end + 1 : shape_end])
+    body = shape_end + 1
+    invalid_base64 = EnvelopeError("routed_experts envelope payload is not valid base64.", field="payload")
+    try:
+        size = _decoded_size(payload, body)
+        count = shape[0] * shape[1] * shape[2]
+        if size != count * wire_numpy.itemsize:
+            _decode_body(payload, body, None)  # an invalid payload is reported as such, before its length
+            raise EnvelopeError(
+                f"routed_experts envelope has {size // wire_numpy.itemsize} elements, expected {count} for shape "
+                f"{render(shape)}.",
+                field="length",
+            )
+        raw = torch.empty(size, dtype=torch.uint8)  # torch-owned, so the result is an ordinary tensor
+        _decode_body(payload, body, raw.numpy())
+    except _InvalidBase64:
+        raise invalid_base64 from None
+    if count == 0:
+        return torch.empty(shape, dtype=target)
+    values = raw.numpy().view(wire_numpy).reshape(shape)
+    if target.itemsize < wire_numpy.itemsize:
+        info = torch.iinfo(target)
+        bad = _first_out_of_range(values, int(info.min), int(info.max))
+        if bad is not None:
+            raise EnvelopeError(
+                f"routed_experts envelope value {render(bad)} does not fit the requested dtype {target}",
+                field="value",
+            )
+    if target == wire_dtype and not _BIG_ENDIAN_HOST:
+        return raw.view(wire_dtype).reshape(shape)
+    return _to_tensor(values, target)
+
+
+def _npy_error(message: str, field: str) -> EnvelopeError:
+    return EnvelopeError(f"vLLM routed_experts payload {message}", field=field)
+
+
+def decode_vllm_routed_experts(
+    payload: str, *, dtype: torch.dtype, prompt_start: int = 0
+) -> tuple[torch.Tensor, int]:
+    """Decode vLLM's own ``choices[i].routed_experts`` (base64 of ``.npy`` bytes) to ``(routes, prompt_start)``.
+
+    The routes are a new CPU tensor in ``dtype`` with vLLM's shape ``(rows, L, K)``, where ``rows = prompt +
+    generated - 1 - prompt_start``; pass the returned ``prompt_start`` on as ``routes_start``
+    (:func:`~rl_contracts.routed_experts.pad_and_align_routed_expert_indices`).  The ``.npy`` header is read
+    first with ``numpy.lib.format`` and checked (integer dtype, 3-D shape, exact data length) before the data is
+    read with ``allow_pickle=False``; Fortran-order arrays are accepted.  Every id must be ``<=
+    iinfo(dtype).max``, and a signed source must have no id below -1.
+
+    Raises:
+        ContractTypeError: ``payload`` is not a string, or ``prompt_start`` is not an int.
+        RoutedExpertsError: ``prompt_start`` is negative.
+        EnvelopeError: ``dtype`` is not int8/int16/int32/int64 (``.field == "dtype"``); invalid base64 or not a
+            ``.npy`` file (``"payload"``); an object (pickled), bool, float or other non-integer array
+            (``"dtype"``); a shape that is not 3-D (``"shape"``); a data length that disagrees with the header
+            (``"length"``); an id that does not fit (``"value"``).
+    """
+    target = _decode_dtype(dtype)
+    start = require_int(prompt_start, "prompt_start")
+    if start < 0:
+        raise RoutedExpertsError(f"prompt_start must be >= 0, got {render(start)}", routes_start=start)
+    if not isinstance(payload, str):
+        raise ContractTypeError(
+            f"vLLM routed_experts payload must be a base64 string, got {type_name(payload)}",
+            argument="payload",
+            expected="str",
+            actual=type_name(payload),
+        )
+    try:
+        _decoded_size(payload, 0)
+        raw = _BASE64.decode(payload)
+    except (_InvalidBase64, binascii.Error, ValueError, TypeError):
+        raise _npy_error("is not valid base64.", "payload") from None
+    header = io.BytesIO(raw[:_NPY_HEADER_MAX])
+    try:
+        version = npy_format.read_magic(header)
+        if version == (1, 0):
+            shape, _, numpy_dtype = npy_format.read_array_header_1_0(header)
+        elif version == (2, 0):
+            shape, _, numpy_dtype = npy_format.read_array_header_2_0(header)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except _RERAISED:
+        raise
+    except Exception as exc:  # numpy parses an untrusted header: any parse failure is a bad payload
+        raise _npy_error(f"is not a valid .npy file: {render_name(exc)}", "payload") from None
+    if numpy_dtype.hasobject:
+        raise _npy_error(
+            f"holds a pickled object array (dtype {render_name(numpy_dtype)}); pickles are never loaded.",
+            "dtype",
+        )
+    if numpy_dtype.kind not in "iu":
+        raise _npy_error(f"must hold integer expert ids, got dtype {render_name(numpy_dtype)}.", "dtype")
+    if len(shape) != 3 or any(size < 0 for size in shape):
+        raise _npy_error(f"must have shape [tokens, num_moe_layers, topk], got {render(shape)}.", "shape")
+    expected = shape[0] * shape[1] * shape[2] * numpy_dtype.itemsize
+    available = len(raw) - header.tell()
+    if available != expected:
+        raise _npy_error(
+            f"has {available} data bytes, expected {expected} for shape {render(shape)} and dtype "
+            f"{render_name(numpy_dtype)}.",
+            "length",
+        )
+    try:
+        array = npy_format.read_array(io.BytesIO(raw), allow_pickle=False)
+    except _RERAISED:
+        raise
+    except Exception as exc:  # pragma: no cover - the same header was accepted above and the length matches
+        raise _npy_error(f"is not a valid .npy file: {render_name(exc)}", "payload") from None
+    info = torch.iinfo(target)
+    bad = _first_out_of_range(array, -1, int(info.max))
+    if bad is not None:
+        raise EnvelopeError(
+            f"routed_experts envelope value {render(bad)} does not fit the requested dtype {target}",
+            field="value",
+        )
+    return _to_tensor(array, target), start

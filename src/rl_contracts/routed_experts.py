@@ -1,0 +1,554 @@
+"""Router replay (R3): carry dtype, range-checked conversion and pad-and-align of routed experts (SPEC §3.1–3.3).
+
+Routes are ``[S, L, K]`` tensors: entry ``[s, l, :]`` holds the experts token ``s`` was routed to in MoE layer ``l``.
+vLLM returns them as a numpy uint8 array (uint16 beyond 256 experts) holding the prompt's and the response's rows,
+one per token except the last.  This module converts them to a narrow signed *carry dtype*, checking every id
+before any narrowing cast, and aligns them to the padded training sequence with explicit ``-1`` sentinel rows for
+routes that were not captured.
+
+This module imports torch and numpy when it is imported, and never imports vLLM.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, TypedDict, overload
+
+import numpy as np
+import torch
+
+from .checks import is_int, require_bool, require_int
+from .errors import ContractTypeError, RoutedExpertsError, render, render_list, render_name, type_name
+
+__all__ = [
+    "G_ROUTED_EXPERTS_RANGE_CHECKED",
+    "R3_MISSING_ROUTE_SENTINEL",
+    "ROUTED_EXPERTS_DTYPE_NAMES",
+    "ROUTED_EXPERTS_FALLBACK_DTYPE",
+    "RouteStats",
+    "as_routed_experts_tensor",
+    "get_num_routed_experts",
+    "pad_and_align_routed_expert_indices",
+    "resolve_routed_experts_dtype",
+]
+
+R3_MISSING_ROUTE_SENTINEL: int = -1
+"""Fills every slot of a row that means "no route captured for this token"."""
+
+ROUTED_EXPERTS_FALLBACK_DTYPE: torch.dtype = torch.int16
+"""The default carry dtype everywhere."""
+
+ROUTED_EXPERTS_DTYPE_NAMES: Mapping[torch.dtype, str] = MappingProxyType(
+    {torch.int8: "int8", torch.int16: "int16", torch.int32: "int32"}
+)
+"""The wire dtypes of the routed-experts envelope and their names (read-only)."""
+
+G_ROUTED_EXPERTS_RANGE_CHECKED: bool = False
+"""Informational only: becomes ``True`` after the first successful id-range check; never disables a check."""
+
+_CARRY_DTYPES: Mapping[torch.dtype, str] = MappingProxyType(
+    {**ROUTED_EXPERTS_DTYPE_NAMES, torch.int64: "int64"}
+)
+_CARRY_NAMES_TEXT = "['int16', 'int32', 'int64', 'int8']"
+_INT32_EXPERTS_LIMIT = 2**31
+_MAX_ELEMENTS = 2**63 - 1  # torch's stride arithmetic is int64
+
+_TORCH_INT_DTYPES: Mapping[torch.dtype, np.dtype[np.integer]] = MappingProxyType(
+    {
+        torch.int8: np.dtype(np.int8),
+        torch.int16: np.dtype(np.int16),
+        torch.int32: np.dtype(np.int32),
+        torch.int64: np.dtype(np.int64),
+        torch.uint8: np.dtype(np.uint8),
+        torch.uint16: np.dtype(np.uint16),
+        torch.uint32: np.dtype(np.uint32),
+        torch.uint64: np.dtype(np.uint64),
+    }
+)
+_TORCH_NO_REDUCTIONS = frozenset({torch.uint16, torch.uint32, torch.uint64})  # torch implements no min/max
+_RERAISED = (RecursionError, MemoryError, torch.OutOfMemoryError)  # environment errors propagate unchanged
+
+_RouteSource = np.ndarray | torch.Tensor
+"""A validated source of expert ids: an integer (or empty) numpy array or dense torch tensor, not yet cast."""
+
+
+class RouteStats(TypedDict):
+    """Route counts of one :func:`pad_and_align_routed_expert_indices` call (SPEC §3.3 step 7)."""
+
+    actual_routes: int
+    """``R``, the number of combined route rows the backend returned."""
+    expected_routes: int
+    """``E = min(max(valid_length - 1, 0), padded_length)``; the last valid token has no route."""
+    missing_routes: int
+    """Rows in ``[0, E)`` that hold the ``-1`` sentinel because no route was returned for them."""
+    surplus_routes: int
+    """Rows beyond the one tolerated final-token route; they are discarded."""
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Where a conversion runs: the suffix appended to error messages and the attributes the errors carry."""
+
+    suffix: str = ""
+    attributes: dict[str, int | None] = field(default_factory=dict)
+
+    def error(self, message: str, **attributes: object) -> RoutedExpertsError:
+        return RoutedExpertsError(message + self.suffix, **{**self.attributes, **attributes})
+
+
+_NO_CONTEXT = _Context()
+
+
+def resolve_routed_experts_dtype(num_experts: int | None) -> torch.dtype:
+    """Return the narrowest signed carry dtype that holds expert ids ``0 … num_experts-1`` and the sentinel -1.
+
+    ``None`` gives the fallback ``torch.int16``; 1–128 give ``int8``; 129–32768 ``int16``; 32769–2**31 ``int32``.
+
+    Raises:
+        ContractTypeError: ``num_experts`` is a bool or another non-int.
+        RoutedExpertsError: ``num_experts <= 0``, or ``> 2**31`` (int32 cannot hold every id).
+
+    Divergence: the reference returns int8 for ``num_experts <= 0``, int32 above 2**31, and accepts bools.
+
+    >>> resolve_routed_experts_dtype(256)
+    torch.int16
+    """
+    if num_experts is None:
+        return ROUTED_EXPERTS_FALLBACK_DTYPE
+    n = require_int(num_experts, "num_experts")
+    if n <= 0:
+        raise RoutedExpertsError(f"num_experts must be >= 1, got {render(n)}")
+    if n > _INT32_EXPERTS_LIMIT:
+        raise RoutedExpertsError(
+            f"num_experts must be <= 2**31 for the int32 carry dtype, got {render(n)}",
+            max_id=n - 1,
+            dtype_name="int32",
+            limit=_INT32_EXPERTS_LIMIT - 1,
+        )
+    if n <= 128:
+        return torch.int8
+    return torch.int16 if n <= 32768 else torch.int32
+
+
+def get_num_routed_experts(hf_config: object) -> int | None:
+    """Return the routed-expert count of a Hugging Face model config, or ``None`` for a dense model.
+
+    Reads ``num_experts``, ``n_routed_experts`` and ``num_local_experts`` (in that order) on ``hf_config``, then
+    on ``hf_config.text_config`` when present (vision-language models), and returns the first value that is an
+    int (not a bool) and > 0.  Missing attributes count as ``None``; never raises for a well-behaved object.
+
+    Divergence: the reference accepts ``True`` as 1.
+    """
+    configs = [hf_config]
+    text_config = getattr(hf_config, "text_config", None)
+    if text_config is not None:
+        configs.append(text_config)
+    for config in configs:
+        for name in ("num_experts", "n_routed_experts", "num_local_experts"):
+            value = getattr(config, name, None)
+            if is_int(value):
+                count = operator.index(value)  # type: ignore[arg-type]
+                if count > 0:
+                    return count
+    return None
+
+
+def _carry_dtype(dtype: object) -> torch.dtype:
+    """Return ``dtype`` when it is a supported carry dtype (int8/16/32/64), else raise (§3.2 step 1)."""
+    if isinstance(dtype, torch.dtype) and dtype in _CARRY_DTYPES:
+        return dtype
+    raise RoutedExpertsError(
+        f"Unsupported routed_experts carry dtype {render_name(dtype)}; expected one of {_CARRY_NAMES_TEXT}.",
+        dtype_name=render_name(dtype),
+    )
+
+
+def _torch_device(device: object) -> torch.device:
+    """Return ``device`` as a ``torch.device``; a non-str/non-device or an unparsable string is rejected."""
+    if isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str):
+        raise ContractTypeError(
+            f"device must be a torch.device or a device string such as 'cpu' or 'cuda:0', got {type_name(device)}",
+            argument="device",
+            expected="torch.device | str",
+            actual=type_name(device),
+        )
+    try:
+        return torch.device(device)
+    except RuntimeError:
+        raise RoutedExpertsError(
+            f"device '{render_name(device)}' is not a valid torch device string (expected e.g. 'cpu' or 'cuda:0')"
+        ) from None
+
+
+def _not_integer(context: _Context, found: str) -> RoutedExpertsError:
+    return context.error(f"routed_experts must hold integer expert ids, got dtype {found}")
+
+
+def _has_bool_element(value: list[object] | tuple[object, ...]) -> bool:
+    """Whether a nested list/tuple holds a bool anywhere (numpy would silently read ``True`` as 1)."""
+    elements = np.array(value, dtype=object).ravel().tolist()
+    return not {bool, np.bool_}.isdisjoint(map(type, elements))
+
+
+def _integer_source(value: object, context: _Context) -> _RouteSource:
+    """Convert ``value`` without changing any id to an integer numpy array or dense tensor (§3.2 step 2).
+
+    Numpy arrays stay numpy arrays; tensors are used as they are (detached); nested lists and tuples go through
+    numpy (no per-element Python loop, no warning for lists of arrays); anything else through ``torch.as_tensor``.
+    A source with zero elements is accepted whatever its dtype.
+    """
+    if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided or value.is_nested:
+            raise context.error(f"routed_experts must be a dense (strided) tensor, got layout {value.layout}")
+        if value.device.type == "meta":
+            raise context.error("routed_experts is a tensor on the meta device, which holds no expert ids")
+        tensor = value.detach()
+        if tensor.dtype not in _TORCH_INT_DTYPES and tensor.numel() > 0:
+            raise _not_integer(context, render_name(tensor.dtype))
+        return tensor
+    if isinstance(value, np.ndarray | np.generic):
+        array = np.asarray(value)  # drops subclasses such as masked arrays: every stored id is checked
+        if array.dtype.kind not in "iu" and array.size > 0:
+            raise _not_integer(context, render_name(array.dtype))
+        return array
+    try:
+        if isinstance(value, list | tuple):
+            array = np.asarray(value)
+            if array.dtype.kind in "iu" and array.size > 0 and _has_bool_element(value):
+                raise _not_integer(context, "bool (a bool element among the integer expert ids)")
+        else:
+            return _integer_source(torch.as_tensor(value), context)
+    except _RERAISED:
+        raise
+    except (TypeError, ValueError, RuntimeError, OverflowError, IndexError) as exc:
+        if isinstance(exc, RoutedExpertsError):
+            raise
+        raise _not_integer(
+            context, f"unknown ({type_name(value)} does not convert to an array: {render_name(exc)})"
+        ) from None
+    if array.dtype.kind not in "iu" and array.size > 0:
+        raise _not_integer(context, render_name(array.dtype))
+    return array
+
+
+def _source_dtype_range(source: _RouteSource) -> tuple[int, int]:
+    info = np.iinfo(_TORCH_INT_DTYPES[source.dtype] if isinstance(source, torch.Tensor) else source.dtype)
+    return int(info.min), int(info.max)
+
+
+def _exact_bounds(source: _RouteSource, need_min: bool, need_max: bool) -> tuple[int | None, int | None]:
+    """Exact ``(min_id, max_id)`` of a non-empty integer source (``None`` where not needed), in one pass each.
+
+    Torch implements no reductions on uint16/32/64; those tensors are reduced by numpy on the host.
+    """
+    if isinstance(source, torch.Tensor) and source.dtype in _TORCH_NO_REDUCTIONS:
+        source = source.cpu().numpy()
+    if isinstance(source, torch.Tensor):
+        if need_min and need_max:
+            low, high = torch.aminmax(source)
+            return int(low.item()), int(high.item())
+        return (int(source.min().item()) if need_min else None), (
+            int(source.max().item()) if need_max else None
+        )
+    return (int(source.min()) if need_min else None), (int(source.max()) if need_max else None)
+
+
+def _check_id_range(source: _RouteSource, dtype: torch.dtype, context: _Context) -> None:
+    """Raise unless every id of ``source`` lies in ``[-1, iinfo(dtype).max]`` (§3.2 step 3); runs on every call.
+
+    A bound is reduced only when the source dtype does not already prove it (uint8 ids always fit int16, unsigned
+    ids are never below -1), so the check never depends on the flag or on earlier calls.
+    """
+    global G_ROUTED_EXPERTS_RANGE_CHECKED
+    if (source.numel() if isinstance(source, torch.Tensor) else source.size) == 0:
+        return
+    limit = int(torch.iinfo(dtype).max)
+    low_bound, high_bound = _source_dtype_range(source)
+    min_id, max_id = _exact_bounds(source, low_bound < R3_MISSING_ROUTE_SENTINEL, high_bound > limit)
+    if max_id is not None and max_id > limit:
+        raise context.error(
+            f"routed expert id {render(max_id)} exceeds the resolved carry dtype {dtype} (max {limit}); the "
+            "model's expert count was likely mis-detected (see "
+            "rl_contracts.routed_experts.resolve_routed_experts_dtype).",
+            max_id=max_id,
+            dtype_name=_CARRY_DTYPES[dtype],
+            limit=limit,
+        )
+    if min_id is not None and min_id < R3_MISSING_ROUTE_SENTINEL:
+        raise context.error(
+            f"routed expert id {render(min_id)} is below the missing-route sentinel -1; routed_experts must "
+            "hold expert ids >= 0 or the sentinel -1.",
+            min_id=min_id,
+            dtype_name=_CARRY_DTYPES[dtype],
+            limit=limit,
+        )
+    G_ROUTED_EXPERTS_RANGE_CHECKED = True
+
+
+def _wraps_zero_copy(array: np.ndarray) -> bool:
+    """Whether ``torch.from_numpy`` shares ``array`` without a copy, an error or a warning (vLLM's arrays do)."""
+    return (
+        array.dtype.kind in "iu"
+        and array.dtype.isnative
+        and array.flags.writeable
+        and all(stride >= 0 for stride in array.strides)
+    )
+
+
+def _copy_cast(destination: torch.Tensor, source: _RouteSource) -> None:
+    """Copy ``source`` (same shape) into ``destination`` with one cast, on any device.
+
+    Tensors and well-behaved numpy arrays are copied by torch (multi-threaded, straight to the device); other numpy
+    arrays (read-only, non-native byte order, negative strides) are cast by numpy on the host.
+    """
+    if destination.numel() == 0:
+        return
+    if isinstance(source, np.ndarray) and _wraps_zero_copy(source):
+        source = torch.from_numpy(source)
+    if isinstance(source, torch.Tensor):
+        destination.copy_(source)
+    elif destination.device.type == "cpu":
+        np.copyto(destination.numpy(), source, casting="unsafe")
+    else:
+        staging = torch.empty(tuple(destination.shape), dtype=destination.dtype)
+        np.copyto(staging.numpy(), source, casting="unsafe")
+        destination.copy_(staging)
+
+
+def as_routed_experts_tensor(
+    value: object, *, device: torch.device | str, dtype: torch.dtype
+) -> torch.Tensor:
+    """Convert backend routed-expert ids (numpy, tensor or nested lists) to a new ``dtype`` tensor on ``device``.
+
+    Every id is range-checked before the cast, on every call, so a narrowing cast can never wrap: ids must lie in
+    ``[-1, iinfo(dtype).max]``.  Numpy uint8/uint16 arrays (what vLLM returns) are checked on numpy; uint16/32/64
+    tensors are checked without torch reductions.  A source with zero elements gives an empty tensor whatever its
+    dtype.  The result never shares memory with ``value``.
+
+    Raises:
+        RoutedExpertsError: ``dtype`` is not int8/int16/int32/int64; ``value`` holds bools, floats or complex
+            numbers, or does not convert; an id exceeds the carry dtype or is below -1 (``.min_id``, ``.max_id``,
+            ``.dtype_name``, ``.limit``).
+        ContractTypeError: ``device`` is neither a ``torch.device`` nor a string.
+
+    Divergence: the reference checks the range once per process, checks only the maximum, and accepts float and
+    bool input.  Here ``G_ROUTED_EXPERTS_RANGE_CHECKED`` is informational and never disables a check.
+
+    >>> as_routed_experts_tensor(np.array([[[3, 1]]], np.uint8), device="cpu", dtype=torch.int8).tolist()
+    [[[3, 1]]]
+    """
+    carry = _carry_dtype(dtype)
+    target = _torch_device(device)
+    source = _integer_source(value, _NO_CONTEXT)
+    _check_id_range(source, carry, _NO_CONTEXT)
+    result = torch.empty(tuple(source.shape), dtype=carry, device=target)
+    _copy_cast(result, source)
+    return result
+
+
+def _length(value: object, argument: str, attributes: dict[str, int | None]) -> int:
+    number = require_int(value, argument)
+    if number < 0:
+        raise RoutedExpertsError(f"{argument} must be >= 0, got {render(number)}", **attributes)
+    return number
+
+
+@overload
+def pad_and_align_routed_expert_indices(
+    request_output: object,
+    completion_output: object,
+    *,
+    valid_length: int,
+    padded_length: int,
+    device: torch.device | str,
+    require_complete_routed_experts: bool = False,
+    allow_missing_routed_experts_fallback: bool = True,
+    return_stats: Literal[False] = False,
+    routed_experts_dtype: torch.dtype = ROUTED_EXPERTS_FALLBACK_DTYPE,
+    routes_start: int = 0,
+) -> torch.Tensor | None: ...
+@overload
+def pad_and_align_routed_expert_indices(
+    request_output: object,
+    completion_output: object,
+    *,
+    valid_length: int,
+    padded_length: int,
+    device: torch.device | str,
+    require_complete_routed_experts: bool = False,
+    allow_missing_routed_experts_fallback: bool = True,
+    return_stats: Literal[True],
+    routed_experts_dtype: torch.dtype = ROUTED_EXPERTS_FALLBACK_DTYPE,
+    routes_start: int = 0,
+) -> tuple[torch.Tensor | None, RouteStats]: ...
+@overload
+def pad_and_align_routed_expert_indices(
+    request_output: object,
+    completion_output: object,
+    *,
+    valid_length: int,
+    padded_length: int,
+    device: torch.device | str,
+    require_complete_routed_experts: bool = False,
+    allow_missing_routed_experts_fallback: bool = True,
+    return_stats: bool = False,
+    routed_experts_dtype: torch.dtype = ROUTED_EXPERTS_FALLBACK_DTYPE,
+    routes_start: int = 0,
+) -> torch.Tensor | tuple[torch.Tensor | None, RouteStats] | None: ...
+
+
+def pad_and_align_routed_expert_indices(
+    request_output: object,
+    completion_output: object,
+    *,
+    valid_length: int,
+    padded_length: int,
+    device: torch.device | str,
+    require_complete_routed_experts: bool = False,
+    allow_missing_routed_experts_fallback: bool = True,
+    return_stats: bool = False,
+    routed_experts_dtype: torch.dtype = ROUTED_EXPERTS_FALLBACK_DTYPE,
+    routes_start: int = 0,
+) -> torch.Tensor | tuple[torch.Tensor | None, RouteStats] | None:
+    """Return routes aligned to the full prompt+response sequence: ``[padded_length, L, K]`` in the carry dtype.
+
+    The routes are ``request_output.prompt_routed_experts`` (legacy vLLM 0.21.x, optional) followed by
+    ``completion_output.routed_experts`` (current vLLM: numpy uint8/uint16 with prompt + generated - 1 rows);
+    combined row ``r`` belongs to token ``routes_start + r``.  With ``E = min(max(valid_length - 1, 0),
+    padded_length)`` and ``R`` combined rows, the output rows are, in order: ``[0, min(routes_start, E))`` all -1
+    (omitted routes); ``[routes_start, min(E, routes_start + R))`` copied; the rest of ``[0, E)`` all -1 (missing
+    routes); ``[E, padded_length)`` the default route ``arange(K)`` in every layer (final valid token and padding).
+    One surplus final-token route is normal and discarded.  Returns ``None`` (or ``(None, stats)``) when neither
+    part is present; with ``return_stats=True`` also returns a :class:`RouteStats`.
+
+    The output is allocated once on ``device``; every row class is filled with one slice operation and each part
+    is range-checked and cast in a single copy (numpy sources are cast by numpy, no intermediate tensors).
+
+    Raises:
+        ContractTypeError: a length or ``routes_start`` that is not an int, a flag that is not a bool, a ``device``
+            that is neither a ``torch.device`` nor a string.
+        RoutedExpertsError: a negative length or ``routes_start``; an unsupported carry dtype; a part that is not
+            integer, out of range (checked on every call), or not 3-D; parts that disagree on ``[L, K]``; a top-k
+            whose default route does not fit the carry dtype; in strict mode
+            (``require_complete_routed_experts=True``), missing routes without the fallback, or more than one
+            surplus route.  Messages carry the route counts; the count errors carry ``.routes``, ``.expected``,
+            ``.valid_length``, ``.padded_length``, ``.num_cached_tokens`` and ``.routes_start``.
+
+    Divergence: the reference treats a negative ``valid_length`` as 0, lets torch raise ``RuntimeError`` when the
+    parts disagree on ``[L, K]``, and checks the id range only once per process.
+
+    >>> out = SimpleNamespace(routed_experts=np.array([[[2, 1]], [[0, 3]]], np.uint8))
+    >>> pad_and_align_routed_expert_indices(None, out, valid_length=3, padded_length=4, device="cpu").tolist()
+    [[[2, 1]], [[0, 3]], [[0, 1]], [[0, 1]]]
+    """
+    attributes: dict[str, int | None] = {}
+    valid = _length(valid_length, "valid_length", attributes)
+    attributes["valid_length"] = valid
+    padded = _length(padded_length, "padded_length", attributes)
+    attributes["padded_length"] = padded
+    start = _length(routes_start, "routes_start", attributes)
+    attributes["routes_start"] = start
+    strict = require_bool(require_complete_routed_experts, "require_complete_routed_experts")
+    fallback = require_bool(allow_missing_routed_experts_fallback, "allow_missing_routed_experts_fallback")
+    with_stats = require_bool(return_stats, "return_stats")
+    carry = _carry_dtype(routed_experts_dtype)
+    target = _torch_device(device)
+
+    expected = min(max(valid - 1, 0), padded)
+    cached = getattr(request_output, "num_cached_tokens", None)
+    attributes["expected"] = expected
+    attributes["num_cached_tokens"] = (
+        operator.index(cached) if cached is not None and is_int(cached) else None
+    )
+    start_text = f"routes_start={start}, " if start else ""
+    counts = f"valid_length={valid}, padded_length={padded}, num_cached_tokens={render(cached)}"
+    facts = f"expected={expected}, {counts}" + (f", routes_start={start}" if start else "")
+
+    parts: list[tuple[str, _RouteSource]] = []
+    for name, owner in (("prompt_routed_experts", request_output), ("routed_experts", completion_output)):
+        value = getattr(owner, name, None)
+        if value is not None:
+            context = _Context(f" [{name}: {facts}]", attributes)
+            source = _integer_source(value, context)
+            _check_id_range(source, carry, context)
+            parts.append((name, source))
+    for name, source in parts:
+        if source.ndim != 3:
+            raise _Context(f" [{facts}]", attributes).error(
+                "vLLM routed_experts must have shape [tokens, num_moe_layers, topk], got "
+                f"{render(tuple(source.shape))} ({name})"
+            )
+    routes = sum(int(source.shape[0]) for _, source in parts)
+    attributes["routes"] = routes
+    if len(parts) == 2 and tuple(parts[0][1].shape[1:]) != tuple(parts[1][1].shape[1:]):
+        raise RoutedExpertsError(
+            "prompt_routed_experts and routed_experts disagree on [num_moe_layers, topk]: "
+            f"{render_list(parts[0][1].shape[1:])} vs {render_list(parts[1][1].shape[1:])} "
+            f"[routes={routes}, {facts}]",
+            **attributes,
+        )
+
+    stats: RouteStats = {
+        "actual_routes": 0,
+        "expected_routes": expected,
+        "missing_routes": 0,
+        "surplus_routes": 0,
+    }
+    if not parts:
+        return (None, stats) if with_stats else None
+    stats["actual_routes"] = routes
+    stats["missing_routes"] = min(start, expected) + max(expected - start - routes, 0)
+    stats["surplus_routes"] = min(routes, max(start + routes - (expected + 1), 0))
+    if strict and stats["missing_routes"] > 0 and not fallback:
+        raise RoutedExpertsError(
+            f"vLLM returned incomplete routed_experts for router replay: routes={routes}, {start_text}"
+            f"expected_at_least={expected}, {counts}. This usually means the generation backend did not return "
+            "routed experts for every non-final token in the prompt+response sequence.",
+            **attributes,
+        )
+    if strict and stats["surplus_routes"] > 0:
+        raise RoutedExpertsError(
+            f"vLLM returned too many routed_experts routes for router replay: routes={routes}, {start_text}"
+            f"expected={expected}, max_allowed={expected + 1}, {counts}. Router replay allows at most one "
+            "surplus final-token route.",
+            **attributes,
+        )
+
+    layers, topk = (int(size) for size in parts[0][1].shape[1:])
+    limit = int(torch.iinfo(carry).max)
+    if topk - 1 > limit:
+        raise RoutedExpertsError(
+            f"routed_experts topk {topk} needs default-route ids up to {topk - 1}, which exceed the resolved carry "
+            f"dtype {carry} (max {limit}); the model's expert count was likely mis-detected (see "
+            f"rl_contracts.routed_experts.resolve_routed_experts_dtype). [routes={routes}, {facts}]",
+            **attributes,
+            max_id=topk - 1,
+            dtype_name=_CARRY_DTYPES[carry],
+            limit=limit,
+        )
+    if max(padded, 1) * max(layers, 1) * max(topk, 1) > _MAX_ELEMENTS:
+        raise RoutedExpertsError(
+            f"padded_length {padded} x num_moe_layers {layers} x topk {topk} is too large for a tensor "
+            f"[routes={routes}, {facts}]",
+            **attributes,
+        )
+
+    result = torch.empty((padded, layers, topk), dtype=carry, device=target)
+    omitted_end = min(start, expected)
+    copied_end = min(expected, start + routes)
+    result[:omitted_end].fill_(R3_MISSING_ROUTE_SENTINEL)
+    row = start
+    for _, source in parts:
+        take = min(copied_end - row, int(source.shape[0]))
+        if take > 0:
+            _copy_cast(result[row : row + take], source[:take])
+            row += take
+    result[copied_end:expected].fill_(R3_MISSING_ROUTE_SENTINEL)
+    if padded > expected:
+        result[expected:] = torch.arange(topk, dtype=carry, device=target)
+    return (result, stats) if with_stats else result

@@ -1,0 +1,580 @@
+"""Unit tests of rl_contracts.codec: the nrlre1 envelope and vLLM's base64 .npy payload (SPEC §3.4, §3.4.1)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from rl_contracts import codec
+from rl_contracts.codec import decode_routed_experts, decode_vllm_routed_experts, encode_routed_experts
+from rl_contracts.errors import ContractTypeError, EnvelopeError, RoutedExpertsError
+from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
+
+DATA = Path(__file__).parent / "data"
+INVALID_ENVELOPE = "routed_experts string payload is not a valid 'nrlre1:<dtype>:<SxLxK>:<base64>' envelope."
+INVALID_BASE64 = "routed_experts envelope payload is not valid base64."
+
+
+@pytest.fixture(params=["pybase64", "base64"])
+def base64_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with pybase64 and with the standard-library fallback."""
+    backend = codec._PYBASE64 if request.param == "pybase64" else codec._STDLIB_BASE64
+    if backend is None:
+        pytest.skip("pybase64 is not installed")
+    monkeypatch.setattr(codec, "_BASE64", backend)
+    return str(request.param)
+
+
+def npy_base64(
+    array: np.ndarray, *, version: tuple[int, int] | None = None, allow_pickle: bool = False
+) -> str:
+    """What vLLM's server sends: base64 of the ``numpy.save`` bytes of ``array``."""
+    buffer = io.BytesIO()
+    if version is None:
+        np.save(buffer, array, allow_pickle=allow_pickle)
+    else:
+        np.lib.format.write_array(buffer, array, version=version)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def raw_npy_base64(header: dict[str, Any], data: bytes) -> str:
+    """A hand-made version 1.0 .npy file with the given header dict and data bytes, in base64."""
+    text = repr(header).encode("latin1")
+    text += b" " * (-(10 + len(text) + 1) % 64) + b"\n"
+    raw = b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + data
+    return base64.b64encode(raw).decode("ascii")
+
+
+# --- encode ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype", "envelope"),
+    [
+        ([[[3, -1]]], torch.int16, "nrlre1:int16:1x1x2:AwD//w=="),
+        ([[[0, 1]], [[-1, -1]], [[5, 2]]], torch.int8, "nrlre1:int8:3x1x2:AAH//wUC"),
+        ([[[1]]], torch.int32, "nrlre1:int32:1x1x1:AQAAAA=="),
+    ],
+)
+def test_encode_examples(values: list[Any], dtype: torch.dtype, envelope: str, base64_backend: str) -> None:
+    """The SPEC examples encode to the quoted envelopes, little-endian, with either base64 implementation."""
+    assert encode_routed_experts(torch.tensor(values, dtype=dtype)) == envelope
+
+
+def test_encode_empty_tensor() -> None:
+    """An empty int16 tensor of shape (0, 3, 2) encodes as 'nrlre1:int16:0x3x2:' and decodes back."""
+    envelope = encode_routed_experts(torch.zeros((0, 3, 2), dtype=torch.int16))
+    assert envelope == "nrlre1:int16:0x3x2:"
+    decoded = decode_routed_experts(envelope, torch.int16)
+    assert decoded.shape == (0, 3, 2)
+    assert decoded.dtype is torch.int16
+
+
+def test_encode_is_layout_independent() -> None:
+    """A non-contiguous view encodes exactly like its contiguous copy, and the input is left unchanged."""
+    base = torch.arange(48, dtype=torch.int16).reshape(4, 3, 4)
+    view = base[:, :, ::2].transpose(0, 1)
+    before = base.clone()
+    assert encode_routed_experts(view) == encode_routed_experts(view.contiguous())
+    assert torch.equal(base, before)
+
+
+def test_encode_rejects_non_tensors() -> None:
+    """A non-tensor raises ContractTypeError."""
+    with pytest.raises(ContractTypeError, match=r"must be a torch\.Tensor") as caught:
+        encode_routed_experts([[[1]]])  # type: ignore[arg-type]
+    assert caught.value.argument == "t"
+
+
+@pytest.mark.parametrize(
+    ("tensor", "field", "message"),
+    [
+        (
+            torch.zeros(2, 3, dtype=torch.int16),
+            "shape",
+            "routed_experts must have shape [tokens, num_moe_layers, topk], got (2, 3).",
+        ),
+        (
+            torch.zeros(1, 1, 1, 1, dtype=torch.int16),
+            "shape",
+            "routed_experts must have shape [tokens, num_moe_layers, topk], got (1, 1, 1, 1).",
+        ),
+        (
+            torch.zeros(1, 1, 1, dtype=torch.int64),
+            "dtype",
+            "Unsupported routed_experts dtype torch.int64; expected one of ['int16', 'int32', 'int8'].",
+        ),
+        (
+            torch.zeros(1, 1, 1, dtype=torch.uint8),
+            "dtype",
+            "Unsupported routed_experts dtype torch.uint8; expected one of ['int16', 'int32', 'int8'].",
+        ),
+        (
+            torch.zeros(1, 1, 1),
+            "dtype",
+            "Unsupported routed_experts dtype torch.float32; expected one of ['int16', 'int32', 'int8'].",
+        ),
+    ],
+)
+def test_encode_rejects_bad_tensors(tensor: torch.Tensor, field: str, message: str) -> None:
+    """Non-3-D tensors and dtypes outside int8/int16/int32 raise EnvelopeError with the SPEC message and field."""
+    with pytest.raises(EnvelopeError) as caught:
+        encode_routed_experts(tensor)
+    assert str(caught.value) == message
+    assert caught.value.field == field
+    clone = pickle.loads(pickle.dumps(caught.value))
+    assert (type(clone), str(clone), clone.field) == (EnvelopeError, message, field)
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.zeros(1, 1, 2, dtype=torch.int16).to_sparse(),
+        torch.zeros(1, 1, 2, dtype=torch.int16, device="meta"),
+    ],
+)
+def test_encode_rejects_tensors_without_dense_values(tensor: torch.Tensor) -> None:
+    """Sparse and meta tensors raise EnvelopeError (field 'payload') instead of a torch error."""
+    with pytest.raises(EnvelopeError, match="must be a dense tensor with values") as caught:
+        encode_routed_experts(tensor)
+    assert caught.value.field == "payload"
+
+
+# --- decode ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("envelope", "values"),
+    [
+        ("nrlre1:int16:1x1x2:AwD//w==", [[[3, -1]]]),
+        ("nrlre1:int8:3x1x2:AAH//wUC", [[[0, 1]], [[-1, -1]], [[5, 2]]]),
+    ],
+)
+def test_decode_examples_to_int32(envelope: str, values: list[Any], base64_backend: str) -> None:
+    """Decoding either SPEC envelope to int32 gives the encoded values in a new writable CPU tensor."""
+    result = decode_routed_experts(envelope, torch.int32)
+    assert result.dtype is torch.int32
+    assert result.tolist() == values
+    result[0, 0, 0] = 7  # writable
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_decode_roundtrip_large_payload(dtype: torch.dtype, base64_backend: str) -> None:
+    """A payload spanning many 128 KiB chunks round-trips exactly, to its own and to wider dtypes."""
+    generator = torch.Generator().manual_seed(0)
+    wire = torch.int16 if dtype in (torch.int8, torch.int64) else dtype
+    tensor = torch.randint(-1, 120, (3000, 12, 8), generator=generator, dtype=torch.int64).to(wire)
+    envelope = encode_routed_experts(tensor)
+    assert len(envelope) > 4 * codec._CHUNK_CHARS
+    decoded = decode_routed_experts(envelope, dtype)
+    assert decoded.dtype is dtype
+    assert torch.equal(decoded, tensor.to(dtype))
+
+
+@pytest.mark.parametrize(
+    ("envelope", "field", "message"),
+    [
+        ("nrlre1:int64:1x1x2:AwD//w==", "dtype", "Unsupported routed_experts dtype 'int64'."),
+        ("nrlre1:uint8:1x1x2:AwD//w==", "dtype", "Unsupported routed_experts dtype 'uint8'."),
+        ("nrlre1::1x1x2:AwD//w==", "dtype", "Unsupported routed_experts dtype ''."),
+        (
+            "nrlre1:int16:2x1x2:AwD//w==",
+            "length",
+            "routed_experts envelope has 2 elements, expected 4 for shape (2, 1, 2).",
+        ),
+        ("nrlre1:int16:1x1:AwD//w==", "shape", "routed_experts envelope shape '1x1' is not 3-dimensional."),
+        (
+            "nrlre1:int16:1x1x2x1:AwD//w==",
+            "shape",
+            "routed_experts envelope shape '1x1x2x1' is not 3-dimensional.",
+        ),
+        ("nrlre1:int16::AwD//w==", "shape", "routed_experts envelope shape '' is not 3-dimensional."),
+    ],
+)
+def test_decode_rejections_with_spec_messages(envelope: str, field: str, message: str) -> None:
+    """Unknown wire dtypes, wrong element counts and non-3-D shapes raise the SPEC messages."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(envelope, torch.int16)
+    assert str(caught.value) == message
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        "",
+        "nrlre1",
+        "nrlre1:int16:1x1x2",
+        "nrlre2:int16:1x1x2:AwD//w==",
+        "NRLRE1:int16:1x1x2:AwD//w==",
+        " nrlre1:int16:1x1x2:AwD//w==",
+        "AwD//w==",
+    ],
+)
+def test_decode_rejects_bad_prefixes(envelope: str) -> None:
+    """Anything but four ':'-separated parts starting with 'nrlre1' raises the prefix error."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(envelope, torch.int16)
+    assert str(caught.value) == INVALID_ENVELOPE
+    assert caught.value.field == "prefix"
+
+
+@pytest.mark.parametrize(
+    "shape", ["1x-1x2", "1x+1x2", "1x 1x2", "1x1_0x2", "1xx2", "ax1x2", "1x1x\u00b2", "1x1x2.0"]
+)
+def test_decode_rejects_non_integer_dimensions(shape: str) -> None:
+    """Signs, spaces, underscores, empty parts and non-ASCII digits are not unsigned decimal dimensions."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(f"nrlre1:int16:{shape}:AwD//w==", torch.int16)
+    assert (
+        str(caught.value)
+        == f"routed_experts envelope shape '{shape}' has a non-integer or negative dimension."
+    )
+    assert caught.value.field == "shape"
+
+
+@pytest.mark.parametrize("shape", ["1x1x" + "9" * 5000, f"0x{2**62}x4", "0x99999999999999999999x1"])
+def test_decode_rejects_dimensions_too_large_for_a_tensor(shape: str) -> None:
+    """Dimensions beyond int64 (or whose product is) are rejected without building the tensor."""
+    with pytest.raises(EnvelopeError, match="is too large") as caught:
+        decode_routed_experts(f"nrlre1:int16:{shape}:", torch.int16)
+    assert caught.value.field == "shape"
+    assert len(str(caught.value)) <= 2000
+
+
+def test_decode_accepts_leading_zeros_and_empty_shapes() -> None:
+    """'01x1x2' is the decimal 1; an empty shape with an empty payload decodes to an empty tensor."""
+    assert decode_routed_experts("nrlre1:int16:01x1x2:AwD//w==", torch.int16).tolist() == [[[3, -1]]]
+    assert decode_routed_experts("nrlre1:int8:0x5x0:", torch.int64).shape == (0, 5, 0)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "AwD//w=",
+        "AwD//w",
+        "AwD//w===",
+        "AwD//x==",
+        "AwD/+w=a",
+        "AwD//w==AAAA",
+        "AA==AAAA",
+        "AwD/\n/w==",
+        "AwD/ /w==",
+        "AwD_-w==",
+        "AwD//w==\n",
+        "AwD/\u00e9w==",
+        "=AAA",
+    ],
+)
+def test_decode_rejects_invalid_base64(body: str, base64_backend: str) -> None:
+    """Bad characters, bad or misplaced padding and non-canonical final characters raise the base64 error."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(f"nrlre1:int16:1x1x2:{body}", torch.int16)
+    assert str(caught.value) == INVALID_BASE64
+    assert caught.value.field == "payload"
+
+
+def test_decode_reports_invalid_base64_before_a_length_mismatch(base64_backend: str) -> None:
+    """A payload that is both too short and invalid base64 is reported as invalid base64 (step 6 before 7)."""
+    with pytest.raises(EnvelopeError, match="not valid base64"):
+        decode_routed_experts("nrlre1:int16:5x1x2:AwD*", torch.int16)
+
+
+def test_decode_rejects_padding_at_a_chunk_boundary(base64_backend: str) -> None:
+    """Padding that ends an inner 128 KiB chunk is still rejected: padding is only allowed at the very end."""
+    envelope = encode_routed_experts(torch.zeros((codec._CHUNK_BYTES, 1, 2), dtype=torch.int8))
+    start = envelope.rindex(":") + 1
+    cut = start + codec._CHUNK_CHARS
+    tampered = envelope[: cut - 2] + "==" + envelope[cut:]
+    with pytest.raises(EnvelopeError, match="not valid base64"):
+        decode_routed_experts(tampered, torch.int8)
+
+
+@pytest.mark.parametrize(
+    ("tensor", "dtype", "value"),
+    [
+        (torch.tensor([[[5, 300]]], dtype=torch.int16), torch.int8, 300),
+        (torch.tensor([[[-200, 1]]], dtype=torch.int16), torch.int8, -200),
+        (torch.tensor([[[1, 70000, -70000]]], dtype=torch.int32), torch.int16, 70000),
+    ],
+)
+def test_decode_narrowing_requires_every_value_to_fit(
+    tensor: torch.Tensor, dtype: torch.dtype, value: int
+) -> None:
+    """Decoding to a narrower dtype reports the first value (C order) that does not fit."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(encode_routed_experts(tensor), dtype)
+    assert (
+        str(caught.value) == f"routed_experts envelope value {value} does not fit the requested dtype {dtype}"
+    )
+    assert caught.value.field == "value"
+
+
+def test_decode_narrowing_accepts_fitting_values() -> None:
+    """An int32 envelope whose values fit int8 decodes to int8."""
+    tensor = torch.tensor([[[127, -1]], [[0, 3]]], dtype=torch.int32)
+    assert torch.equal(
+        decode_routed_experts(encode_routed_experts(tensor), torch.int8), tensor.to(torch.int8)
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.uint8, torch.bool, "int16", None])
+def test_decode_rejects_unsupported_requested_dtypes(dtype: Any) -> None:
+    """A requested dtype outside int8/int16/int32/int64 raises EnvelopeError (field 'dtype')."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts("nrlre1:int16:1x1x2:AwD//w==", dtype)
+    assert str(caught.value) == f"Unsupported routed_experts dtype {dtype}."
+    assert caught.value.field == "dtype"
+
+
+# --- legacy nested lists -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [[[3, -1]], [[0, 7]]],
+        ((3, -1),),
+        np.array([[[3, -1]]], np.int64),
+        torch.tensor([[[3, 127]]], dtype=torch.int32),
+        np.array([[[200]]], np.uint8),
+    ],
+)
+def test_decode_legacy_payloads(payload: object) -> None:
+    """Legacy nested lists (and arrays) that are 3-D ints in range decode to the requested dtype."""
+    expected = np.asarray(payload.numpy() if isinstance(payload, torch.Tensor) else payload)
+    if expected.ndim != 3:
+        with pytest.raises(EnvelopeError, match="got shape"):
+            decode_routed_experts(payload, torch.int16)
+        return
+    result = decode_routed_experts(payload, torch.int16)
+    assert result.dtype is torch.int16
+    np.testing.assert_array_equal(result.numpy(), expected)
+
+
+def test_decode_legacy_empty_list_of_rows() -> None:
+    """A legacy 3-D payload with no elements decodes to an empty tensor of that shape."""
+    assert decode_routed_experts([[[]], [[]]], torch.int8).shape == (2, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("payload", "found", "field"),
+    [
+        ([[[True, False]]], "dtype bool", "dtype"),
+        ([[[1, True]]], "dtype bool", "dtype"),
+        ([[[1.0, 2.0]]], "dtype float64", "dtype"),
+        ([[[1, float("nan")]]], "dtype float64", "dtype"),
+        (torch.zeros(1, 1, 1), "dtype float32", "dtype"),
+        ([[1, 2]], "shape (1, 2)", "shape"),
+        ([], "dtype float64", "dtype"),
+        (5, "shape ()", "shape"),
+        ([[[5, 40000, -7]]], "value 40000", "value"),
+        ([[[-7, 40000]]], "value -7", "value"),
+        ([[[1, 2], [3]]], "type list", "payload"),
+        (object(), "type object", "payload"),
+        (None, "type NoneType", "payload"),
+        (b"abc", "type bytes", "payload"),
+        ({"a": 1}, "type dict", "payload"),
+        ([[[2**70]]], "type list", "payload"),
+    ],
+)
+def test_decode_legacy_rejections(payload: object, found: str, field: str) -> None:
+    """Malformed legacy payloads raise the SPEC message with the found part describing the problem."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(payload, torch.int16)
+    if found == "dtype float64" and payload == []:
+        assert str(caught.value).endswith("got shape (0,).")
+        return
+    assert str(caught.value) == (
+        "legacy routed_experts payload must be a 3-dimensional integer array with values in [-1, 32767], "
+        f"got {found}."
+    )
+    assert caught.value.field == field
+
+
+# --- vLLM's base64 .npy payload ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["chat_completion_routed_experts.json", "chat_completion_routed_experts_prompt_start3.json"]
+)
+def test_decode_recorded_vllm_chat_payloads(name: str) -> None:
+    """Real vLLM chat payloads decode to (prompt + generated - 1 - start, 2, 2) with ids of 4 experts."""
+    response = json.loads((DATA / name).read_text())
+    start = 3 if name.endswith("start3.json") else 0
+    for choice in response["choices"]:
+        routes, returned_start = decode_vllm_routed_experts(
+            choice["routed_experts"], dtype=torch.int8, prompt_start=start
+        )
+        assert returned_start == start
+        rows = len(response["prompt_token_ids"]) + len(choice["token_ids"]) - 1 - start
+        assert routes.shape == (rows, 2, 2)
+        assert routes.dtype is torch.int8
+        assert 0 <= int(routes.min()) <= int(routes.max()) <= 3
+
+
+def test_recorded_prompt_start_payload_is_the_tail_of_the_full_one() -> None:
+    """The prompt_start=3 recording equals rows 3: of the full recording, and aligns with 3 sentinel rows."""
+    full = json.loads((DATA / "chat_completion_routed_experts.json").read_text())
+    tail = json.loads((DATA / "chat_completion_routed_experts_prompt_start3.json").read_text())
+    all_rows, _ = decode_vllm_routed_experts(full["choices"][0]["routed_experts"], dtype=torch.int16)
+    rows, start = decode_vllm_routed_experts(
+        tail["choices"][0]["routed_experts"], dtype=torch.int16, prompt_start=3
+    )
+    assert torch.equal(rows, all_rows[3:])
+    length = len(tail["prompt_token_ids"]) + len(tail["choices"][0]["token_ids"])
+    aligned, stats = pad_and_align_routed_expert_indices(
+        SimpleNamespace(prompt_token_ids=tail["prompt_token_ids"]),
+        SimpleNamespace(routed_experts=rows),
+        valid_length=length,
+        padded_length=length,
+        device="cpu",
+        require_complete_routed_experts=True,
+        return_stats=True,
+        routes_start=start,
+    )
+    assert stats == {
+        "actual_routes": length - 4,
+        "expected_routes": length - 1,
+        "missing_routes": 3,
+        "surplus_routes": 0,
+    }
+    assert aligned is not None
+    assert (aligned[:3] == -1).all()
+    assert torch.equal(aligned[3 : length - 1], all_rows[3:])
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(12, dtype=np.uint8).reshape(3, 2, 2),
+        np.arange(12, dtype=np.uint16).reshape(3, 2, 2) * 1000,
+        np.arange(-1, 11, dtype=np.int16).reshape(3, 2, 2),
+        np.asfortranarray(np.arange(24, dtype=np.uint8).reshape(2, 3, 4)),
+        np.arange(12, dtype=">u2").reshape(3, 2, 2),
+        np.zeros((0, 2, 2), np.uint8),
+    ],
+)
+def test_decode_vllm_npy_arrays(array: np.ndarray, base64_backend: str) -> None:
+    """numpy.save payloads of any integer dtype, order and byte order decode to their logical values."""
+    routes, start = decode_vllm_routed_experts(npy_base64(array), dtype=torch.int32)
+    assert start == 0
+    np.testing.assert_array_equal(routes.numpy(), array)
+
+
+def test_decode_vllm_npy_version_2_header() -> None:
+    """A version 2.0 .npy header is read as well."""
+    array = np.arange(8, dtype=np.uint8).reshape(2, 2, 2)
+    routes, _ = decode_vllm_routed_experts(npy_base64(array, version=(2, 0)), dtype=torch.int16)
+    np.testing.assert_array_equal(routes.numpy(), array)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "text"),
+    [
+        ("AwD*", "payload", "vLLM routed_experts payload is not valid base64."),
+        (base64.b64encode(b"not a numpy file at all").decode(), "payload", "is not a valid .npy file"),
+        (
+            npy_base64(np.array([[[1]]], dtype=object), allow_pickle=True),
+            "dtype",
+            "holds a pickled object array (dtype object); pickles are never loaded.",
+        ),
+        (
+            npy_base64(np.zeros((1, 1, 2), np.float32)),
+            "dtype",
+            "must hold integer expert ids, got dtype float32.",
+        ),
+        (npy_base64(np.zeros((1, 1, 2), np.bool_)), "dtype", "must hold integer expert ids, got dtype bool."),
+        (
+            npy_base64(np.zeros((4, 2), np.uint8)),
+            "shape",
+            "must have shape [tokens, num_moe_layers, topk], got (4, 2).",
+        ),
+        (
+            raw_npy_base64({"descr": "|u1", "fortran_order": False, "shape": (2, 2, 2)}, bytes(7)),
+            "length",
+            "has 7 data bytes, expected 8 for shape (2, 2, 2) and dtype uint8.",
+        ),
+        (
+            raw_npy_base64({"descr": "|u1", "fortran_order": False, "shape": (2, 2, 2)}, bytes(9)),
+            "length",
+            "has 9 data bytes, expected 8",
+        ),
+        (
+            raw_npy_base64({"descr": "<u2", "fortran_order": False, "shape": (10**12, 48, 8)}, bytes(4)),
+            "length",
+            "has 4 data bytes, expected 768000000000000",
+        ),
+        (
+            raw_npy_base64({"descr": "|u1", "fortran_order": False, "shape": (-1, 2, 2)}, b""),
+            "shape",
+            "got (-1, 2, 2)",
+        ),
+        (
+            raw_npy_base64({"descr": [("a", "<u2")], "fortran_order": False, "shape": (1, 1, 1)}, bytes(2)),
+            "dtype",
+            "must hold integer expert ids",
+        ),
+    ],
+)
+def test_decode_vllm_rejections(payload: str, field: str, text: str) -> None:
+    """Malformed, pickled, non-integer, non-3-D and length-mismatched .npy payloads raise EnvelopeError."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_vllm_routed_experts(payload, dtype=torch.int16)
+    assert text in str(caught.value)
+    assert caught.value.field == field
+    assert len(str(caught.value)) <= 2000
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"{'descr': '|u1', 'shape': (1,\n", b"{'descr': '|u1'\n", b"not a dict at all\n", b"[1, 2, 3]\n"],
+)
+def test_decode_vllm_rejects_unparsable_headers(header: bytes) -> None:
+    """Headers numpy cannot parse (unbalanced brackets, wrong keys, not a dict) raise EnvelopeError (payload)."""
+    raw = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(8)
+    with pytest.raises(EnvelopeError, match=r"is not a valid \.npy file") as caught:
+        decode_vllm_routed_experts(base64.b64encode(raw).decode("ascii"), dtype=torch.int16)
+    assert caught.value.field == "payload"
+
+
+@pytest.mark.parametrize(
+    ("array", "dtype", "value"),
+    [
+        (np.array([[[3, 40000]]], np.uint16), torch.int16, 40000),
+        (np.array([[[200, 3]]], np.uint8), torch.int8, 200),
+        (np.array([[[0, -2]]], np.int16), torch.int16, -2),
+    ],
+)
+def test_decode_vllm_values_must_fit(array: np.ndarray, dtype: torch.dtype, value: int) -> None:
+    """Ids above the requested dtype, or below -1 in a signed source, raise the 'does not fit' error."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_vllm_routed_experts(npy_base64(array), dtype=dtype)
+    assert (
+        str(caught.value) == f"routed_experts envelope value {value} does not fit the requested dtype {dtype}"
+    )
+    assert caught.value.field == "value"
+
+
+def test_decode_vllm_argument_checks() -> None:
+    """prompt_start must be a non-negative int, the payload a string and the dtype a carry dtype."""
+    payload = npy_base64(np.zeros((1, 1, 1), np.uint8))
+    with pytest.raises(RoutedExpertsError, match=re.escape("prompt_start must be >= 0, got -1")):
+        decode_vllm_routed_experts(payload, dtype=torch.int16, prompt_start=-1)
+    with pytest.raises(ContractTypeError, match="prompt_start"):
+        decode_vllm_routed_experts(payload, dtype=torch.int16, prompt_start=True)
+    with pytest.raises(ContractTypeError, match="payload must be a base64 string"):
+        decode_vllm_routed_experts(payload.encode(), dtype=torch.int16)  # type: ignore[arg-type]
+    with pytest.raises(EnvelopeError, match=re.escape("Unsupported routed_experts dtype torch.uint8.")):
+        decode_vllm_routed_experts(payload, dtype=torch.uint8)
+    assert decode_vllm_routed_experts(payload, dtype=torch.int16, prompt_start=np.int64(2))[1] == 2
