@@ -1,0 +1,289 @@
+"""Hostile inputs against every public function of the facade (SPEC §7 invariant 1).
+
+Invariant 1: for any arguments, including arguments of the wrong type, a public function either returns or
+raises an exception that is a ``ContractError`` (and the built-in of SPEC §0.3), whose message is at most 2,000
+characters and which survives a pickle round-trip unchanged.  Never an AttributeError/IndexError/KeyError/
+TypeError from inside, and never a hang (each example has a deadline).
+
+The hostile values mix garbage (None, bools, NaN/inf, huge and negative ints, strings, bytes, arbitrary objects)
+with near-valid stand-ins for vLLM objects whose attributes are garbage, so checks deep inside are reached too.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rl_contracts import vllm_utils
+from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError
+
+SCALARS: st.SearchStrategy[Any] = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=300),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.binary(max_size=6),
+    st.just(object()),
+    st.sampled_from([np.int64(3), np.uint8(200), np.bool_(True), np.float32("nan"), torch.tensor(2)]),
+)
+
+
+def _arrays() -> st.SearchStrategy[Any]:
+    shapes = st.lists(st.integers(0, 3), min_size=0, max_size=4).map(tuple)
+    dtypes = st.sampled_from([np.uint8, np.uint16, np.int8, np.int64, np.float32, np.bool_])
+    return st.builds(lambda s, d: np.zeros(s, dtype=d) + (1 if d is not np.bool_ else 0), shapes, dtypes)
+
+
+LEAVES = st.one_of(SCALARS, _arrays())
+
+HOSTILE: st.SearchStrategy[Any] = st.recursive(
+    LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.one_of(st.text(max_size=8), st.integers(-2, 5)), inner, max_size=4),
+        st.builds(SimpleNamespace, **dict.fromkeys(["index", "message", "token_ids", "logprobs"], inner)),
+        st.builds(
+            SimpleNamespace,
+            **dict.fromkeys(
+                [
+                    "prompt_token_ids",
+                    "outputs",
+                    "routed_experts",
+                    "prompt_routed_experts",
+                    "num_cached_tokens",
+                ],
+                inner,
+            ),
+        ),
+        st.builds(SimpleNamespace, choices=inner, model_dump=st.just(lambda: {"choices": []})),
+        st.builds(SimpleNamespace, **dict.fromkeys(["offset", "length", "token_ids"], inner)),
+    ),
+    max_leaves=12,
+)
+
+FACADE_FUNCTIONS = sorted(
+    name for name in vllm_utils.__all__ if callable(getattr(vllm_utils, name)) and not name.isupper()
+)
+
+# Keyword-only arguments that select an environment (not data) get plausible values half of the time.
+DEVICE = st.one_of(st.just("cpu"), HOSTILE)
+DTYPE = st.one_of(
+    st.sampled_from([torch.int8, torch.int16, torch.int32, torch.int64, torch.float32]), HOSTILE
+)
+
+
+def _check(exc: BaseException) -> None:
+    assert isinstance(exc, ContractError), f"{type(exc).__name__} escaped: {exc!r}"
+    assert len(str(exc)) <= MAX_MESSAGE_CHARS
+    clone = pickle.loads(pickle.dumps(exc))
+    assert type(clone) is type(exc)
+    assert str(clone) == str(exc)
+    for name in exc._attributes:
+        assert repr(getattr(clone, name)) == repr(getattr(exc, name))
+
+
+def _call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    try:
+        function(*args, **kwargs)
+    except Exception as exc:  # the property is about which exceptions escape
+        _check(exc)
+
+
+def test_every_facade_function_is_covered() -> None:
+    """The table below drives every public function of the facade."""
+    assert set(FACADE_FUNCTIONS) == set(CALLS)
+
+
+CALLS: dict[str, Callable[[st.DataObject], None]] = {
+    "_format_refit_key_error": lambda d: _call(
+        vllm_utils._format_refit_key_error, d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+    "assert_reload_refit_config_supported": lambda d: _call(
+        vllm_utils.assert_reload_refit_config_supported,
+        d.draw(
+            st.one_of(
+                HOSTILE,
+                st.fixed_dictionaries(
+                    {"vllm_cfg": st.just({"refit_with_reload_api": True})},
+                    optional={
+                        "colocated": HOSTILE,
+                        "refit_transport": HOSTILE,
+                        "quant_cfg": HOSTILE,
+                        "vllm_kwargs": HOSTILE,
+                        "_draft_weights_from_refit": HOSTILE,
+                        "_mtp_weights_from_refit": HOSTILE,
+                    },
+                ),
+            )
+        ),
+    ),
+    "is_grouped_moe_expert_weight_name": lambda d: _call(
+        vllm_utils.is_grouped_moe_expert_weight_name, d.draw(HOSTILE)
+    ),
+    "_placeholder_range_bounds": lambda d: _call(vllm_utils._placeholder_range_bounds, d.draw(HOSTILE)),
+    "remap_multimodal_placeholders": lambda d: _call(
+        vllm_utils.remap_multimodal_placeholders,
+        template_token_ids=d.draw(st.one_of(st.lists(st.integers(0, 5), max_size=12), HOSTILE)),
+        final_token_ids=d.draw(st.one_of(st.lists(st.integers(0, 5), max_size=12), HOSTILE)),
+        mm_placeholders=d.draw(
+            st.one_of(
+                HOSTILE, st.dictionaries(st.text(max_size=4), st.lists(HOSTILE, max_size=3), max_size=2)
+            )
+        ),
+        splice=d.draw(HOSTILE),
+    ),
+    "_as_routed_experts_tensor": lambda d: _call(
+        vllm_utils._as_routed_experts_tensor, d.draw(HOSTILE), device=d.draw(DEVICE), dtype=d.draw(DTYPE)
+    ),
+    "validate_rollout_prompt": lambda d: _call(
+        vllm_utils.validate_rollout_prompt, d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+    "format_prompt_for_vllm_generation": lambda d: _call(
+        vllm_utils.format_prompt_for_vllm_generation,
+        d.draw(
+            st.one_of(
+                HOSTILE,
+                st.fixed_dictionaries(
+                    {
+                        "input_ids": st.one_of(HOSTILE, st.just(np.zeros((2, 3), np.int64))),
+                        "input_lengths": st.one_of(HOSTILE, st.just(np.array([1, 2]))),
+                    },
+                    optional={
+                        "vllm_content": HOSTILE,
+                        "vllm_multi_modal_data": HOSTILE,
+                        "vllm_images": HOSTILE,
+                    },
+                ),
+            )
+        ),
+        d.draw(HOSTILE),
+    ),
+    "pad_and_align_routed_expert_indices": lambda d: _call(
+        vllm_utils.pad_and_align_routed_expert_indices,
+        d.draw(HOSTILE),
+        d.draw(HOSTILE),
+        valid_length=d.draw(HOSTILE),
+        padded_length=d.draw(HOSTILE),
+        device=d.draw(DEVICE),
+        require_complete_routed_experts=d.draw(HOSTILE),
+        allow_missing_routed_experts_fallback=d.draw(HOSTILE),
+        return_stats=d.draw(HOSTILE),
+        routed_experts_dtype=d.draw(DTYPE),
+        routes_start=d.draw(HOSTILE),
+    ),
+    "attach_routed_experts_to_chat_response_choices": lambda d: _call(
+        vllm_utils.attach_routed_experts_to_chat_response_choices,
+        d.draw(HOSTILE),
+        d.draw(HOSTILE),
+        device=d.draw(DEVICE),
+        logger=None,
+        routed_experts_dtype=d.draw(DTYPE),
+        routes_start=d.draw(HOSTILE),
+    ),
+    "attach_token_information_to_chat_response_choices": lambda d: _call(
+        vllm_utils.attach_token_information_to_chat_response_choices, d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+    "model_dump_chat_response_with_dynamic_message_fields": lambda d: _call(
+        vllm_utils.model_dump_chat_response_with_dynamic_message_fields, d.draw(HOSTILE)
+    ),
+    "encode_counter_key": lambda d: _call(vllm_utils.encode_counter_key, d.draw(HOSTILE), d.draw(HOSTILE)),
+    "_is_kept": lambda d: _call(vllm_utils._is_kept, d.draw(HOSTILE)),
+    "aggregate_spec_decode_counters": lambda d: _call(
+        vllm_utils.aggregate_spec_decode_counters,
+        d.draw(
+            st.one_of(
+                HOSTILE,
+                st.lists(
+                    st.dictionaries(
+                        st.sampled_from(
+                            ["vllm:prompt_tokens", "vllm:spec_decode_num_accepted_tokens_per_pos"]
+                        ),
+                        HOSTILE,
+                    ),
+                    max_size=3,
+                ),
+            )
+        ),
+    ),
+    "_first_delta": lambda d: _call(
+        vllm_utils._first_delta, d.draw(HOSTILE), d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+    "_mean_from_histogram": lambda d: _call(
+        vllm_utils._mean_from_histogram, d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+    "compute_engine_step_metrics": lambda d: _call(
+        vllm_utils.compute_engine_step_metrics, d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+    "compute_spec_decode_metrics": lambda d: _call(
+        vllm_utils.compute_spec_decode_metrics, d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+    "resolve_generation_worker_cls": lambda d: _call(
+        vllm_utils.resolve_generation_worker_cls, d.draw(HOSTILE), d.draw(HOSTILE)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+@settings(deadline=timedelta(seconds=5))
+@given(data=st.data())
+def test_hostile_arguments_only_raise_contract_errors(name: str, data: st.DataObject) -> None:
+    """Invariant 1: any garbage in any argument either returns or raises a bounded, picklable ContractError."""
+    CALLS[name](data)
+
+
+HUGE = list(range(1_000_000))
+
+
+@pytest.mark.parametrize(
+    ("call", "raises"),
+    [
+        (lambda: vllm_utils._format_refit_key_error("missing keys", {f"k{i}" for i in range(100_000)}), None),
+        (lambda: vllm_utils.validate_rollout_prompt(HUGE, [*HUGE[:-1], -5]), ValueError),
+        (lambda: vllm_utils.validate_rollout_prompt(HUGE, None), ValueError),
+        (
+            lambda: vllm_utils.remap_multimodal_placeholders(
+                template_token_ids=HUGE,
+                final_token_ids=HUGE,
+                mm_placeholders={"image": [{"offset": 999_999, "length": 5}]},
+            ),
+            ValueError,
+        ),
+        (
+            lambda: vllm_utils.aggregate_spec_decode_counters(
+                [{"vllm:spec_decode_num_accepted_tokens_per_pos": [*([1.0] * 999_999), float("nan")]}]
+            ),
+            ValueError,
+        ),
+        (
+            lambda: vllm_utils._as_routed_experts_tensor(
+                np.full((1000, 10, 100), 300, dtype=np.uint16), device="cpu", dtype=torch.int8
+            ),
+            ValueError,
+        ),
+        (lambda: vllm_utils.encode_counter_key("|" * 1_000_000, "sum"), ValueError),
+    ],
+)
+def test_million_element_inputs_give_bounded_results_or_errors(
+    call: Callable[[], object], raises: type[Exception] | None
+) -> None:
+    """Inputs of 10^6 elements finish; errors are bounded ContractErrors, results bounded strings."""
+    if raises is None:
+        result = call()
+        assert isinstance(result, str)
+        assert len(result) <= MAX_MESSAGE_CHARS
+        return
+    with pytest.raises(raises) as info:
+        call()
+    _check(info.value)
