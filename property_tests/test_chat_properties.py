@@ -13,7 +13,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict
 
 from rl_contracts.chat import (
     DYNAMIC_MESSAGE_FIELDS,
@@ -24,13 +23,16 @@ from rl_contracts.chat import (
 )
 from rl_contracts.codec import decode_routed_experts
 from rl_contracts.errors import (
-    MAX_MESSAGE_CHARS,
     ChatResponseContractError,
-    ContractError,
     RoutedExpertsError,
 )
 from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
+    ChatChoiceModel,
+    ChatMessageModel,
+    ChatResponseModel,
+    RecordingLogger,
     chat_exchanges,
     hostile_chat_exchanges,
     hostile_routed_chat_exchanges,
@@ -46,14 +48,6 @@ def _by_index(response: Any) -> dict[int, dict[str, Any]]:
         choice.index: {name: getattr(choice.message, name, None) for name in DYNAMIC_MESSAGE_FIELDS}
         for choice in response.choices
     }
-
-
-def _check_error(error: ContractError) -> None:
-    assert len(str(error)) <= MAX_MESSAGE_CHARS
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error)
-    assert all(getattr(clone, name) == getattr(error, name) for name in type(error)._attributes)
 
 
 @given(chat_exchanges())
@@ -96,7 +90,7 @@ def test_failed_token_information_leaves_the_response_exactly_as_it_was(case: tu
     before, request_before = copy.deepcopy(response), pickle.dumps(request_output)
     with pytest.raises(ChatResponseContractError) as info:
         attach_token_information_to_chat_response_choices(response, request_output)
-    _check_error(info.value)
+    assert_contract_error(info.value)
     assert response == before
     assert pickle.dumps(request_output) == request_before
 
@@ -137,14 +131,6 @@ def test_attached_envelopes_decode_to_the_aligned_routes(
         assert torch.equal(decoded, expected)
 
 
-class _Logger:
-    def __init__(self) -> None:
-        self.calls: list[tuple[object, ...]] = []
-
-    def warning(self, msg: str, *args: object) -> None:
-        self.calls.append(args)
-
-
 @given(routed_chat_exchanges(), st.randoms(use_true_random=False))
 def test_routed_experts_are_invariant_under_permuting_choices(
     exchange: tuple[Any, Any, int], rng: Any
@@ -153,7 +139,7 @@ def test_routed_experts_are_invariant_under_permuting_choices(
     response, request_output, routes_start = exchange
     shuffled = copy.deepcopy(response)
     rng.shuffle(shuffled.choices)
-    loggers = _Logger(), _Logger()
+    loggers = RecordingLogger(), RecordingLogger()
     for target, logger in zip((response, shuffled), loggers, strict=True):
         attach_routed_experts_to_chat_response_choices(
             target, request_output, device="cpu", logger=logger, routes_start=routes_start
@@ -161,8 +147,8 @@ def test_routed_experts_are_invariant_under_permuting_choices(
     assert _by_index(response) == _by_index(shuffled)
     assert Counter(loggers[0].calls) == Counter(loggers[1].calls)
     for target, logger in zip((response, shuffled), loggers, strict=True):
-        logged = {call[0] for call in logger.calls}
-        assert [call[0] for call in logger.calls] == [c.index for c in target.choices if c.index in logged]
+        logged = {args[0] for _, args in logger.calls}
+        assert [args[0] for _, args in logger.calls] == [c.index for c in target.choices if c.index in logged]
 
 
 @given(hostile_routed_chat_exchanges())
@@ -176,26 +162,9 @@ def test_failed_routed_attachment_leaves_the_response_exactly_as_it_was(
         attach_routed_experts_to_chat_response_choices(
             response, request_output, device="cpu", routed_experts_dtype=torch.int8, routes_start=routes_start
         )
-    _check_error(info.value)
+    assert_contract_error(info.value)
     assert response == before
     assert pickle.dumps(request_output) == request_before
-
-
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: str = "assistant"
-    content: str | None = None
-
-
-class _Choice(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    index: int
-    message: _Message
-
-
-class _Response(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    choices: list[_Choice]
 
 
 def _plain_dump(response: Any) -> dict[str, Any]:
@@ -211,9 +180,10 @@ def test_dump_carries_every_dynamic_field_by_identity(exchange: tuple[Any, Any, 
         o for o in request_output.outputs if o.index in indices
     ]  # token info matches exactly
     if pydantic:
-        response = _Response(
+        response = ChatResponseModel(
             choices=[
-                _Choice(index=c.index, message=_Message(content=c.message.content)) for c in response.choices
+                ChatChoiceModel(index=c.index, message=ChatMessageModel(content=c.message.content))
+                for c in response.choices
             ]
         )
     else:

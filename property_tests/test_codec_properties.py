@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import functools
 import io
-import pickle
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ from rl_contracts import codec
 from rl_contracts.codec import decode_routed_experts, decode_vllm_routed_experts, encode_routed_experts
 from rl_contracts.errors import ContractError, EnvelopeError
 from rl_contracts.routed_experts import ROUTED_EXPERTS_DTYPE_NAMES
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import envelope_tensors, hostile_route_values, vllm_npy_arrays
 
 ENVELOPE = re.compile(r"^nrlre1:(int8|int16|int32):[0-9]+x[0-9]+x[0-9]+:[A-Za-z0-9+/]*={0,2}$")
@@ -138,9 +138,7 @@ def test_vllm_payload_roundtrip(array: np.ndarray, dtype: torch.dtype, start: in
 def check_contract_error(error: ContractError) -> None:
     """Invariant 1 for one raised error: a ValueError/TypeError, bounded, unchanged by pickle."""
     assert isinstance(error, ValueError | TypeError)
-    assert len(str(error)) <= 2000
-    clone = pickle.loads(pickle.dumps(error))
-    assert (type(clone), str(clone), clone.__dict__) == (type(error), str(error), error.__dict__)
+    assert_contract_error(error)
 
 
 @st.composite

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import pickle
 from typing import Any
 
 import jsonschema
@@ -20,8 +19,9 @@ from rl_contracts.config import (
     resolve_generation_worker_cls,
     unknown_keys,
 )
-from rl_contracts.errors import ConfigContractError, ContractError, UnsupportedConfigError
+from rl_contracts.errors import ConfigContractError, UnsupportedConfigError
 from rl_contracts.refit import format_refit_key_error
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     PlantedConfig,
     ReloadRefitCase,
@@ -36,13 +36,6 @@ _VALIDATOR = jsonschema.Draft202012Validator(config_json_schema())
 
 def _dotted(loc: tuple[str | int, ...]) -> str:
     return ".".join(str(part) for part in loc)
-
-
-def _assert_contract_error(err: ContractError) -> None:
-    """Invariant 1: bounded message, pickle round-trip preserving class, message and attributes."""
-    assert len(str(err)) <= 2000
-    clone = pickle.loads(pickle.dumps(err))
-    assert (type(clone), str(clone), vars(clone)) == (type(err), str(err), vars(err))
 
 
 @given(vllm_config_dicts())
@@ -117,7 +110,7 @@ def test_unsupported_refit_configs_are_rejected(planted: PlantedConfig) -> None:
         normalize_vllm_refit_config(planted.config)
     assert type(info.value) is ConfigContractError
     assert info.value.path == _dotted(planted.loc), planted.description
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
     assert planted.config == before
 
 
@@ -133,7 +126,7 @@ def test_reload_refit_rejects_each_unsupported_combination(case: ReloadRefitCase
         with pytest.raises(UnsupportedConfigError) as info:
             assert_reload_refit_config_supported(source)
         assert info.value.path == case.path
-        _assert_contract_error(info.value)
+        assert_contract_error(info.value)
 
 
 @given(reload_refit_cases(), st.sampled_from(["absent", False, None]))

@@ -32,6 +32,7 @@ from rl_contracts.metrics import (
     is_kept,
     mean_from_histogram,
 )
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     FINISH_REASONS,
     KEPT_COUNTER_FAMILIES,
@@ -378,10 +379,7 @@ hostile = st.recursive(
 def _check_error(err: ContractError) -> None:
     assert isinstance(err, ContractTypeError | CounterSnapshotError)
     assert isinstance(err, TypeError if isinstance(err, ContractTypeError) else ValueError)
-    assert len(str(err)) <= 2000
-    clone = pickle.loads(pickle.dumps(err))
-    assert (type(clone), str(clone)) == (type(err), str(err))
-    assert all(getattr(clone, a) == getattr(err, a) for a in err._attributes)
+    assert_contract_error(err)
 
 
 CALLS: list[Callable[[Any, Any], object]] = [

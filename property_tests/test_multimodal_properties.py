@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
-import pickle
 from typing import Any
 from unittest.mock import patch
 
@@ -15,7 +14,6 @@ from hypothesis import strategies as st
 
 from rl_contracts import multimodal
 from rl_contracts.errors import (
-    MAX_MESSAGE_CHARS,
     ContractError,
     ContractTypeError,
     PlaceholderRemapError,
@@ -23,6 +21,7 @@ from rl_contracts.errors import (
 )
 from rl_contracts.multimodal import PlaceholderRange, placeholder_range_bounds, remap_multimodal_placeholders
 from rl_contracts.splice import PrefixSplice, splice_prefix_tokens
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     MEDIA_TOKENS,
     TEXT_TOKENS,
@@ -248,11 +247,7 @@ _BUILTINS: dict[type[ContractError], type[Exception]] = {
 
 def _check_error(error: ContractError) -> None:
     assert isinstance(error, _BUILTINS[type(error)])
-    assert len(str(error)) <= MAX_MESSAGE_CHARS
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error)
-    assert all(getattr(clone, name) == getattr(error, name) for name in error._attributes)
+    assert_contract_error(error)
 
 
 @given(hostile_placeholder_ranges())

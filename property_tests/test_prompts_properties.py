@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import pickle
 from typing import Any
 
 import numpy as np
@@ -11,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError, ContractTypeError, PromptFormatError
+from rl_contracts.errors import ContractError, ContractTypeError, PromptFormatError
 from rl_contracts.errors import RolloutPromptMismatchError as Mismatch
 from rl_contracts.prompts import format_prompt_for_vllm_generation, validate_rollout_prompt
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     TOKEN_CONTAINER_KINDS,
     as_token_container,
@@ -127,21 +127,13 @@ def test_formatting_never_mutates_the_batch(data: dict[str, Any]) -> None:
         assert [copy.copy(r) for r in data[key]] == row_contents[key]
 
 
-def _check_error(error: ContractError) -> None:
-    assert len(str(error)) <= MAX_MESSAGE_CHARS
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error)
-    assert all(getattr(clone, name) == getattr(error, name) for name in type(error)._attributes)
-
-
 @given(hostile_generation_batches())
 def test_broken_batches_raise_only_bounded_picklable_contract_errors(case: tuple[Any, Any]) -> None:
     """Inv. 1: a batch broken in one way raises PromptFormatError or ContractTypeError, bounded and picklable."""
     data, sample_idx = case
     with pytest.raises((PromptFormatError, ContractTypeError)) as info:
         format_prompt_for_vllm_generation(data, sample_idx)
-    _check_error(info.value)
+    assert_contract_error(info.value)
 
 
 LEAF: st.SearchStrategy[Any] = st.one_of(
@@ -164,7 +156,7 @@ def test_hostile_rollout_prompts_raise_only_contract_errors(expected: Any, actua
     try:
         validate_rollout_prompt(expected, actual)
     except ContractError as error:
-        _check_error(error)
+        assert_contract_error(error)
         if not isinstance(error, ContractTypeError | Mismatch):
             raise
 
@@ -175,4 +167,4 @@ def test_hostile_batches_raise_only_contract_errors(data: dict[str, Any]) -> Non
     try:
         format_prompt_for_vllm_generation(data)
     except ContractError as error:
-        _check_error(error)
+        assert_contract_error(error)

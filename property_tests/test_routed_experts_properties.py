@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import pickle
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,6 +20,7 @@ from rl_contracts.routed_experts import (
     pad_and_align_routed_expert_indices,
     resolve_routed_experts_dtype,
 )
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     AlignmentCase,
     RouteArray,
@@ -223,11 +223,7 @@ def check_contract_error(error: ContractError) -> None:
     """Invariant 1 for one raised error: class, built-in base, bounded message, pickle round-trip."""
     assert isinstance(error, RoutedExpertsError | ContractTypeError)
     assert isinstance(error, ValueError | TypeError)
-    assert len(str(error)) <= 2000
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error)
-    assert clone.__dict__ == error.__dict__
+    assert_contract_error(error)
 
 
 route_parts = st.one_of(st.none(), hostile_route_values(), route_arrays().map(lambda source: source.value))

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import copy
-import pickle
 from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError, ContractTypeError, SpliceError
+from rl_contracts.errors import ContractError, ContractTypeError, SpliceError
 from rl_contracts.splice import PrefixSplice, replace_prefix_tokens, splice_prefix_tokens
+from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     TERMINATOR,
     SpliceCase,
@@ -92,11 +92,7 @@ _BUILTINS: dict[type[ContractError], tuple[type[Exception], ...]] = {
 
 def _check_error(error: ContractError) -> None:
     assert all(isinstance(error, base) for base in _BUILTINS[type(error)])
-    assert len(str(error)) <= MAX_MESSAGE_CHARS
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error)
-    assert all(getattr(clone, name) == getattr(error, name) for name in error._attributes)
+    assert_contract_error(error)
 
 
 _GARBAGE = st.one_of(

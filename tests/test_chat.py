@@ -7,7 +7,6 @@ import copy
 import io
 import json
 import math
-import pickle
 import re
 from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
@@ -27,13 +26,13 @@ from rl_contracts.chat import (
     model_dump_chat_response_with_dynamic_message_fields,
 )
 from rl_contracts.errors import (
-    MAX_MESSAGE_CHARS,
     ChatResponseContractError,
     ContractError,
     ContractTypeError,
     RoutedExpertsError,
 )
-from rl_contracts.testing.strategies import RefusingMessage
+from rl_contracts.testing import assert_contract_error
+from rl_contracts.testing.strategies import ChatResponseModel, RecordingLogger, RefusingMessage
 
 DATA = Path(__file__).parent / "data"
 
@@ -73,15 +72,6 @@ def _spec_example() -> tuple[Any, Any]:
 
 def _message(response: Any, index: int) -> Any:
     return next(choice.message for choice in response.choices if choice.index == index)
-
-
-def _check_error(error: ContractError) -> None:
-    assert len(str(error)) <= MAX_MESSAGE_CHARS
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error)
-    for name in type(error)._attributes:
-        assert getattr(clone, name) == getattr(error, name)
 
 
 # --- constants ---------------------------------------------------------------------------------------------------
@@ -183,40 +173,9 @@ def test_numpy_token_ids_and_int_subclass_indices_are_accepted() -> None:
     assert {type(i) for i in ids} == {int}
 
 
-class _VllmMessage(BaseModel):
-    """Stand-in for vLLM's ``ChatMessage`` (its OpenAI models allow extra fields)."""
-
-    model_config = ConfigDict(extra="allow")
-    role: str = "assistant"
-    content: str | None = None
-
-
-class _VllmChoice(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    index: int
-    message: _VllmMessage
-    logprobs: Any = None
-    finish_reason: str | None = "stop"
-    token_ids: list[int] | None = None
-    routed_experts: str | None = None
-
-
-class _VllmResponse(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    id: str = "chatcmpl-1"
-    choices: list[_VllmChoice]
-    prompt_token_ids: list[int] | None = None
-
-
-def _pydantic_response(indices: list[int]) -> _VllmResponse:
-    return _VllmResponse(
-        choices=[_VllmChoice(index=i, message=_VllmMessage(content=f"c{i}")) for i in indices]
-    )
-
-
 def test_token_information_on_a_pydantic_response() -> None:
     """A pydantic response whose message allows extra fields gets the attributes, and its dump carries them."""
-    response = _pydantic_response([0, 1])
+    response = ChatResponseModel.with_choices([0, 1])
     _, request_output = _spec_example()
     attach_token_information_to_chat_response_choices(response, request_output)
     dump = response.model_dump()
@@ -392,7 +351,7 @@ def test_token_information_errors_leave_the_response_untouched(
     for name, value in attributes.items():
         assert getattr(info.value, name) == value
     assert isinstance(info.value, RuntimeError)
-    _check_error(info.value)
+    assert_contract_error(info.value)
     assert response == before
 
 
@@ -504,14 +463,6 @@ def _legacy_exchange(*outputs: Any) -> tuple[Any, Any]:
     return response, request_output
 
 
-class _Logger:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[object, ...]]] = []
-
-    def warning(self, msg: str, *args: object) -> None:
-        self.calls.append((msg, args))
-
-
 def test_routed_experts_spec_examples() -> None:
     """Choices 0 and 1 (listed in reverse) decode to the SPEC rows; matching is by index."""
     response, request_output = _legacy_exchange(
@@ -521,7 +472,7 @@ def test_routed_experts_spec_examples() -> None:
         ),
     )
     response.choices.reverse()
-    logger = _Logger()
+    logger = RecordingLogger()
     result = attach_routed_experts_to_chat_response_choices(
         response, request_output, device="cpu", logger=logger
     )
@@ -535,7 +486,7 @@ def test_routed_experts_spec_examples() -> None:
 def test_missing_generation_routes_fall_back_to_sentinel_rows_and_are_logged() -> None:
     """2 generated tokens without routes: n=5, E=4, R=2; the logger gets (0, 2, 2, 4) and rows 2–3 are -1."""
     response, request_output = _legacy_exchange(SimpleNamespace(index=0, token_ids=[201, 202]))
-    logger = _Logger()
+    logger = RecordingLogger()
     attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu", logger=logger)
     assert logger.calls == [(ROUTED_EXPERTS_FALLBACK_WARNING, (0, 2, 2, 4))]
     assert ROUTED_EXPERTS_FALLBACK_WARNING % (0, 2, 2, 4) == (
@@ -685,13 +636,13 @@ def test_routed_experts_errors_leave_the_response_untouched(
     if change != "no_routes":
         request_output.outputs[0].routed_experts = None  # choice 0 would need a fallback warning
     before = copy.deepcopy(response)
-    logger = _Logger()
+    logger = RecordingLogger()
     with pytest.raises(cls) as info:
         attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu", logger=logger)
     assert text in str(info.value)
     for name, value in attributes.items():
         assert getattr(info.value, name) == value
-    _check_error(info.value)
+    assert_contract_error(info.value)
     assert response == before
     assert logger.calls == ([] if change != "refuses" else [(ROUTED_EXPERTS_FALLBACK_WARNING, (0, 1, 2, 3))])
 
@@ -726,6 +677,81 @@ def test_routes_start_is_checked_even_without_choices(routes_start: Any, cls: ty
         attach_routed_experts_to_chat_response_choices(
             response, SimpleNamespace(outputs=[]), device="cpu", routes_start=routes_start
         )
+
+
+HUGE = 10**5000
+"""An int whose decimal form Python refuses to build (more than 4,300 digits)."""
+HUGE_TEXT = "<int of 16610 bits>"
+
+
+def test_huge_negative_routes_start_keeps_a_bounded_message() -> None:
+    """A negative routes_start beyond Python's int-to-str limit raises RoutedExpertsError carrying the value."""
+    with pytest.raises(RoutedExpertsError, match=f"routes_start must be >= 0, got {HUGE_TEXT}") as info:
+        attach_routed_experts_to_chat_response_choices(
+            SimpleNamespace(choices=[]), SimpleNamespace(outputs=[]), device="cpu", routes_start=-HUGE
+        )
+    assert info.value.routes_start == -HUGE
+
+
+@pytest.mark.parametrize(
+    ("token_ids", "logprobs", "message", "text"),
+    [
+        (None, None, True, "choice_idx=IDX did not include token_ids."),
+        ([HUGE], None, True, "choice_idx=IDX did not include logprobs."),
+        ([5], [], True, "choice_idx=IDX, token_count=1, logprob_count=0."),
+        ([HUGE], [{}], True, f"choice_idx=IDX, token_id={HUGE_TEXT}."),
+        (
+            [5],
+            [{5: SimpleNamespace(logprob="x")}],
+            True,
+            "choice_idx=IDX, position=0, token_id=5, logprob='x'.",
+        ),
+        (
+            [5],
+            [{5: SimpleNamespace(logprob=math.nan)}],
+            True,
+            "choice_idx=IDX, position=0, token_id=5, logprob=nan.",
+        ),
+        ([], None, False, "choice_idx=IDX has no message object"),
+        ([2.5], None, True, "token_ids for choice_idx=IDX that are not a sequence of ints"),
+    ],
+    ids=["token_ids", "logprobs", "count", "sampled", "not_a_number", "nan", "message", "ids"],
+)
+def test_token_information_errors_render_huge_indices(
+    token_ids: Any, logprobs: Any, message: bool, text: str
+) -> None:
+    """A choice index or token id beyond Python's int-to-str limit is rendered, never a ValueError."""
+    choice = SimpleNamespace(index=HUGE, message=SimpleNamespace() if message else None)
+    output = SimpleNamespace(index=HUGE, token_ids=token_ids, logprobs=logprobs)
+    with pytest.raises(ChatResponseContractError) as info:
+        attach_token_information_to_chat_response_choices(
+            SimpleNamespace(choices=[choice]), SimpleNamespace(prompt_token_ids=[1], outputs=[output])
+        )
+    assert text.replace("IDX", HUGE_TEXT) in str(info.value)
+    assert info.value.choice_index == HUGE
+    assert_contract_error(info.value)
+
+
+@pytest.mark.parametrize(
+    ("message", "text"),
+    [
+        (True, "did not include routed_experts: choice_idx=IDX."),
+        (False, "choice_idx=IDX has no message object"),
+    ],
+    ids=["no_routes", "no_message"],
+)
+def test_routed_experts_errors_render_huge_indices(message: bool, text: str) -> None:
+    """A choice index beyond Python's int-to-str limit is rendered in the routed-experts errors too."""
+    choice = SimpleNamespace(index=HUGE, message=SimpleNamespace() if message else None)
+    output = SimpleNamespace(index=HUGE, token_ids=[5])
+    with pytest.raises(ChatResponseContractError) as info:
+        attach_routed_experts_to_chat_response_choices(
+            SimpleNamespace(choices=[choice]),
+            SimpleNamespace(prompt_token_ids=[1], outputs=[output]),
+            device="cpu",
+        )
+    assert text.replace("IDX", HUGE_TEXT) in str(info.value)
+    assert_contract_error(info.value)
 
 
 def test_logger_without_warning_is_rejected() -> None:
@@ -764,7 +790,7 @@ def _recorded() -> tuple[dict[str, Any], list[np.ndarray[Any, Any]]]:
 def test_recorded_vllm_response_round_trips_through_the_envelope(routes_start: int) -> None:
     """Real vLLM routes (10 prompt + 6 generated tokens, 15 rows) decode to the routes plus one default row."""
     raw, routes = _recorded()
-    response = _VllmResponse.model_validate(raw)
+    response = ChatResponseModel.model_validate(raw)
     outputs = [
         SimpleNamespace(index=c["index"], token_ids=c["token_ids"], routed_experts=r[routes_start:])
         for c, r in zip(raw["choices"], routes, strict=True)
@@ -772,7 +798,7 @@ def test_recorded_vllm_response_round_trips_through_the_envelope(routes_start: i
     request_output = SimpleNamespace(
         prompt_token_ids=raw["prompt_token_ids"], outputs=outputs, num_cached_tokens=0
     )
-    logger = _Logger()
+    logger = RecordingLogger()
     attach_routed_experts_to_chat_response_choices(
         response, request_output, device="cpu", logger=logger, routes_start=routes_start
     )
@@ -867,7 +893,7 @@ def test_dump_creates_a_missing_or_none_message_dict() -> None:
 
 def test_dump_without_dynamic_fields_is_the_plain_dump() -> None:
     """A response whose messages carry no dynamic fields dumps exactly as ``model_dump()``."""
-    response = _pydantic_response([0, 1])
+    response = ChatResponseModel.with_choices([0, 1])
     assert model_dump_chat_response_with_dynamic_message_fields(response) == response.model_dump()
 
 
@@ -903,7 +929,7 @@ def test_dump_rejects_objects_that_are_not_chat_responses(response: Any, fragmen
     with pytest.raises(ContractTypeError) as info:
         model_dump_chat_response_with_dynamic_message_fields(response)
     assert fragment in str(info.value)
-    _check_error(info.value)
+    assert_contract_error(info.value)
 
 
 # --- long generations -----------------------------------------------------------------------------------------

@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from rl_contracts.checks import ContractInt, as_int, is_int, require_bool, require_int, token_ids
+from rl_contracts.checks import (
+    ContractInt,
+    array_dims,
+    as_int,
+    describe_array,
+    int_or_none,
+    is_int,
+    require_bool,
+    require_int,
+    token_ids,
+)
 from rl_contracts.errors import ContractTypeError
 
 
@@ -30,6 +40,27 @@ from rl_contracts.errors import ContractTypeError
 def test_is_int(value: object, expected: bool) -> None:
     """is_int accepts ints and __index__ scalars and rejects bools, floats, strings and None."""
     assert is_int(value) is expected
+
+
+class _CountingIndex:
+    """An int-like object that counts its ``__index__`` calls."""
+
+    calls = 0
+
+    def __index__(self) -> int:
+        type(self).calls += 1
+        return 7
+
+
+def test_int_or_none_converts_once_or_gives_none() -> None:
+    """int_or_none returns a plain int with one __index__ call, and None wherever is_int is False."""
+    value = int_or_none(np.int64(5))
+    assert value == 5
+    assert type(value) is int
+    assert int_or_none(_CountingIndex()) == 7
+    assert _CountingIndex.calls == 1
+    for rejected in (True, np.bool_(False), 1.0, "1", None, np.array([1, 2])):
+        assert int_or_none(rejected) is None
 
 
 def test_as_int_returns_plain_int_and_rejects_bool() -> None:
@@ -138,3 +169,51 @@ def test_token_ids_accepts_torch_tensors_and_numpy_scalars() -> None:
     assert all(type(x) is int for x in out)
     with pytest.raises(ContractTypeError, match="dtype float32"):
         token_ids(torch.tensor([1.0]), "ids")
+
+
+def _tensors() -> dict[str, object]:
+    import torch
+
+    return {
+        "strided": torch.tensor([[1, 2]], dtype=torch.int16),
+        "meta": torch.empty(3, dtype=torch.int64, device="meta"),
+        "sparse": torch.tensor([1, 0, 2]).to_sparse(),
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "dims", "description"),
+    [
+        ("strided", (2, "int16"), "Tensor with dtype int16 and 2 dimensions"),
+        ("meta", None, "Tensor on the meta device"),
+        ("sparse", None, "Tensor with layout torch.sparse_coo"),
+    ],
+)
+def test_array_dims_and_description_of_tensors(
+    name: str, dims: tuple[int, str] | None, description: str
+) -> None:
+    """array_dims reads (ndim, dtype) of readable tensors only; describe_array says why the others are unreadable."""
+    tensor = _tensors()[name]
+    assert array_dims(tensor) == dims
+    assert describe_array(tensor) == description
+
+
+def test_array_dims_of_numpy_and_non_arrays() -> None:
+    """Numpy arrays are arrays; sequences and scalars without ``tolist`` are not."""
+    assert array_dims(np.zeros((2, 3), np.uint8)) == (2, "uint8")
+    assert array_dims([1, 2]) is None
+    assert array_dims(5) is None
+    assert describe_array([1, 2]) == "list"
+
+
+@pytest.mark.parametrize("name", ["meta", "sparse"])
+def test_token_ids_rejects_tensors_whose_values_cannot_be_read(name: str) -> None:
+    """A meta or sparse tensor raises ContractTypeError instead of torch's own error from ``tolist()``."""
+    import torch
+
+    tensor = _tensors()[name]
+    assert isinstance(tensor, torch.Tensor)
+    with pytest.raises(
+        ContractTypeError, match=r"ids must be a 1-D integer sequence, got Tensor (on the meta|with layout)"
+    ):
+        token_ids(tensor, "ids")

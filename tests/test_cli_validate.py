@@ -14,6 +14,7 @@ import pytest
 
 from rl_contracts.cli import main
 from rl_contracts.config import VllmConfig, config_json_schema
+from rl_contracts.testing.strategies import minimal_vllm_generation
 
 DATA = Path(__file__).parent / "data" / "recipes"
 BUNDLED = Path(__file__).parents[1] / "src" / "rl_contracts" / "recipes" / "grpo_qwen3_moe.yaml"
@@ -97,13 +98,8 @@ def test_invalid_arguments_exit_2(capsys: pytest.CaptureFixture[str], argv: list
 def test_explicit_section(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """``--section`` selects another dotted path; a missing explicit section is invalid (exit 1)."""
     path = tmp_path / "r.yaml"
-    path.write_text(
-        "other:\n  generation:\n    backend: vllm\n    max_new_tokens: 8\n    temperature: 1.0\n"
-        "    top_p: 1.0\n    top_k: null\n    val_temperature: ${.temperature}\n    val_top_p: 1.0\n"
-        "    val_top_k: null\n    stop_token_ids: null\n    stop_strings: null\n    vllm_cfg:\n"
-        "      tensor_parallel_size: 1\n      pipeline_parallel_size: 1\n      expert_parallel_size: 1\n"
-        "      gpu_memory_utilization: 0.5\n      max_model_len: 64\n      async_engine: false\n"
-    )
+    generation = minimal_vllm_generation(val_temperature="${.temperature}")
+    path.write_text(json.dumps({"other": {"generation": generation}}))  # JSON is YAML
     status, reports = run_json(capsys, "--section", "other.generation", str(path))
     assert (status, reports[0]["status"], reports[0]["section"]) == (0, "valid", "other.generation")
     status, reports = run_json(capsys, "--section", "policy.generation", str(path))

@@ -32,35 +32,10 @@ from rl_contracts.config import (
     config_json_schema,
     unknown_keys,
 )
+from rl_contracts.testing.strategies import minimal_vllm_generation as section
 
 Loc = tuple[str | int, ...]
 PLUGIN = "my_pkg.engines:FastEngine"
-
-
-def section(**overrides: Any) -> dict[str, Any]:
-    """A minimal valid vLLM generation section, with top-level overrides."""
-    base: dict[str, Any] = {
-        "backend": "vllm",
-        "max_new_tokens": 512,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "top_k": None,
-        "val_temperature": 1.0,
-        "val_top_p": 1.0,
-        "val_top_k": None,
-        "stop_token_ids": None,
-        "stop_strings": None,
-        "vllm_cfg": {
-            "tensor_parallel_size": 1,
-            "pipeline_parallel_size": 1,
-            "expert_parallel_size": 1,
-            "gpu_memory_utilization": 0.6,
-            "max_model_len": 4096,
-            "async_engine": False,
-        },
-    }
-    base.update(overrides)
-    return base
 
 
 def with_vllm(**overrides: Any) -> dict[str, Any]:
@@ -846,6 +821,11 @@ def test_rule_messages_are_bounded() -> None:
     assert len(message) < 2000
     assert "'xxx" in message
     assert "..." in message
+
+
+def test_rule_messages_render_huge_ints() -> None:
+    """A top-k beyond Python's int-to-str limit (an interpolation can build one) is rendered in rule C1's message."""
+    assert errors(section(top_k=-(10**5000)))[0]["msg"] == TOP_K_MSG.format("<int of 16610 bits>")
 
 
 def test_validation_does_not_mutate_the_input() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from rl_contracts.errors import (
     render_name,
     shorten,
 )
+from rl_contracts.testing import assert_contract_error
 
 # (class, built-ins it must also be) — SPEC §0.3 table.
 HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
@@ -130,3 +132,36 @@ def test_package_root_exports_version_and_errors_only() -> None:
     for name in exported - {"__version__"}:
         assert issubclass(getattr(rl_contracts, name), ContractError)
     assert {cls.__name__ for cls, _ in HIERARCHY} | {"ContractError"} == exported - {"__version__"}
+
+
+class _ForgetfulError(errors.ContractTypeError):
+    """An error whose pickle round-trip drops its structured attributes."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,))
+
+
+@pytest.mark.parametrize(
+    ("error", "fragment"),
+    [
+        (ValueError("plain"), "ValueError escaped"),
+        (errors.ContractTypeError("x" * 2001), None),
+        (_ForgetfulError("m", argument="a"), "pickle changed an attribute"),
+    ],
+    ids=["not-a-contract-error", "long-message", "lossy-pickle"],
+)
+def test_assert_contract_error_rejects_what_breaks_invariant_1(
+    error: BaseException, fragment: str | None
+) -> None:
+    """assert_contract_error fails for a foreign exception and a lossy pickle; a cut message still passes."""
+    if fragment is None:
+        assert_contract_error(error)  # the constructor cut the message to 2,000 characters
+        assert len(str(error)) == 2000
+        return
+    with pytest.raises(AssertionError, match=fragment):
+        assert_contract_error(error)
+
+
+def test_assert_contract_error_accepts_a_library_error() -> None:
+    """Every attribute, the message and the args survive pickle for a real error, so the check passes."""
+    assert_contract_error(errors.RoutedExpertsError("m", routes=1, expected=2, dtype_name="int8"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -41,6 +42,7 @@ from rl_contracts.metrics import (
     is_kept,
     mean_from_histogram,
 )
+from rl_contracts.testing import assert_contract_error
 
 DATA = Path(__file__).parent / "data"
 PER_POS = SPEC_DECODE_ACCEPTED_PER_POS
@@ -64,15 +66,6 @@ def _recorded_objects(which: str) -> list[SimpleNamespace]:
     return [
         NS(name=r["name"], labels=r["labels"], **{a: r[a] for a in attributes[r["type"]]}) for r in records
     ]
-
-
-def _assert_contract_error(err: ContractError) -> None:
-    """Bounded message that survives pickle with class, message and attributes."""
-    assert len(str(err)) <= 2000
-    clone = pickle.loads(pickle.dumps(err))
-    assert type(clone) is type(err)
-    assert str(clone) == str(err)
-    assert all(getattr(clone, a) == getattr(err, a) for a in err._attributes)
 
 
 # ---------------------------------------------------------------------------------------------------- names
@@ -123,7 +116,7 @@ def test_encode_counter_key_rejects_non_str(name: Any, part: Any) -> None:
     """A non-str name or part is a ContractTypeError."""
     with pytest.raises(ContractTypeError) as info:
         encode_counter_key(name, part)
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize("name", ["", "a|b", "|", "x" * 5000 + "|"])
@@ -132,7 +125,7 @@ def test_encode_counter_key_rejects_empty_or_separator_names(name: str) -> None:
     with pytest.raises(CounterSnapshotError, match="must not contain") as info:
         encode_counter_key(name, "sum")
     assert info.value.key == (name if len(name) <= 200 else name[:197] + "...")
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize(
@@ -228,7 +221,7 @@ def test_from_worker_dict_rejects_bad_kept_values(value: object, fragment: str) 
     with pytest.raises(CounterSnapshotError, match=fragment) as info:
         CounterSnapshot.from_worker_dict({"vllm:spec_decode_num_drafts": value})  # type: ignore[dict-item]
     assert info.value.key == "vllm:spec_decode_num_drafts"
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize("d", [[("vllm:prompt_tokens", 1)], "vllm:prompt_tokens", None, {1: 2.0}])
@@ -416,7 +409,7 @@ def test_from_vllm_metrics_rejects_bad_objects(objects: list[SimpleNamespace], f
     """Malformed metric objects raise CounterSnapshotError naming the object and the value."""
     with pytest.raises(CounterSnapshotError, match=fragment) as info:
         CounterSnapshot.from_vllm_metrics(objects)
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize("metrics", ["vllm:prompt_tokens", b"x", {"vllm:prompt_tokens": 1}, 3, None])
@@ -537,7 +530,7 @@ def test_from_prometheus_text_rejects_bad_pages(text: str, fragment: str) -> Non
     """Unparseable text and bad values raise CounterSnapshotError with the SPEC's message prefix."""
     with pytest.raises(CounterSnapshotError, match=fragment) as info:
         CounterSnapshot.from_prometheus_text(text)
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
 
 
 def test_from_prometheus_text_rejects_non_str() -> None:
@@ -623,7 +616,7 @@ def test_aggregate_rejects_bad_reports(workers: Any, error: type[ContractError],
     """Wrong types are ContractTypeError, bad values and scalar/vector conflicts CounterSnapshotError."""
     with pytest.raises(error, match=fragment) as info:
         aggregate_spec_decode_counters(workers)
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
 
 
 def test_aggregate_skips_unkept_values_without_looking() -> None:
@@ -775,6 +768,20 @@ def test_engine_step_metrics_use_end_keys_only() -> None:
     assert compute_engine_step_metrics(start, end) == {"vllm/generation_tokens": 9.0}
 
 
+def test_step_metrics_reject_positions_beyond_a_list_index() -> None:
+    """A vector position above sys.maxsize cannot come from a list and is rejected, never a ValueError."""
+    for position in (sys.maxsize + 1, 10**5000):
+        end: AggregatedCounters = {(SPEC_DECODE_ACCEPTED_PER_POS, position): 1.0}
+        for compute in (compute_engine_step_metrics, compute_spec_decode_metrics):
+            with pytest.raises(CounterSnapshotError, match="position >= 1") as info:
+                compute({}, end)
+            assert_contract_error(info.value)
+    largest: AggregatedCounters = {(SPEC_DECODE_ACCEPTED_PER_POS, sys.maxsize): 2.0}
+    assert (
+        compute_spec_decode_metrics({}, largest)[f"vllm/{SPEC_DECODE_ACCEPTED_PER_POS}-{sys.maxsize}"] == 2.0
+    )
+
+
 @pytest.mark.parametrize("compute", [compute_engine_step_metrics, compute_spec_decode_metrics])
 @pytest.mark.parametrize(
     ("counters", "error", "fragment"),
@@ -802,7 +809,7 @@ def test_step_metrics_validate_both_snapshots(
         with pytest.raises(error, match=fragment) as info:
             compute(start, end)
         assert argument in str(info.value)
-        _assert_contract_error(info.value)
+        assert_contract_error(info.value)
 
 
 def test_step_metrics_accept_numpy_positions_and_values() -> None:
@@ -921,7 +928,7 @@ def test_huge_inputs_give_bounded_messages() -> None:
     key = "vllm:spec_decode_" + "x" * 100_000
     with pytest.raises(CounterSnapshotError) as info:
         CounterSnapshot.from_worker_dict({key: ["y" * 100_000]})  # type: ignore[list-item]
-    _assert_contract_error(info.value)
+    assert_contract_error(info.value)
     assert len(str(info.value)) < 1000
     assert isinstance(info.value.key, str)
     assert len(info.value.key) == 200

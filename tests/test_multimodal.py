@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import pickle
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -14,9 +13,10 @@ import pytest
 from pydantic import ValidationError
 
 from rl_contracts import multimodal
-from rl_contracts.errors import ContractError, ContractTypeError, PlaceholderRemapError, PlaceholderTypeError
+from rl_contracts.errors import ContractTypeError, PlaceholderRemapError, PlaceholderTypeError
 from rl_contracts.multimodal import PlaceholderRange, placeholder_range_bounds, remap_multimodal_placeholders
 from rl_contracts.splice import PrefixSplice, splice_prefix_tokens
+from rl_contracts.testing import assert_contract_error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,19 +51,10 @@ def _remap(template: Any, final: Any, placeholders: Any, splice: Any = None) -> 
     )
 
 
-def _roundtrip(error: ContractError) -> None:
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error) == clone.args[0]
-    for name in error._attributes:
-        assert getattr(clone, name) == getattr(error, name)
-    assert len(str(error)) <= 2000
-
-
 def _remap_error(template: Any, final: Any, placeholders: Any, splice: Any = None) -> PlaceholderRemapError:
     with pytest.raises(PlaceholderRemapError) as info:
         _remap(template, final, placeholders, splice)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
     return info.value
 
 
@@ -376,7 +367,7 @@ def test_placeholder_range_bounds_type_errors(placeholder_range: Any, message: s
     assert message in str(info.value)
     assert isinstance(info.value, ContractTypeError)
     assert isinstance(info.value, TypeError)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -402,7 +393,7 @@ def test_placeholder_range_bounds_value_errors(placeholder_range: Any, message: 
         placeholder_range_bounds(placeholder_range)
     assert str(info.value) == message
     assert isinstance(info.value, ValueError)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize(
@@ -430,7 +421,7 @@ def test_remap_container_type_errors(placeholders: Any, message: str, modality: 
         _remap(T2, list(T2), placeholders)
     assert str(info.value).startswith(message)
     assert info.value.modality == modality
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 def test_remap_item_errors_name_the_item() -> None:
@@ -451,7 +442,7 @@ def test_remap_token_type_errors(template: Any, final: Any) -> None:
     """Non-int token ids raise ContractTypeError."""
     with pytest.raises(ContractTypeError) as info:
         _remap(template, final, {"image": []})
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize(
@@ -490,12 +481,22 @@ def test_incoherent_splice(splice: PrefixSplice, fragment: str) -> None:
         ReferenceSplice([1, True], 0, 0),
         ReferenceSplice([1, 2], 3, 0),
         {"token_ids": [1], "model_cut_end": -1, "template_cut_start": 0},
+        {1: 2, "token_ids": [1], "model_cut_end": 0, "template_cut_start": 0},
     ],
 )
 def test_unreadable_splice(splice: Any) -> None:
     """A splice that cannot be converted to PrefixSplice raises PlaceholderRemapError, not ValidationError."""
     error = _remap_error(T2, S2.token_ids, {"image": []}, splice)
     assert str(error).startswith("splice must be a PrefixSplice or an object with token_ids")
+
+
+def test_huge_template_cut_start_is_rendered() -> None:
+    """A template_cut_start beyond Python's int-to-str limit raises PlaceholderRemapError with a short message."""
+    splice = SimpleNamespace(token_ids=S2.token_ids, model_cut_end=11, template_cut_start=10**5000)
+    error = _remap_error(T2, S2.token_ids, {"image": []}, splice)
+    assert str(error).startswith(
+        "splice does not describe these token sequences: splice.template_cut_start=<int of 16610 bits> exceeds"
+    )
 
 
 def test_arithmetic_cross_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -521,7 +522,7 @@ def test_dataclass_without_init_offset_is_rejected() -> None:
 
     with pytest.raises(PlaceholderTypeError, match=r"cannot be rebuilt with dataclasses\.replace") as info:
         _remap(T2, S2.token_ids, {"image": [Derived(2)]}, S2)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 def test_dataclass_replace_failure_is_converted() -> None:
@@ -566,7 +567,7 @@ def test_huge_inputs_keep_messages_bounded() -> None:
     assert "invalid bounds" in str(error)
     with pytest.raises(PlaceholderTypeError) as info:
         _remap(big, big, {"x" * 10_000: [{"offset": "y" * 10_000, "length": 1}]})
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 def test_placeholder_range_model() -> None:
@@ -586,3 +587,5 @@ def test_placeholder_range_model() -> None:
     ):
         with pytest.raises(ValidationError):
             PlaceholderRange.model_validate(bad)
+    with pytest.raises(ValidationError, match="is_embed has 1 values but length is <int of 16610 bits>"):
+        PlaceholderRange(offset=0, length=10**5000, is_embed=(True,))

@@ -387,6 +387,64 @@ def test_inconsistent_batches_raise_prompt_format_error(
     )
 
 
+@pytest.mark.parametrize("device", ["meta", "sparse"])
+@pytest.mark.parametrize("key", ["input_ids", "input_lengths"])
+def test_tensors_whose_values_cannot_be_read_are_rejected(key: str, device: str) -> None:
+    """A meta or sparse tensor raises PromptFormatError naming why, not torch's error from slicing or tolist()."""
+    good = {"input_ids": torch.zeros((2, 3), dtype=torch.int64), "input_lengths": torch.tensor([1, 2])}
+    tensor = good[key].to(device="meta") if device == "meta" else good[key].to_sparse()
+    with pytest.raises(
+        PromptFormatError, match=r"got Tensor (on the meta device|with layout torch.sparse_coo)"
+    ) as info:
+        format_prompt_for_vllm_generation({**good, key: tensor})
+    assert info.value.key == key
+
+
+HUGE = 10**5000
+"""An int whose decimal form Python refuses to build (more than 4,300 digits)."""
+
+
+@pytest.mark.parametrize(
+    ("data", "sample_idx", "key", "fragment"),
+    [
+        (_batch(), HUGE, "sample_idx", "sample_idx=<int of 16610 bits> is out of range"),
+        (
+            _with(input_lengths=[3, -HUGE]),
+            None,
+            "input_lengths",
+            "'input_lengths'[1]=<int of 16610 bits> is outside",
+        ),
+    ],
+    ids=["sample_idx", "input_lengths"],
+)
+def test_huge_ints_are_rendered_in_prompt_format_errors(
+    data: dict[str, Any], sample_idx: int | None, key: str, fragment: str
+) -> None:
+    """An index or length beyond Python's int-to-str limit raises PromptFormatError, never a ValueError."""
+    with pytest.raises(PromptFormatError) as info:
+        format_prompt_for_vllm_generation(data, sample_idx)
+    assert fragment in str(info.value)
+    assert info.value.key == key
+    assert info.value.value == "<int of 16610 bits>"
+
+
+class _HugeBatch:
+    """A duck-typed 2-D integer array whose batch size is beyond Python's int-to-str limit."""
+
+    dtype = "int64"
+    ndim = 2
+    shape = (HUGE, 3)
+
+    def tolist(self) -> list[list[int]]:
+        return []
+
+
+def test_a_huge_duck_typed_batch_size_is_rendered() -> None:
+    """A batch size from a duck-typed ``shape`` is rendered in the row-count error, never a ValueError."""
+    with pytest.raises(PromptFormatError, match="'input_ids' has B=<int of 16610 bits> rows"):
+        format_prompt_for_vllm_generation({"input_ids": _HugeBatch(), "input_lengths": [1]})
+
+
 @pytest.mark.parametrize(
     ("data", "sample_idx", "argument"),
     [

@@ -17,37 +17,12 @@ from omegaconf import OmegaConf
 from rl_contracts.config import VllmConfig
 from rl_contracts.config.recipe import ConfigIssue, LoadedRecipe, load_recipe, register_resolvers
 from rl_contracts.errors import ConfigContractError, ContractTypeError, RecipeError, RecipeLoadError
+from rl_contracts.testing.strategies import minimal_vllm_generation as valid_generation
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 DATA = Path(__file__).parent / "data" / "recipes"
 BUNDLED = Path(__file__).parents[1] / "src" / "rl_contracts" / "recipes" / "grpo_qwen3_moe.yaml"
 GEN = "policy.generation"
-
-
-def valid_generation(**overrides: Any) -> dict[str, Any]:
-    """A minimal valid vLLM generation section, with top-level keys replaced by ``overrides``."""
-    section: dict[str, Any] = {
-        "backend": "vllm",
-        "max_new_tokens": 128,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "top_k": None,
-        "val_temperature": 1.0,
-        "val_top_p": 1.0,
-        "val_top_k": None,
-        "stop_token_ids": None,
-        "stop_strings": None,
-        "vllm_cfg": {
-            "tensor_parallel_size": 1,
-            "pipeline_parallel_size": 1,
-            "expert_parallel_size": 1,
-            "gpu_memory_utilization": 0.5,
-            "max_model_len": 256,
-            "async_engine": False,
-        },
-    }
-    section.update(overrides)
-    return section
 
 
 def write(directory: Path, name: str, content: str | dict[str, Any]) -> Path:

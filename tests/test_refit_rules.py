@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import pickle
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -20,47 +19,14 @@ from rl_contracts.config import (
     resolve_generation_worker_cls,
 )
 from rl_contracts.errors import ConfigContractError, ContractError, ContractTypeError, UnsupportedConfigError
+from rl_contracts.testing import assert_contract_error
+from rl_contracts.testing.strategies import minimal_vllm_generation as section
 
 PLUGIN = "my_pkg.engines:FastEngine"
 SYNC_WORKER = "nemo_rl.models.generation.vllm.vllm_worker.VllmGenerationWorker"
 ASYNC_WORKER = "nemo_rl.models.generation.vllm.vllm_worker_async.VllmAsyncGenerationWorker"
 QUANT_SYNC = "nemo_rl.modelopt.models.generation.vllm_quant_worker.VllmQuantGenerationWorker"
 QUANT_ASYNC = "nemo_rl.modelopt.models.generation.vllm_quant_worker.VllmQuantAsyncGenerationWorker"
-
-
-def section(**overrides: Any) -> dict[str, Any]:
-    """A minimal valid vLLM generation section, with top-level overrides."""
-    base: dict[str, Any] = {
-        "backend": "vllm",
-        "max_new_tokens": 512,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "top_k": None,
-        "val_temperature": 1.0,
-        "val_top_p": 1.0,
-        "val_top_k": None,
-        "stop_token_ids": None,
-        "stop_strings": None,
-        "vllm_cfg": {
-            "tensor_parallel_size": 1,
-            "pipeline_parallel_size": 1,
-            "expert_parallel_size": 1,
-            "gpu_memory_utilization": 0.6,
-            "max_model_len": 4096,
-            "async_engine": False,
-        },
-    }
-    base.update(overrides)
-    return base
-
-
-def assert_pickles(err: ContractError) -> None:
-    """``err`` survives a pickle round-trip with class, message and attributes."""
-    clone = pickle.loads(pickle.dumps(err))
-    assert type(clone) is type(err)
-    assert str(clone) == str(err)
-    assert clone.args == err.args
-    assert vars(clone) == vars(err)
 
 
 # --- normalize_vllm_refit_config --------------------------------------------------------------------------------
@@ -211,7 +177,7 @@ def test_normalize_failures(config: dict[str, Any], path: str, value: str, messa
     err = info.value
     assert type(err) is ConfigContractError
     assert (str(err), err.path, err.value) == (message, path, value)
-    assert_pickles(err)
+    assert_contract_error(err)
 
 
 def test_normalize_invalid_refit_cfg_lists_error_locations() -> None:
@@ -234,7 +200,7 @@ def test_normalize_invalid_refit_cfg_lists_error_locations() -> None:
         assert location in str(err)
     assert err.path == "refit_cfg.sparse.tuning.zmq_retries"
     assert err.value == "-1"
-    assert_pickles(err)
+    assert_contract_error(err)
 
 
 def test_normalize_invalid_plugin_config() -> None:
@@ -285,7 +251,7 @@ def test_normalize_rejects_mistyped_sections_and_flags(config: dict[str, Any], p
         normalize_vllm_refit_config(config)
     assert info.value.path is not None
     assert info.value.path.startswith(path)
-    assert_pickles(info.value)
+    assert_contract_error(info.value)
 
 
 def test_normalize_steps_run_in_order() -> None:
@@ -318,7 +284,7 @@ def test_config_argument_type(function: Any, config: Any) -> None:
     with pytest.raises(ContractTypeError) as info:
         function(config)
     assert info.value.argument == "config"
-    assert_pickles(info.value)
+    assert_contract_error(info.value)
 
 
 def test_mapping_with_both_spellings_of_an_underscore_key_is_rejected() -> None:
@@ -453,7 +419,7 @@ def test_reload_refit_unsupported_combinations(
     assert isinstance(err, ValueError)
     assert isinstance(err, AssertionError)
     assert isinstance(err, ConfigContractError)
-    assert_pickles(err)
+    assert_contract_error(err)
 
 
 SUPPORTED_CASES: list[dict[str, Any]] = [
@@ -529,7 +495,7 @@ def test_reload_refit_missing_colocation(config: dict[str, Any], path: str, mess
     err = info.value
     assert type(err) is ConfigContractError
     assert (str(err), err.path, err.value) == (message, path, "<missing>")
-    assert_pickles(err)
+    assert_contract_error(err)
 
 
 @pytest.mark.parametrize(
@@ -585,27 +551,8 @@ def test_reload_refit_stops_at_the_first_failure() -> None:
 
 def test_reload_refit_on_validated_models() -> None:
     """A ``VllmConfig`` is checked like its mapping."""
-    base = dict(
-        backend="vllm",
-        max_new_tokens=8,
-        temperature=1.0,
-        top_p=1.0,
-        top_k=None,
-        val_temperature=1.0,
-        val_top_p=1.0,
-        val_top_k=None,
-        stop_token_ids=None,
-        stop_strings=None,
-        vllm_cfg=dict(
-            tensor_parallel_size=1,
-            pipeline_parallel_size=1,
-            expert_parallel_size=1,
-            gpu_memory_utilization=0.5,
-            max_model_len=64,
-            async_engine=False,
-            refit_with_reload_api=True,
-        ),
-    )
+    base = section()
+    base["vllm_cfg"]["refit_with_reload_api"] = True
     with pytest.raises(ConfigContractError) as info:
         assert_reload_refit_config_supported(VllmConfig.model_validate(base))
     assert info.value.path == "colocated"
@@ -646,19 +593,7 @@ def test_resolve_generation_worker_cls(default_cls: str, config: dict[str, Any],
 
 def test_resolve_generation_worker_cls_with_a_model() -> None:
     """A ``VllmConfig`` is read through its ``quant_cfg`` attribute."""
-    config = {
-        "backend": "vllm",
-        "max_new_tokens": 8,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "top_k": None,
-        "val_temperature": 1.0,
-        "val_top_p": 1.0,
-        "val_top_k": None,
-        "stop_token_ids": None,
-        "stop_strings": None,
-        "vllm_cfg": section()["vllm_cfg"],
-    }
+    config = section()
     assert resolve_generation_worker_cls(SYNC_WORKER, VllmConfig.model_validate(config)) == SYNC_WORKER
     quantized = VllmConfig.model_validate({**config, "quant_cfg": "FP8"})
     assert resolve_generation_worker_cls(SYNC_WORKER, quantized) == QUANT_SYNC
@@ -678,4 +613,4 @@ def test_resolve_generation_worker_cls_types(default_cls: Any, config: Any, argu
     with pytest.raises(ContractTypeError) as info:
         resolve_generation_worker_cls(default_cls, config)
     assert info.value.argument == argument
-    assert_pickles(info.value)
+    assert_contract_error(info.value)

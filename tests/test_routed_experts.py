@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import pickle
 import re
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from rl_contracts.routed_experts import (
     pad_and_align_routed_expert_indices,
     resolve_routed_experts_dtype,
 )
+from rl_contracts.testing import assert_contract_error
 
 DATA = Path(__file__).parent / "data"
 CARRY_MESSAGE = "expected one of ['int16', 'int32', 'int64', 'int8']."
@@ -61,15 +61,6 @@ def align(generation: object = None, prompt: object = None, **kwargs: Any) -> An
 def arange_rows(count: int, layers: int = 3, topk: int = 2) -> np.ndarray:
     """``count`` default-route rows ``arange(topk)`` in every layer."""
     return np.broadcast_to(np.arange(topk), (count, layers, topk))
-
-
-def assert_roundtrips(error: ContractError) -> None:
-    """The error keeps class, message and attributes through pickle, and its message is bounded."""
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error)
-    assert clone.__dict__ == error.__dict__
-    assert len(str(error)) <= 2000
 
 
 # --- §3.1 constants and dtype resolution -------------------------------------------------------------------------
@@ -142,7 +133,7 @@ def test_resolve_routed_experts_dtype_rejects_counts(num_experts: int, message: 
     with pytest.raises(RoutedExpertsError) as caught:
         resolve_routed_experts_dtype(num_experts)
     assert str(caught.value) == message
-    assert_roundtrips(caught.value)
+    assert_contract_error(caught.value)
 
 
 @pytest.mark.parametrize("num_experts", [True, False, 8.0, "8", np.bool_(True), [8]])
@@ -201,7 +192,7 @@ def test_as_tensor_uint16_numpy_overflow_for_int16_and_exact_for_int32() -> None
         "was likely mis-detected (see rl_contracts.routed_experts.resolve_routed_experts_dtype)."
     )
     assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (None, 40000, "int16", 32767)
-    assert_roundtrips(error)
+    assert_contract_error(error)
     result = as_routed_experts_tensor(value, device="cpu", dtype=torch.int32)
     assert result.dtype is torch.int32
     assert result.tolist() == [[[300, 40000]]]
@@ -435,7 +426,7 @@ def test_worked_example_strict_without_fallback_raises_incomplete() -> None:
     )
     assert (error.routes, error.expected, error.valid_length, error.padded_length) == (2, 5, 6, 6)
     assert (error.num_cached_tokens, error.routes_start) == (None, 0)
-    assert_roundtrips(error)
+    assert_contract_error(error)
 
 
 def test_worked_example_strict_surplus_raises_too_many() -> None:
@@ -448,7 +439,7 @@ def test_worked_example_strict_surplus_raises_too_many() -> None:
         "final-token route."
     )
     assert caught.value.num_cached_tokens == 64
-    assert_roundtrips(caught.value)
+    assert_contract_error(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -601,8 +592,49 @@ def test_lengths_must_be_ints(argument: str, value: object) -> None:
 def test_lengths_must_not_be_negative(argument: str) -> None:
     """A negative length or routes_start raises RoutedExpertsError (the reference silently clamps)."""
     arguments: dict[str, Any] = {"valid_length": 3, "padded_length": 3, argument: -1}
-    with pytest.raises(RoutedExpertsError, match=f"{argument} must be >= 0, got -1"):
+    with pytest.raises(RoutedExpertsError, match=f"{argument} must be >= 0, got -1") as caught:
         align(routes(2), **arguments)
+    assert getattr(caught.value, argument) == -1
+
+
+HUGE = 10**5000
+"""An int whose decimal form Python refuses to build (more than 4,300 digits)."""
+
+
+@pytest.mark.parametrize("argument", ["valid_length", "padded_length", "routes_start"])
+def test_huge_negative_lengths_keep_a_bounded_message(argument: str) -> None:
+    """A negative length beyond Python's int-to-str limit still raises RoutedExpertsError with a short message."""
+    arguments: dict[str, Any] = {"valid_length": 3, "padded_length": 3, argument: -HUGE}
+    with pytest.raises(RoutedExpertsError, match=f"{argument} must be >= 0, got <int of 16610 bits>"):
+        align(routes(2), **arguments)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "default_rows"),
+    [
+        ({"valid_length": HUGE, "padded_length": 3}, 0),
+        ({"valid_length": 3, "padded_length": 3, "routes_start": HUGE}, 1),
+    ],
+    ids=["valid_length", "routes_start"],
+)
+def test_huge_lengths_align_without_error(arguments: dict[str, Any], default_rows: int) -> None:
+    """valid_length and routes_start beyond Python's int-to-str limit are legal: E is capped by padded_length."""
+    result, stats = align(routes(2), return_stats=True, **arguments)
+    assert result.shape == (3, 3, 2)
+    assert stats["expected_routes"] == 3 - default_rows
+    assert (result[3 - default_rows :] == torch.arange(2, dtype=result.dtype)).all()
+
+
+@pytest.mark.parametrize(
+    ("padded", "dtype"),
+    [(HUGE, torch.int16), (2**62, torch.int16), (2**61, torch.int32), (2**60, torch.int64)],
+    ids=["huge", "2**62-int16", "2**61-int32", "2**60-int64"],
+)
+def test_too_large_output_is_a_routed_experts_error(padded: int, dtype: torch.dtype) -> None:
+    """An output whose byte size (not only element count) overflows int64 raises RoutedExpertsError."""
+    with pytest.raises(RoutedExpertsError, match="is too large for a tensor") as caught:
+        align(routes(2, layers=1, topk=1), valid_length=3, padded_length=padded, routed_experts_dtype=dtype)
+    assert len(str(caught.value)) <= 2000
 
 
 @pytest.mark.parametrize(
@@ -647,7 +679,7 @@ def test_parts_must_agree_on_layers_and_topk() -> None:
         "prompt_routed_experts and routed_experts disagree on [num_moe_layers, topk]: [3, 2] vs [4, 2]"
     )
     assert caught.value.routes == 4
-    assert_roundtrips(caught.value)
+    assert_contract_error(caught.value)
 
 
 def test_conversion_errors_name_the_part_and_the_counts() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -13,11 +14,14 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from rl_contracts.errors import ContractError, ContractTypeError, SpliceError
+from rl_contracts.errors import ContractTypeError, SpliceError
 from rl_contracts.splice import PrefixSplice, replace_prefix_tokens, splice_prefix_tokens
+from rl_contracts.testing import assert_contract_error
 
 # (model prefix, template prefix, template, eos_token_id, expected token_ids, cut_end, cut_start): SPEC §2.2 table.
-TABLE: list[tuple[list[int], list[int], list[int], Any, list[int], int, int]] = [
+Row = tuple[list[int], list[int], list[int], Any, list[int], int, int]
+
+TABLE: list[Row] = [
     (
         [11, 12, 13, 40, 41, 220, 17, 2],
         [11, 12, 13, 40, 41, 1001, 2],
@@ -60,46 +64,19 @@ def _splice(model: Any, template_prefix: Any, template: Any, **kwargs: Any) -> P
     )
 
 
-def _roundtrip(error: ContractError) -> None:
-    clone = pickle.loads(pickle.dumps(error))
-    assert type(clone) is type(error)
-    assert str(clone) == str(error) == clone.args[0]
-    for name in error._attributes:
-        assert getattr(clone, name) == getattr(error, name)
-    assert len(str(error)) <= 2000
-
-
-@pytest.mark.parametrize(
-    ("model", "template_prefix", "template", "eos", "expected", "cut_end", "cut_start"), TABLE
-)
-def test_spec_table(
-    model: list[int],
-    template_prefix: list[int],
-    template: list[int],
-    eos: Any,
-    expected: list[int],
-    cut_end: int,
-    cut_start: int,
-) -> None:
+@pytest.mark.parametrize("row", TABLE)
+def test_spec_table(row: Row) -> None:
     """Every row of the SPEC §2.2 worked-example table gives the listed tokens and cut coordinates."""
+    model, template_prefix, template, eos, expected, cut_end, cut_start = row
     result = _splice(model, template_prefix, template, eos_token_id=eos)
     assert result == PrefixSplice(token_ids=expected, model_cut_end=cut_end, template_cut_start=cut_start)
     assert replace_prefix_tokens(None, model, template_prefix, template, eos_token_id=eos) == expected
 
 
-@pytest.mark.parametrize(
-    ("model", "template_prefix", "template", "eos", "expected", "cut_end", "cut_start"), TABLE
-)
-def test_spec_table_terminator_ids_and_tokenizer(
-    model: list[int],
-    template_prefix: list[int],
-    template: list[int],
-    eos: Any,
-    expected: list[int],
-    cut_end: int,
-    cut_start: int,
-) -> None:
+@pytest.mark.parametrize("row", TABLE)
+def test_spec_table_terminator_ids_and_tokenizer(row: Row) -> None:
     """The same rows splice identically with ``terminator_ids`` or a tokenizer's ``eos_token_id``."""
+    model, template_prefix, template, eos, expected, cut_end, cut_start = row
     terminators = eos if isinstance(eos, list) else [eos]
     by_ids = _splice(model, template_prefix, template, terminator_ids=iter(terminators), eos_token_id=999)
     by_tokenizer = _splice(model, template_prefix, template, tokenizer=SimpleNamespace(eos_token_id=eos))
@@ -155,7 +132,7 @@ def test_empty_terminator_ids() -> None:
     assert isinstance(info.value, ValueError)
     assert info.value.terminators == ()
     assert info.value.count_needed is None
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize(
@@ -167,7 +144,7 @@ def test_no_eos(kwargs: dict[str, Any]) -> None:
     with pytest.raises(SpliceError, match="Tokenizer must have an EOS token ID") as info:
         _splice([1, 2], [2], [2, 3], **kwargs)
     assert info.value.terminators is None
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 def test_empty_model_prefix_needs_no_terminator() -> None:
@@ -188,7 +165,7 @@ def test_no_terminator_in_template_prefix() -> None:
     assert "template_prefix_token_ids=[7, 8, 9]" in message
     assert "template_token_ids=[7, 8, 9, 2]" in message
     assert (info.value.terminators, info.value.count_needed, info.value.count_seen) == ((2, 11), 0, None)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 def test_too_few_terminators_in_template() -> None:
@@ -203,7 +180,7 @@ def test_too_few_terminators_in_template() -> None:
     assert "template_token_ids=[5, 2, 6]" in message
     assert "decoded" not in message.lower()
     assert (info.value.terminators, info.value.count_needed, info.value.count_seen) == ((2,), 2, 1)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 class _Tokenizer:
@@ -230,7 +207,7 @@ def test_decode_in_message(decode: Any, fragment: str) -> None:
     with pytest.raises(SpliceError) as info:
         _splice([1, 2], [2, 5, 2], [5, 2, 6], tokenizer=_Tokenizer(decode))
     assert fragment in str(info.value)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 def test_decode_not_callable_is_ignored() -> None:
@@ -277,7 +254,7 @@ def test_type_errors(kwargs: dict[str, Any], argument: str) -> None:
     assert info.value.argument is not None
     assert info.value.argument.startswith(argument)
     assert str(info.value).startswith(argument)
-    _roundtrip(info.value)
+    assert_contract_error(info.value)
 
 
 def test_huge_inputs_keep_messages_bounded() -> None:
@@ -348,6 +325,23 @@ def test_prefix_splice_invariants(fields: tuple[Any, Any, Any]) -> None:
     """Out-of-range cuts, bools, floats and strings are rejected with pydantic's ValidationError."""
     with pytest.raises(ValidationError):
         PrefixSplice(*fields)
+
+
+def test_prefix_splice_model_validate_rejects_non_str_keys_with_validation_error() -> None:
+    """``model_validate`` of a mapping with non-str keys raises ValidationError, not pydantic-core's TypeError."""
+    with pytest.raises(ValidationError):
+        PrefixSplice.model_validate({1: 2, "token_ids": [1], "model_cut_end": 0, "template_cut_start": 0})
+    assert PrefixSplice.model_validate({"token_ids": [1], "model_cut_end": 1, "template_cut_start": 0}) == (
+        PrefixSplice([1], 1, 0)
+    )
+
+
+def test_prefix_splice_renders_a_huge_cut_in_its_message() -> None:
+    """A model_cut_end beyond Python's int-to-str limit is reported as such, not as a conversion failure."""
+    with pytest.raises(
+        ValidationError, match=re.escape("model_cut_end=<int of 16610 bits> exceeds len(token_ids)=1")
+    ):
+        PrefixSplice([1], 10**5000, 0)
 
 
 def test_prefix_splice_is_frozen() -> None:

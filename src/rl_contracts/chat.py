@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,12 +24,11 @@ from typing import Any, TypeVar
 
 import torch
 
-from .checks import is_int, require_int, token_ids
+from .checks import int_or_none, token_ids
 from .codec import encode_routed_experts
 from .errors import (
     ChatResponseContractError,
     ContractTypeError,
-    RoutedExpertsError,
     render,
     render_list,
     render_name,
@@ -40,6 +38,8 @@ from .protocols import ChatResponseLike, LoggerLike, RequestOutputLike
 from .routed_experts import (
     ROUTED_EXPERTS_DTYPE_NAMES,
     ROUTED_EXPERTS_FALLBACK_DTYPE,
+    _carry_dtype,
+    _non_negative,
     pad_and_align_routed_expert_indices,
 )
 
@@ -181,20 +181,8 @@ def attach_routed_experts_to_chat_response_choices(
     Divergence: the reference silently keeps the last of duplicate output indices and does not check choice
     duplicates; it mutates choices before it reports unmatched ones, leaving a partial mutation.
     """
-    if not (
-        isinstance(routed_experts_dtype, torch.dtype) and routed_experts_dtype in ROUTED_EXPERTS_DTYPE_NAMES
-    ):
-        raise RoutedExpertsError(
-            f"Unsupported routed_experts carry dtype {render_name(routed_experts_dtype)}; expected one of "
-            f"{sorted(ROUTED_EXPERTS_DTYPE_NAMES.values())}.",
-            dtype_name=render_name(routed_experts_dtype),
-        )
-    start = require_int(routes_start, "routes_start")
-    if start < 0:
-        raise RoutedExpertsError(
-            f"routes_start must be >= 0, got {start}",
-            routes_start=start,
-        )
+    _carry_dtype(routed_experts_dtype, ROUTED_EXPERTS_DTYPE_NAMES)
+    start = _non_negative(routes_start, "routes_start", "routes_start")
     if logger is not None and not callable(getattr(logger, "warning", None)):
         raise ContractTypeError(
             f"logger must have a callable warning(msg, *args), got {type_name(logger)}",
@@ -224,7 +212,8 @@ def attach_routed_experts_to_chat_response_choices(
         )
         if routes is None:
             raise ChatResponseContractError(
-                f"{_ROUTES.asked} the generation output did not include routed_experts: choice_idx={index}.",
+                f"{_ROUTES.asked} the generation output did not include routed_experts: "
+                f"choice_idx={render(index)}.",
                 choice_index=index,
             )
         plan.append((index, message, (("routed_experts", encode_routed_experts(routes)),)))
@@ -261,15 +250,17 @@ def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseL
         )
     result = dump()
     if not isinstance(result, dict):
-        raise _not_a("response.model_dump()", "a dict", result)
+        raise ContractTypeError.for_value("response.model_dump()", "a dict", result)
     choices = getattr(response, "choices", None)
     dumped = result.get("choices")
     if choices is None or dumped is None:
         return result
     if isinstance(choices, str | bytes) or not isinstance(choices, Sequence):
-        raise _not_a("response.choices", "a sequence of choices", choices)
+        raise ContractTypeError.for_value("response.choices", "a sequence of choices", choices)
     if not isinstance(dumped, list | tuple):
-        raise _not_a("response.model_dump()['choices']", "a list of choice dicts", dumped)
+        raise ContractTypeError.for_value(
+            "response.model_dump()['choices']", "a list of choice dicts", dumped
+        )
     for position, (choice, choice_dict) in enumerate(zip(choices, dumped, strict=False)):
         message = getattr(choice, "message", None)
         present = [
@@ -281,23 +272,14 @@ def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseL
             continue
         where = f"response.model_dump()['choices'][{position}]"
         if not isinstance(choice_dict, dict):
-            raise _not_a(where, "a dict", choice_dict)
+            raise ContractTypeError.for_value(where, "a dict", choice_dict)
         target = choice_dict.get("message")
         if target is None:
             target = choice_dict["message"] = {}
         if not isinstance(target, dict):
-            raise _not_a(f"{where}['message']", "a dict", target)
+            raise ContractTypeError.for_value(f"{where}['message']", "a dict", target)
         target.update(present)
     return result
-
-
-def _not_a(where: str, expected: str, value: object) -> ContractTypeError:
-    return ContractTypeError(
-        f"{where} must be {expected}, got {type_name(value)}",
-        argument=where,
-        expected=expected,
-        actual=type_name(value),
-    )
 
 
 def _sequence(value: object, where: str, wording: _Wording) -> Sequence[Any]:
@@ -316,7 +298,7 @@ def _ids(value: object, what: str, index: int | None, wording: _Wording) -> list
     try:
         return token_ids(value, what)
     except ContractTypeError as error:
-        where = "" if index is None else f" for choice_idx={index}"
+        where = "" if index is None else f" for choice_idx={render(index)}"
         raise ChatResponseContractError(
             f"vLLM returned {what}{where} that are not a sequence of ints {wording.attaching}: {error}",
             choice_index=index,
@@ -326,7 +308,7 @@ def _ids(value: object, what: str, index: int | None, wording: _Wording) -> list
 def _indices(items: Sequence[Any], kind: str, short: str, wording: _Wording) -> list[int]:
     """The ``index`` of every item (``kind`` names the items): all must be ints, then pairwise distinct."""
     raw = [getattr(item, "index", None) for item in items]
-    converted = [_as_index(value) for value in raw]
+    converted = list(map(int_or_none, raw))
     if None in converted:
         raise ChatResponseContractError(
             f"vLLM returned a non-int {kind} index {wording.attaching}: {short} index must be an int, got "
@@ -340,16 +322,6 @@ def _indices(items: Sequence[Any], kind: str, short: str, wording: _Wording) -> 
             choice_index=duplicates[0],
         )
     return indices
-
-
-def _as_index(value: object) -> int | None:
-    """``value`` as a plain int when it is an int in the library's sense, else ``None``."""
-    if not is_int(value):
-        return None
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:  # e.g. a multi-element or floating torch tensor, which has __index__
-        return None
 
 
 def _match_choices(
@@ -381,7 +353,7 @@ def _message(choice: object, index: int, wording: _Wording) -> Any:
     message = getattr(choice, "message", None)
     if message is None:
         raise ChatResponseContractError(
-            f"{wording.asked} response choice choice_idx={index} has no message object to attach "
+            f"{wording.asked} response choice choice_idx={render(index)} has no message object to attach "
             f"{wording.pronoun} to.",
             choice_index=index,
         )
@@ -393,7 +365,7 @@ def _token_information(index: int, output: object) -> tuple[list[int], list[floa
     raw_ids = getattr(output, "token_ids", None)
     if raw_ids is None:
         raise ChatResponseContractError(
-            f"{_TOKENS.asked} generation output choice_idx={index} did not include token_ids.",
+            f"{_TOKENS.asked} generation output choice_idx={render(index)} did not include token_ids.",
             choice_index=index,
         )
     generated = _ids(raw_ids, "token_ids", index, _TOKENS)
@@ -401,16 +373,17 @@ def _token_information(index: int, output: object) -> tuple[list[int], list[floa
     if logprobs is None:
         if generated:
             raise ChatResponseContractError(
-                f"{_TOKENS.asked} generation output choice_idx={index} did not include logprobs.",
+                f"{_TOKENS.asked} generation output choice_idx={render(index)} did not include logprobs.",
                 choice_index=index,
                 token_count=len(generated),
             )
         return generated, []
-    entries = _sequence(logprobs, f"logprobs for choice_idx={index}", _TOKENS)
+    entries = _sequence(logprobs, f"logprobs for choice_idx={render(index)}", _TOKENS)
     if len(generated) != len(entries):
         raise ChatResponseContractError(
             "vLLM returned mismatched generation token IDs and log probabilities for the OpenAI-compatible chat "
-            f"endpoint: choice_idx={index}, token_count={len(generated)}, logprob_count={len(entries)}.",
+            f"endpoint: choice_idx={render(index)}, token_count={len(generated)}, "
+            f"logprob_count={len(entries)}.",
             choice_index=index,
             token_count=len(generated),
             logprob_count=len(entries),
@@ -445,12 +418,12 @@ def _sampled_log_prob(index: int, position: int, token_id: int, entry: object) -
     if candidate is None:
         raise ChatResponseContractError(
             "vLLM generation log probabilities did not include the selected token "
-            f"{_TOKENS.attaching}: choice_idx={index}, token_id={token_id}.",
+            f"{_TOKENS.attaching}: choice_idx={render(index)}, token_id={render(token_id)}.",
             choice_index=index,
             token_id=token_id,
         )
     raw = getattr(candidate, "logprob", None)
-    where = f"choice_idx={index}, position={position}, token_id={token_id}"
+    where = f"choice_idx={render(index)}, position={position}, token_id={render(token_id)}"
     try:
         value = float(raw)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
@@ -494,9 +467,9 @@ def _assign(plan: _Plan, wording: _Wording) -> None:
                 else f"{unrestored} of the {len(applied)} attribute(s) already set could not be restored"
             )
             raise ChatResponseContractError(
-                f"could not set message.{name} on response choice choice_idx={index} {wording.attaching}: "
-                f"{type_name(error)}: {render_name(error)}; {outcome}. The message object must accept new "
-                "attributes (e.g. a pydantic model with extra='allow').",
+                f"could not set message.{name} on response choice choice_idx={render(index)} "
+                f"{wording.attaching}: {type_name(error)}: {render_name(error)}; {outcome}. The message object "
+                "must accept new attributes (e.g. a pydantic model with extra='allow').",
                 choice_index=index,
             ) from error
         applied.append((message, name, previous))

@@ -17,7 +17,10 @@ from .errors import ContractTypeError, render_name, type_name
 
 __all__ = [
     "ContractInt",
+    "array_dims",
     "as_int",
+    "describe_array",
+    "int_or_none",
     "is_int",
     "require_bool",
     "require_int",
@@ -27,8 +30,13 @@ __all__ = [
 _BOOL_TYPE_NAMES = frozenset({"bool", "bool_"})  # numpy.bool_ is no bool subclass but may have __index__
 
 
-def _index(value: object) -> int | None:
-    """``operator.index(value)`` for non-bool ints; ``None`` for anything else (multi-element arrays included)."""
+def int_or_none(value: object) -> int | None:
+    """``value`` as a plain ``int`` when it is an int in the library's sense, else ``None``.
+
+    Calls ``__index__`` once, so a check followed by a conversion costs one call, not two.  ``None`` for
+    bools (``numpy.bool_`` included), floats, strings and objects whose ``__index__`` raises ``TypeError``
+    (such as a multi-element array).
+    """
     if type(value).__name__ in _BOOL_TYPE_NAMES or not hasattr(type(value), "__index__"):
         return None
     try:
@@ -39,7 +47,7 @@ def _index(value: object) -> int | None:
 
 def is_int(value: object) -> bool:
     """Whether ``value`` is an int in the library's sense: ``__index__`` works on it and it is not a bool."""
-    return _index(value) is not None
+    return int_or_none(value) is not None
 
 
 def as_int(value: object) -> int:
@@ -47,7 +55,7 @@ def as_int(value: object) -> int:
 
     Raises ``ValueError`` (reported by pydantic inside a ``ValidationError``).
     """
-    index = _index(value)
+    index = int_or_none(value)
     if index is None:
         raise ValueError(f"expected an int (not bool, float or str), got {type_name(value)}")
     return index
@@ -59,7 +67,7 @@ ContractInt = Annotated[int, BeforeValidator(as_int)]
 
 def require_int(value: object, argument: str) -> int:
     """Return ``value`` as a plain ``int`` or raise ``ContractTypeError`` naming ``argument``."""
-    index = _index(value)
+    index = int_or_none(value)
     if index is None:
         raise ContractTypeError.for_value(argument, "an int (not bool)", value)
     return index
@@ -72,15 +80,63 @@ def require_bool(value: object, argument: str) -> bool:
     return value
 
 
+def _unreadable(value: object) -> str | None:
+    """Why ``tolist()`` cannot read a tensor's values (meta device, sparse or other layout), or ``None``."""
+    if getattr(value, "is_meta", False) is True:
+        return "on the meta device"
+    layout = render_name(getattr(value, "layout", None))
+    if (
+        layout.startswith("torch.") and layout != "torch.strided"
+    ):  # only torch's layouts: other libraries differ
+        return f"with layout {layout}"
+    return None
+
+
+def _is_array_like(value: object) -> bool:
+    return not isinstance(value, Sequence) and callable(getattr(value, "tolist", None))
+
+
+def array_dims(value: object) -> tuple[int, str] | None:
+    """``(ndim, dtype name)`` of a numpy array or a torch tensor whose values ``tolist()`` reads, else ``None``.
+
+    Found by duck typing (``tolist``, ``dtype``, and ``ndim`` or ``dim()``), so torch is never imported; the
+    dtype name drops torch's ``"torch."`` prefix (``"int64"``, ``"uint8"``).  ``None`` for sequences, other
+    objects, and tensors on the meta device or with a sparse layout (:func:`describe_array` says why).
+    """
+    if not _is_array_like(value) or _unreadable(value) is not None:
+        return None
+    dtype = getattr(value, "dtype", None)
+    ndim: Any = getattr(value, "ndim", None)
+    if ndim is None and callable(getattr(value, "dim", None)):
+        ndim = value.dim()  # type: ignore[attr-defined]
+    dims = int_or_none(ndim)
+    if dtype is None or dims is None:
+        return None
+    return dims, render_name(dtype).removeprefix("torch.")
+
+
+def describe_array(value: object) -> str:
+    """``value``'s type name for a message, plus an array's dtype and dimensions or why they cannot be read."""
+    reason = _unreadable(value) if _is_array_like(value) else None
+    if reason is not None:
+        return f"{type_name(value)} {reason}"
+    dims = array_dims(value)
+    return (
+        type_name(value)
+        if dims is None
+        else f"{type_name(value)} with dtype {dims[1]} and {dims[0]} dimensions"
+    )
+
+
 def _array_to_list(value: Any, argument: str) -> list[int] | None:
     """Convert a 1-D integer numpy array or torch tensor by duck typing; ``None`` when ``value`` is neither."""
-    if isinstance(value, Sequence) or not callable(getattr(value, "tolist", None)):
+    if not _is_array_like(value):
         return None
-    dtype_name = render_name(getattr(value, "dtype", None)).removeprefix("torch.")
-    ndim = getattr(value, "ndim", None)
-    if not dtype_name.startswith(("int", "uint")) or ndim != 1:
-        shown = f"{type_name(value)} with dtype {dtype_name} and {ndim} dimensions"
-        raise ContractTypeError.for_value(argument, "a 1-D integer sequence", value, actual=shown)
+    dims = array_dims(value)
+    if dims is None or dims[0] != 1 or not dims[1].startswith(("int", "uint")):
+        raise ContractTypeError.for_value(
+            argument, "a 1-D integer sequence", value, actual=describe_array(value)
+        )
     result: list[int] = value.tolist()
     return result
 

@@ -27,9 +27,15 @@ import numpy as np
 import torch
 from numpy.lib import format as npy_format
 
-from .checks import require_int
-from .errors import ContractTypeError, EnvelopeError, RoutedExpertsError, render, render_name, type_name
-from .routed_experts import ROUTED_EXPERTS_DTYPE_NAMES, _has_bool_element
+from .errors import ContractTypeError, EnvelopeError, render, render_name, type_name
+from .routed_experts import (
+    _CARRY_DTYPES,
+    _RERAISED,
+    ROUTED_EXPERTS_DTYPE_NAMES,
+    _has_bool_element,
+    _holds_values,
+    _non_negative,
+)
 
 __all__ = ["decode_routed_experts", "decode_vllm_routed_experts", "encode_routed_experts"]
 
@@ -38,12 +44,6 @@ _WIRE_DTYPES: dict[str, tuple[torch.dtype, np.dtype[np.signedinteger]]] = {
     "int8": (torch.int8, np.dtype("<i1")),
     "int16": (torch.int16, np.dtype("<i2")),
     "int32": (torch.int32, np.dtype("<i4")),
-}
-_DECODE_DTYPES: dict[torch.dtype, np.dtype[np.signedinteger]] = {
-    torch.int8: np.dtype(np.int8),
-    torch.int16: np.dtype(np.int16),
-    torch.int32: np.dtype(np.int32),
-    torch.int64: np.dtype(np.int64),
 }
 _MAX_ELEMENTS = 2**63 - 1  # torch's stride arithmetic is int64
 _MAX_DIMENSION_DIGITS = 19
@@ -54,7 +54,6 @@ _NPY_HEADER_MAX = 16 + 10_000  # magic + length field + numpy's own default max_
 # The last character before the padding must have its unused low bits clear (canonical base64).
 _CANONICAL_BEFORE_PADDING = {1: frozenset("AEIMQUYcgkosw048"), 2: frozenset("AQgw")}
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
-_RERAISED = (RecursionError, MemoryError)
 
 
 @dataclass(frozen=True)
@@ -171,7 +170,7 @@ def encode_routed_experts(t: torch.Tensor) -> str:
             f"Unsupported routed_experts dtype {render_name(t.dtype)}; expected one of ['int16', 'int32', 'int8'].",
             field="dtype",
         )
-    if t.layout != torch.strided or t.is_nested or t.device.type == "meta":
+    if not _holds_values(t):
         raise EnvelopeError(
             f"routed_experts must be a dense tensor with values to be encoded, got layout {t.layout} on device "
             f"{render_name(t.device)}.",
@@ -185,7 +184,7 @@ def encode_routed_experts(t: torch.Tensor) -> str:
 
 
 def _decode_dtype(dtype: object) -> torch.dtype:
-    if isinstance(dtype, torch.dtype) and dtype in _DECODE_DTYPES:
+    if isinstance(dtype, torch.dtype) and dtype in _CARRY_DTYPES:
         return dtype
     raise EnvelopeError(f"Unsupported routed_experts dtype {render_name(dtype)}.", field="dtype")
 
@@ -213,9 +212,7 @@ def _to_tensor(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
 
 def _legacy_array(payload: object) -> np.ndarray | str:
     """Convert a legacy payload to a numpy array, or return the ``{found}`` text of the conversion failure."""
-    if isinstance(payload, torch.Tensor) and (
-        payload.layout != torch.strided or payload.is_nested or payload.device.type == "meta"
-    ):
+    if isinstance(payload, torch.Tensor) and not _holds_values(payload):
         return f"type {type_name(payload)}"
     try:
         if isinstance(payload, torch.Tensor):
@@ -386,9 +383,7 @@ def decode_vllm_routed_experts(
             (``"length"``); an id that does not fit (``"value"``).
     """
     target = _decode_dtype(dtype)
-    start = require_int(prompt_start, "prompt_start")
-    if start < 0:
-        raise RoutedExpertsError(f"prompt_start must be >= 0, got {render(start)}", routes_start=start)
+    start = _non_negative(prompt_start, "prompt_start", "routes_start")
     if not isinstance(payload, str):
         raise ContractTypeError(
             f"vLLM routed_experts payload must be a base64 string, got {type_name(payload)}",

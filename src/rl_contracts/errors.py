@@ -15,6 +15,8 @@ import itertools
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from typing_extensions import Self
+
 __all__ = [
     "MAX_LIST_ITEMS",
     "MAX_MESSAGE_CHARS",
@@ -149,9 +151,7 @@ class ContractTypeError(ContractError, TypeError):
     actual: str | None
 
     @classmethod
-    def for_value(
-        cls, argument: str, expected: str, value: object, *, actual: str | None = None
-    ) -> ContractTypeError:
+    def for_value(cls, argument: str, expected: str, value: object, *, actual: str | None = None) -> Self:
         """The standard error "{argument} must be {expected}, got {actual}" (``actual``: the value's type name)."""
         shown = type_name(value) if actual is None else actual
         return cls(

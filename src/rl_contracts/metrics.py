@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Final, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, WithJsonSchema, field_serializer, field_validator
 
-from .checks import is_int
+from .checks import int_or_none, is_int
 from .errors import (
     ContractTypeError,
     CounterSnapshotError,
@@ -116,6 +117,8 @@ _KEPT_NAME_SET: Final = frozenset(KEPT_COUNTER_NAMES)
 _MAX_PROMETHEUS_POSITION: Final = 4095
 """Largest ``position`` label accepted on a Prometheus page, so a hostile page cannot allocate a huge vector."""
 _DECIMAL = re.compile(r"[0-9]+")
+_MAX_POSITION: Final = sys.maxsize
+"""Largest position in an aggregated key: a position is a list index + 1, and output keys print it in decimal."""
 
 # --------------------------------------------------------------------------------------------------------------
 # Keys (§6.2)
@@ -164,12 +167,7 @@ def is_kept(metric_name: str) -> bool:
 
 def _require_str(value: object, argument: str) -> None:
     if not isinstance(value, str):
-        raise ContractTypeError(
-            f"{argument} must be a str, got {type_name(value)}",
-            argument=argument,
-            expected="str",
-            actual=type_name(value),
-        )
+        raise ContractTypeError.for_value(argument, "a str", value)
 
 
 def _key_text(key: object) -> str:
@@ -490,12 +488,8 @@ class CounterSnapshot(BaseModel):
         {'vllm:prompt_tokens': 150.0}
         """
         if isinstance(metrics, str | bytes | bytearray | Mapping) or not isinstance(metrics, Iterable):
-            raise ContractTypeError(
-                f"metrics must be an iterable of vLLM metric objects (from LLM.get_metrics()), got "
-                f"{type_name(metrics)}",
-                argument="metrics",
-                expected="Iterable[MetricLike]",
-                actual=type_name(metrics),
+            raise ContractTypeError.for_value(
+                "metrics", "an iterable of vLLM metric objects (from LLM.get_metrics())", metrics
             )
         accumulator = _Accumulator("vLLM metric")
         for index, metric in enumerate(metrics):
@@ -646,11 +640,8 @@ def aggregate_spec_decode_counters(
 ('vllm:spec_decode_num_accepted_tokens_per_pos', 2): 30.0}
     """
     if not _is_plain_sequence(worker_metrics):
-        raise ContractTypeError(
-            f"worker_metrics must be a list of worker counter snapshots, got {type_name(worker_metrics)}",
-            argument="worker_metrics",
-            expected="list[dict[str, float | list[float]]]",
-            actual=type_name(worker_metrics),
+        raise ContractTypeError.for_value(
+            "worker_metrics", "a list of worker counter snapshots", worker_metrics
         )
     result: AggregatedCounters = {}
     vector_names: dict[str, bool] = {}
@@ -721,12 +712,7 @@ def first_delta(
     is not a finite number (negative values are legal deltas).
     """
     if not isinstance(delta, Mapping):
-        raise ContractTypeError(
-            f"delta must be a mapping of counter keys to floats, got {type_name(delta)}",
-            argument="delta",
-            expected="Mapping[str | tuple[str, int], float]",
-            actual=type_name(delta),
-        )
+        raise ContractTypeError.for_value("delta", "a mapping of counter keys to floats", delta)
     names = _candidate_names(candidates)
     if part is not None:
         _require_str(part, "part")
@@ -765,30 +751,21 @@ def mean_from_histogram(
 def _checked_counters(counters: object, argument: str) -> dict[str | tuple[str, int], float]:
     """Validate an aggregated snapshot (keys ``str`` or ``(str, int >= 1)``, values finite ``>= 0``)."""
     if not isinstance(counters, Mapping):
-        raise ContractTypeError(
-            f"{argument} must be a mapping of counter keys to floats (from aggregate_spec_decode_counters), got "
-            f"{type_name(counters)}",
-            argument=argument,
-            expected="dict[str | tuple[str, int], float]",
-            actual=type_name(counters),
+        raise ContractTypeError.for_value(
+            argument, "a mapping of counter keys to floats (from aggregate_spec_decode_counters)", counters
         )
     result: dict[str | tuple[str, int], float] = {}
     for key, value in counters.items():
         checked: str | tuple[str, int]
+        position = int_or_none(key[1]) if isinstance(key, tuple) and len(key) == 2 else None
         if isinstance(key, str):
             checked = key
-        elif (
-            isinstance(key, tuple)
-            and len(key) == 2
-            and isinstance(key[0], str)
-            and is_int(key[1])
-            and int(key[1]) >= 1
-        ):
-            checked = (key[0], int(key[1]))
+        elif position is not None and isinstance(key[0], str) and 1 <= position <= _MAX_POSITION:
+            checked = (key[0], position)
         else:
             raise CounterSnapshotError(
                 f"{argument} key {render(key)} must be a str or a (name, position >= 1) tuple, as "
-                "aggregate_spec_decode_counters returns",
+                "aggregate_spec_decode_counters returns (a position is at most sys.maxsize)",
                 key=_key_text(key),
                 value=render(value),
             )

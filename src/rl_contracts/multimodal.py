@@ -15,7 +15,6 @@ This module imports neither torch nor vLLM; a vLLM ``PlaceholderRange.is_embed``
 from __future__ import annotations
 
 import dataclasses
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, NamedTuple
 
@@ -23,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from .checks import ContractInt, is_int, token_ids
+from .checks import ContractInt, int_or_none, is_int, token_ids
 from .errors import (
     PlaceholderRemapError,
     PlaceholderTypeError,
@@ -73,7 +72,7 @@ class PlaceholderRange(BaseModel):
     @model_validator(mode="after")
     def _check_mask_length(self) -> PlaceholderRange:
         if self.is_embed is not None and len(self.is_embed) != self.length:
-            raise ValueError(f"is_embed has {len(self.is_embed)} values but length is {self.length}")
+            raise ValueError(f"is_embed has {len(self.is_embed)} values but length is {render(self.length)}")
         return self
 
 
@@ -117,8 +116,9 @@ def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> 
                 modality=modality,
                 item_index=index,
             )
-    for field, value in zip(("offset", "length"), values, strict=True):
-        if not is_int(value):
+    bounds = [int_or_none(value) for value in values]
+    for field, value, bound in zip(("offset", "length"), values, bounds, strict=True):
+        if bound is None:
             raise PlaceholderTypeError(
                 f"Multimodal placeholder range {field} must be an int, got {type_name(value)}"
                 f"{_where(modality, index)}",
@@ -128,7 +128,7 @@ def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> 
                 modality=modality,
                 item_index=index,
             )
-    offset, length = operator.index(values[0]), operator.index(values[1])
+    offset, length = [bound for bound in bounds if bound is not None]  # both are ints once the loop passed
     if offset < 0 or length < 1:
         raise PlaceholderRemapError(
             f"Multimodal placeholder range has invalid bounds: offset={render(offset)}, "
@@ -167,12 +167,8 @@ class _Item(NamedTuple):
 def _check_container(mm_placeholders: object) -> list[tuple[str, Sequence[Any]]]:
     """SPEC §2.5 step 1 for ``mm_placeholders``: a mapping of ``str`` to a list or tuple of ranges."""
     if not isinstance(mm_placeholders, Mapping):
-        raise PlaceholderTypeError(
-            "mm_placeholders must be a mapping from modality name to a list of placeholder ranges, got "
-            f"{type_name(mm_placeholders)}",
-            argument="mm_placeholders",
-            expected="Mapping[str, list | tuple]",
-            actual=type_name(mm_placeholders),
+        raise PlaceholderTypeError.for_value(
+            "mm_placeholders", "a mapping from modality name to a list of placeholder ranges", mm_placeholders
         )
     groups: list[tuple[str, Sequence[Any]]] = []
     for modality, ranges in mm_placeholders.items():
@@ -276,7 +272,7 @@ def _splice_coordinates(splice: object, template: list[int], final: list[int]) -
     else:
         try:
             converted = PrefixSplice.model_validate(splice, from_attributes=True)
-        except (ValidationError, TypeError) as exc:  # pydantic-core raises TypeError for non-str dict keys
+        except ValidationError as exc:
             raise PlaceholderRemapError(
                 f"splice must be a PrefixSplice or an object with token_ids, model_cut_end and "
                 f"template_cut_start, got {type_name(splice)}: {shorten(str(exc), 800)}"
@@ -292,7 +288,8 @@ def _splice_coordinates(splice: object, template: list[int], final: list[int]) -
         )
     if cut_start > len(template):
         raise PlaceholderRemapError(
-            f"{prefix}splice.template_cut_start={cut_start} exceeds len(template_token_ids)={len(template)}"
+            f"{prefix}splice.template_cut_start={render(cut_start)} exceeds "
+            f"len(template_token_ids)={len(template)}"
         )
     if not (len(final) - cut_end == len(template) - cut_start and final[cut_end:] == template[cut_start:]):
         raise PlaceholderRemapError(

@@ -10,20 +10,18 @@ This module imports neither torch nor vLLM: numpy arrays and torch tensors are r
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, final, overload
 
 from typing_extensions import NotRequired, TypedDict
 
-from .checks import is_int, require_int, token_ids
+from .checks import array_dims, describe_array, int_or_none, require_int, token_ids
 from .errors import (
     ContractTypeError,
     PromptFormatError,
     RolloutPromptMismatchError,
     render,
     render_list,
-    render_name,
     type_name,
 )
 
@@ -176,12 +174,7 @@ def format_prompt_for_vllm_generation(
     rl_contracts uses them whether or not it does.
     """
     if not isinstance(data, Mapping):
-        raise ContractTypeError(
-            f"data must be a mapping of batch keys (such as a BatchedDataDict), got {type_name(data)}",
-            argument="data",
-            expected="Mapping[str, Any]",
-            actual=type_name(data),
-        )
+        raise ContractTypeError.for_value("data", "a mapping of batch keys (such as a BatchedDataDict)", data)
     index = None if sample_idx is None else require_int(sample_idx, "sample_idx")
     input_ids = _present(data, "input_ids", "a 2-D right-padded integer array [B, W]")
     shape = _integer_array_shape(
@@ -191,8 +184,8 @@ def format_prompt_for_vllm_generation(
     lengths = _lengths(_present(data, "input_lengths", "a 1-D integer array [B]"), batch, width)
     if index is not None and not 0 <= index < batch:
         raise PromptFormatError(
-            f"sample_idx={index} is out of range for a generation batch of B={batch} rows; expected "
-            f"0 <= sample_idx < {batch} (negative indices are rejected, not wrapped)",
+            f"sample_idx={render(index)} is out of range for a generation batch of B={render(batch)} rows; "
+            f"expected 0 <= sample_idx < {render(batch)} (negative indices are rejected, not wrapped)",
             key="sample_idx",
             row=index,
             value=render(index),
@@ -216,38 +209,26 @@ def _present(data: Mapping[str, Any], key: str, expected: str) -> Any:
     return value
 
 
-def _array_dims(value: Any) -> tuple[int | None, str | None]:
-    """``(ndim, dtype name)`` of a numpy array or torch tensor (duck typed), ``(None, None)`` otherwise."""
-    if isinstance(value, Sequence) or not callable(getattr(value, "tolist", None)):
-        return None, None
-    dtype = getattr(value, "dtype", None)
-    ndim: Any = getattr(value, "ndim", None)
-    if ndim is None and callable(getattr(value, "dim", None)):
-        ndim = value.dim()
-    if dtype is None or not is_int(ndim):
-        return None, None
-    return operator.index(ndim), render_name(dtype).removeprefix("torch.")
-
-
 def _integer_array_shape(value: Any, key: str, ndim: int, expected: str) -> tuple[int, ...]:
     """The shape of ``value`` when it is an ``ndim``-D integer array; else ``PromptFormatError``."""
-    dims, dtype_name = _array_dims(value)
+    dims = array_dims(value)
     shape: Any = getattr(value, "shape", None) if dims is not None else None
-
+    sizes = (
+        [n for n in map(int_or_none, shape) if n is not None and n >= 0] if isinstance(shape, tuple) else []
+    )
     if (
-        dims == ndim
-        and dtype_name is not None
-        and dtype_name.startswith(("int", "uint"))
+        dims is not None
+        and dims[0] == ndim
+        and dims[1].startswith(("int", "uint"))
         and isinstance(shape, tuple)
-        and len(shape) == ndim
-        and all(is_int(n) and operator.index(n) >= 0 for n in shape)
+        and len(sizes) == len(shape) == ndim
     ):
-        return tuple(map(operator.index, shape))
+        return tuple(sizes)
 
     found = (
-        type_name(value)
+        describe_array(value)
         if dims is None
-        else f"{type_name(value)} with dtype {dtype_name} and shape {render(shape)}"
+        else f"{type_name(value)} with dtype {dims[1]} and shape {render(shape)}"
     )
     raise PromptFormatError(
         f"generation batch '{key}' must be {expected}, got {found}",
@@ -272,7 +253,8 @@ def _lengths(value: Any, batch: int, width: int) -> list[int]:
             row=None,
             value=type_name(items),
         )
-    bad = next((row for row, item in enumerate(items) if not is_int(item)), None)
+    converted = list(map(int_or_none, items))
+    bad = next((row for row, length in enumerate(converted) if length is None), None)
     if bad is not None:
         raise PromptFormatError(
             f"generation batch 'input_lengths' must be {expected}, got {type_name(items[bad])} at row {bad}",
@@ -280,11 +262,11 @@ def _lengths(value: Any, batch: int, width: int) -> list[int]:
             row=bad,
             value=render(items[bad]),
         )
-    lengths = [operator.index(item) for item in items]
+    lengths = [length for length in converted if length is not None]
     if len(lengths) != batch:
         raise PromptFormatError(
-            f"generation batch 'input_lengths' has {len(lengths)} entries but 'input_ids' has B={batch} "
-            "rows; the batch was collated inconsistently",
+            f"generation batch 'input_lengths' has {len(lengths)} entries but 'input_ids' has "
+            f"B={render(batch)} rows; the batch was collated inconsistently",
             key="input_lengths",
             row=None,
             value=render(len(lengths)),
@@ -292,8 +274,9 @@ def _lengths(value: Any, batch: int, width: int) -> list[int]:
     for row, length in enumerate(lengths):
         if not 0 <= length <= width:
             raise PromptFormatError(
-                f"generation batch 'input_lengths'[{row}]={length} is outside [0, {width}] (W={width} is the "
-                "padded width of 'input_ids'); the lengths do not belong to these padded ids",
+                f"generation batch 'input_lengths'[{row}]={render(length)} is outside [0, {render(width)}] "
+                f"(W={render(width)} is the padded width of 'input_ids'); the lengths do not belong to these "
+                "padded ids",
                 key="input_lengths",
                 row=row,
                 value=render(length),
@@ -325,7 +308,7 @@ def _rows(
     if isinstance(rows, str | bytes | bytearray) or not isinstance(rows, Sequence) or len(rows) != batch:
         count = f" with {len(rows)} entries" if isinstance(rows, Sequence) else ""
         raise PromptFormatError(
-            f"generation batch '{key}' must be a list with exactly one entry per row (B={batch}), "
+            f"generation batch '{key}' must be a list with exactly one entry per row (B={render(batch)}), "
             f"got {type_name(rows)}{count}",
             key=key,
             row=None,

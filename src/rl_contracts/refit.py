@@ -8,7 +8,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from .errors import MAX_LIST_ITEMS, MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, ContractTypeError, shorten, type_name
+from .errors import (
+    MAX_LIST_ITEMS,
+    MAX_MESSAGE_CHARS,
+    ContractTypeError,
+    render,
+    render_name,
+    shorten,
+    type_name,
+)
 
 __all__ = [
     "GROUPED_MOE_EXPERT_WEIGHT_SUFFIXES",
@@ -40,19 +48,9 @@ def format_refit_key_error(label: str, keys: Iterable[str]) -> str:
         "missing keys (2): ['a', 'b']"
     """
     if not isinstance(label, str):
-        raise ContractTypeError(
-            f"label must be a str, got {type_name(label)}",
-            argument="label",
-            expected="str",
-            actual=type_name(label),
-        )
+        raise ContractTypeError.for_value("label", "a str", label)
     if isinstance(keys, str | bytes | bytearray) or not isinstance(keys, Iterable):
-        raise ContractTypeError(
-            f"keys must be a collection of str keys (not a bare str), got {type_name(keys)}",
-            argument="keys",
-            expected="Iterable[str]",
-            actual=type_name(keys),
-        )
+        raise ContractTypeError.for_value("keys", "a collection of str keys (not a bare str)", keys)
     items = list(keys)
     if not set(map(type, items)) <= {str}:  # the common all-str case costs no Python-level loop
         for item in items:
@@ -65,9 +63,9 @@ def format_refit_key_error(label: str, keys: Iterable[str]) -> str:
                 )
     distinct = set(items)
     head = heapq.nsmallest(MAX_LIST_ITEMS, distinct)
-    shown = ", ".join(shorten(repr(key), MAX_VALUE_CHARS) for key in head)
+    shown = ", ".join(map(render, head))
     tail = " ..." if len(distinct) > MAX_LIST_ITEMS else ""
-    return shorten(f"{shorten(label, MAX_VALUE_CHARS)} ({len(distinct)}): [{shown}]{tail}", MAX_MESSAGE_CHARS)
+    return shorten(f"{render_name(label)} ({len(distinct)}): [{shown}]{tail}", MAX_MESSAGE_CHARS)
 
 
 def is_grouped_moe_expert_weight_name(name: str) -> bool:
@@ -77,10 +75,5 @@ def is_grouped_moe_expert_weight_name(name: str) -> bool:
     ``"...gate_up_proj.weight"`` is ``False``).  Raises ``ContractTypeError`` when ``name`` is not a ``str``.
     """
     if not isinstance(name, str):
-        raise ContractTypeError(
-            f"name must be a str (a checkpoint key), got {type_name(name)}",
-            argument="name",
-            expected="str",
-            actual=type_name(name),
-        )
+        raise ContractTypeError.for_value("name", "a str (a checkpoint key)", name)
     return name.endswith(GROUPED_MOE_EXPERT_WEIGHT_SUFFIXES)

@@ -11,7 +11,6 @@ This module imports torch and numpy when it is imported, and never imports vLLM.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,7 +19,7 @@ from typing import Literal, TypedDict, overload
 import numpy as np
 import torch
 
-from .checks import is_int, require_bool, require_int
+from .checks import int_or_none, require_bool, require_int
 from .errors import ContractTypeError, RoutedExpertsError, render, render_list, render_name, type_name
 
 __all__ = [
@@ -52,9 +51,8 @@ G_ROUTED_EXPERTS_RANGE_CHECKED: bool = False
 _CARRY_DTYPES: Mapping[torch.dtype, str] = MappingProxyType(
     {**ROUTED_EXPERTS_DTYPE_NAMES, torch.int64: "int64"}
 )
-_CARRY_NAMES_TEXT = "['int16', 'int32', 'int64', 'int8']"
 _INT32_EXPERTS_LIMIT = 2**31
-_MAX_ELEMENTS = 2**63 - 1  # torch's stride arithmetic is int64
+_MAX_BYTES = 2**63 - 1  # torch's storage-size arithmetic is int64
 
 _TORCH_INT_DTYPES: Mapping[torch.dtype, np.dtype[np.integer]] = MappingProxyType(
     {
@@ -149,21 +147,34 @@ def get_num_routed_experts(hf_config: object) -> int | None:
     for config in configs:
         for name in ("num_experts", "n_routed_experts", "num_local_experts"):
             value = getattr(config, name, None)
-            if is_int(value):
-                count = operator.index(value)  # type: ignore[arg-type]
-                if count > 0:
-                    return count
+            count = int_or_none(value)
+            if count is not None and count > 0:
+                return count
     return None
 
 
-def _carry_dtype(dtype: object) -> torch.dtype:
-    """Return ``dtype`` when it is a supported carry dtype (int8/16/32/64), else raise (§3.2 step 1)."""
-    if isinstance(dtype, torch.dtype) and dtype in _CARRY_DTYPES:
+def _carry_dtype(dtype: object, allowed: Mapping[torch.dtype, str] = _CARRY_DTYPES) -> torch.dtype:
+    """Return ``dtype`` when it is one of ``allowed`` (default: int8/16/32/64), else raise (§3.2 step 1)."""
+    if isinstance(dtype, torch.dtype) and dtype in allowed:
         return dtype
     raise RoutedExpertsError(
-        f"Unsupported routed_experts carry dtype {render_name(dtype)}; expected one of {_CARRY_NAMES_TEXT}.",
+        f"Unsupported routed_experts carry dtype {render_name(dtype)}; expected one of "
+        f"{sorted(allowed.values())}.",
         dtype_name=render_name(dtype),
     )
+
+
+def _non_negative(value: object, argument: str, attribute: str, **attributes: int | None) -> int:
+    """``value`` as a plain int ``>= 0``: ``ContractTypeError`` if not an int, ``RoutedExpertsError`` if negative.
+
+    The ``RoutedExpertsError`` carries the negative value as its attribute ``attribute``, plus ``attributes``.
+    """
+    number = require_int(value, argument)
+    if number < 0:
+        raise RoutedExpertsError(
+            f"{argument} must be >= 0, got {render(number)}", **{**attributes, attribute: number}
+        )
+    return number
 
 
 def _torch_device(device: object) -> torch.device:
@@ -171,11 +182,8 @@ def _torch_device(device: object) -> torch.device:
     if isinstance(device, torch.device):
         return device
     if not isinstance(device, str):
-        raise ContractTypeError(
-            f"device must be a torch.device or a device string such as 'cpu' or 'cuda:0', got {type_name(device)}",
-            argument="device",
-            expected="torch.device | str",
-            actual=type_name(device),
+        raise ContractTypeError.for_value(
+            "device", "a torch.device or a device string such as 'cpu' or 'cuda:0'", device
         )
     try:
         return torch.device(device)
@@ -187,6 +195,11 @@ def _torch_device(device: object) -> torch.device:
 
 def _not_integer(context: _Context, found: str) -> RoutedExpertsError:
     return context.error(f"routed_experts must hold integer expert ids, got dtype {found}")
+
+
+def _holds_values(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is dense (strided, not nested) and off the meta device, so its values can be read."""
+    return tensor.layout == torch.strided and not tensor.is_nested and tensor.device.type != "meta"
 
 
 def _has_bool_element(value: list[object] | tuple[object, ...]) -> bool:
@@ -351,13 +364,6 @@ def as_routed_experts_tensor(
     return result
 
 
-def _length(value: object, argument: str, attributes: dict[str, int | None]) -> int:
-    number = require_int(value, argument)
-    if number < 0:
-        raise RoutedExpertsError(f"{argument} must be >= 0, got {render(number)}", **attributes)
-    return number
-
-
 @overload
 def pad_and_align_routed_expert_indices(
     request_output: object,
@@ -446,13 +452,11 @@ def pad_and_align_routed_expert_indices(
     >>> pad_and_align_routed_expert_indices(None, out, valid_length=3, padded_length=4, device="cpu").tolist()
     [[[2, 1]], [[0, 3]], [[0, 1]], [[0, 1]]]
     """
-    attributes: dict[str, int | None] = {}
-    valid = _length(valid_length, "valid_length", attributes)
-    attributes["valid_length"] = valid
-    padded = _length(padded_length, "padded_length", attributes)
-    attributes["padded_length"] = padded
-    start = _length(routes_start, "routes_start", attributes)
-    attributes["routes_start"] = start
+    valid = _non_negative(valid_length, "valid_length", "valid_length")
+    padded = _non_negative(padded_length, "padded_length", "padded_length", valid_length=valid)
+    start = _non_negative(
+        routes_start, "routes_start", "routes_start", valid_length=valid, padded_length=padded
+    )
     strict = require_bool(require_complete_routed_experts, "require_complete_routed_experts")
     fallback = require_bool(allow_missing_routed_experts_fallback, "allow_missing_routed_experts_fallback")
     with_stats = require_bool(return_stats, "return_stats")
@@ -461,13 +465,18 @@ def pad_and_align_routed_expert_indices(
 
     expected = min(max(valid - 1, 0), padded)
     cached = getattr(request_output, "num_cached_tokens", None)
-    attributes["expected"] = expected
-    attributes["num_cached_tokens"] = (
-        operator.index(cached) if cached is not None and is_int(cached) else None
+    attributes: dict[str, int | None] = {
+        "valid_length": valid,
+        "padded_length": padded,
+        "routes_start": start,
+        "expected": expected,
+        "num_cached_tokens": int_or_none(cached),
+    }
+    start_text = f"routes_start={render(start)}, " if start else ""
+    counts = (
+        f"valid_length={render(valid)}, padded_length={render(padded)}, num_cached_tokens={render(cached)}"
     )
-    start_text = f"routes_start={start}, " if start else ""
-    counts = f"valid_length={valid}, padded_length={padded}, num_cached_tokens={render(cached)}"
-    facts = f"expected={expected}, {counts}" + (f", routes_start={start}" if start else "")
+    facts = f"expected={render(expected)}, {counts}" + (f", routes_start={render(start)}" if start else "")
 
     parts: list[tuple[str, _RouteSource]] = []
     for name, owner in (("prompt_routed_experts", request_output), ("routed_experts", completion_output)):
@@ -507,15 +516,15 @@ def pad_and_align_routed_expert_indices(
     if strict and stats["missing_routes"] > 0 and not fallback:
         raise RoutedExpertsError(
             f"vLLM returned incomplete routed_experts for router replay: routes={routes}, {start_text}"
-            f"expected_at_least={expected}, {counts}. This usually means the generation backend did not return "
-            "routed experts for every non-final token in the prompt+response sequence.",
+            f"expected_at_least={render(expected)}, {counts}. This usually means the generation backend did "
+            "not return routed experts for every non-final token in the prompt+response sequence.",
             **attributes,
         )
     if strict and stats["surplus_routes"] > 0:
         raise RoutedExpertsError(
             f"vLLM returned too many routed_experts routes for router replay: routes={routes}, {start_text}"
-            f"expected={expected}, max_allowed={expected + 1}, {counts}. Router replay allows at most one "
-            "surplus final-token route.",
+            f"expected={render(expected)}, max_allowed={render(expected + 1)}, {counts}. Router replay allows at "
+            "most one surplus final-token route.",
             **attributes,
         )
 
@@ -531,10 +540,10 @@ def pad_and_align_routed_expert_indices(
             dtype_name=_CARRY_DTYPES[carry],
             limit=limit,
         )
-    if max(padded, 1) * max(layers, 1) * max(topk, 1) > _MAX_ELEMENTS:
+    if max(padded, 1) * max(layers, 1) * max(topk, 1) * carry.itemsize > _MAX_BYTES:
         raise RoutedExpertsError(
-            f"padded_length {padded} x num_moe_layers {layers} x topk {topk} is too large for a tensor "
-            f"[routes={routes}, {facts}]",
+            f"padded_length {render(padded)} x num_moe_layers {layers} x topk {topk} is too large for a "
+            f"tensor [routes={routes}, {facts}]",
             **attributes,
         )
 

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .checks import ContractInt, is_int, require_int, token_ids
+from .checks import ContractInt, int_or_none, require_int, token_ids
 from .errors import ContractTypeError, SpliceError, render, render_list, type_name
 from .protocols import TokenizerLike
 
@@ -67,11 +67,15 @@ class PrefixSplice(BaseModel):
             kwargs[name] = value
         super().__init__(**kwargs)
 
+    # ``model_validate`` then validates its input directly instead of calling ``__init__(**input)``, which
+    # raises a plain ``TypeError`` for a mapping with non-str keys (pydantic's own ``RootModel`` does this).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @model_validator(mode="after")
     def _check_cut_end(self) -> PrefixSplice:
         if self.model_cut_end > len(self.token_ids):
             raise ValueError(
-                f"model_cut_end={self.model_cut_end} exceeds len(token_ids)={len(self.token_ids)}; "
+                f"model_cut_end={render(self.model_cut_end)} exceeds len(token_ids)={len(self.token_ids)}; "
                 "a splice cannot take more model tokens than the final prompt holds"
             )
         return self
@@ -113,8 +117,9 @@ def _summary(name: str, ids: list[int]) -> str:
 
 def _int_collection(value: object, argument: str) -> list[int]:
     """An int, or an iterable of ints, as a list of plain ints; ``ContractTypeError`` otherwise (bools included)."""
-    if is_int(value):
-        return [require_int(value, argument)]
+    single = int_or_none(value)
+    if single is not None:
+        return [single]
     if isinstance(value, bool | str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
         raise ContractTypeError.for_value(argument, "an int or a collection of ints (not bool or str)", value)
     return [require_int(item, f"{argument}[{index}]") for index, item in enumerate(value)]

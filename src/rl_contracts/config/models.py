@@ -515,7 +515,8 @@ def _top_k(key: str) -> AfterValidator:
         if value != -1 and value < 1:
             raise PydanticCustomError(
                 "config_rule_c1",
-                f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. Got {key}={value}.",
+                f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. "
+                f"Got {key}={render(value)}.",
             )
         return value
 

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..checks import require_bool
 from ..errors import (
     MAX_MESSAGE_CHARS,
     ConfigContractError,
@@ -592,31 +593,13 @@ def load_recipe(
     removes every marker.
     """
     if not isinstance(path, str | os.PathLike):
-        raise ContractTypeError(
-            f"path must be a str or os.PathLike, got {type_name(path)}",
-            argument="path",
-            expected="str | os.PathLike[str]",
-            actual=type_name(path),
-        )
+        raise ContractTypeError.for_value("path", "a str or os.PathLike", path)
     if section is not None and not isinstance(section, str):
-        raise ContractTypeError(
-            f"section must be a str or None, got {type_name(section)}",
-            argument="section",
-            expected="str | None",
-            actual=type_name(section),
-        )
-    if not isinstance(strict, bool):
-        raise ContractTypeError(
-            f"strict must be a bool, got {type_name(strict)}",
-            argument="strict",
-            expected="bool",
-            actual=type_name(strict),
-        )
+        raise ContractTypeError.for_value("section", "a str or None", section)
+    require_bool(strict, "strict")
     file = os.fspath(path)
     if not isinstance(file, str):
-        raise ContractTypeError(
-            "path must be a text path, got bytes", argument="path", expected="str", actual=type_name(file)
-        )
+        raise ContractTypeError.for_value("path", "a text path", file)
     register_resolvers()
     composed = _compose(Path(file), (), None)
     try:

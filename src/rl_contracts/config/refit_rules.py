@@ -156,12 +156,7 @@ class _ConfigView:
 def _view_of(config: object) -> _ConfigView:
     if isinstance(config, VllmConfig | Mapping):
         return _ConfigView(config)
-    raise ContractTypeError(
-        f"config must be a VllmConfig or a mapping of the generation section, got {type_name(config)}",
-        argument="config",
-        expected="VllmConfig | Mapping[str, Any]",
-        actual=type_name(config),
-    )
+    raise ContractTypeError.for_value("config", "a VllmConfig or a mapping of the generation section", config)
 
 
 def _nvfp4_violations(view: _ConfigView, keys: tuple[str, ...]) -> list[_Violation]:
@@ -437,23 +432,13 @@ def resolve_generation_worker_cls(default_cls: str, config: Mapping[str, Any] | 
     Divergence: the reference does not check the type of ``default_cls``.
     """
     if not isinstance(default_cls, str):
-        raise ContractTypeError(
-            f"default_cls must be a str (a fully qualified class name), got {type_name(default_cls)}",
-            argument="default_cls",
-            expected="str",
-            actual=type_name(default_cls),
-        )
+        raise ContractTypeError.for_value("default_cls", "a str (a fully qualified class name)", default_cls)
     if isinstance(config, VllmConfig):
         quant_cfg: object = config.quant_cfg
     elif isinstance(config, Mapping):
         quant_cfg = config.get("quant_cfg")
     else:
-        raise ContractTypeError(
-            f"config must be a mapping or a VllmConfig, got {type_name(config)}",
-            argument="config",
-            expected="Mapping[str, Any] | VllmConfig",
-            actual=type_name(config),
-        )
+        raise ContractTypeError.for_value("config", "a mapping or a VllmConfig", config)
     if quant_cfg is None:
         return default_cls
     return GENERATION_WORKER_OVERRIDES.get(default_cls, default_cls)

@@ -8,18 +8,27 @@ Responses and request outputs are ``SimpleNamespace`` stand-ins shaped like vLLM
 - :func:`chat_exchanges`: a response and its matching request output, choices and outputs in independent orders;
 - :func:`routed_chat_exchanges`: the same with routes (current or legacy layout, complete, missing or surplus);
 - :func:`hostile_chat_exchanges`, :func:`hostile_routed_chat_exchanges`: an exchange broken in exactly one way.
+
+Stand-ins for hand-written tests: :class:`ChatResponseModel` (pydantic, shaped like vLLM's
+``ChatCompletionResponse``, extra fields allowed), :class:`RefusingMessage` and :class:`RecordingLogger`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "ChatChoiceModel",
+    "ChatMessageModel",
+    "ChatResponseModel",
+    "RecordingLogger",
     "RefusingMessage",
     "chat_exchanges",
     "hostile_chat_exchanges",
@@ -45,6 +54,57 @@ class RefusingMessage(SimpleNamespace):
         if name == self.refused:
             raise AttributeError(f"message refuses attribute {name!r}")
         super().__setattr__(name, value)
+
+
+class ChatMessageModel(BaseModel):
+    """Stand-in for vLLM's OpenAI ``ChatMessage``; extra fields are allowed, so attach functions can set theirs."""
+
+    model_config = ConfigDict(extra="allow")
+    role: str = "assistant"
+    content: str | None = None
+
+
+class ChatChoiceModel(BaseModel):
+    """Stand-in for vLLM's ``ChatCompletionResponseChoice`` (extra fields allowed)."""
+
+    model_config = ConfigDict(extra="allow")
+    index: int
+    message: ChatMessageModel
+    logprobs: Any = None
+    finish_reason: str | None = "stop"
+    token_ids: list[int] | None = None
+    routed_experts: str | None = None
+
+
+class ChatResponseModel(BaseModel):
+    """Stand-in for vLLM's ``ChatCompletionResponse`` (extra fields allowed); validates vLLM's JSON too.
+
+    >>> ChatResponseModel.with_choices([0, 1]).choices[1].message.content
+    'c1'
+    """
+
+    model_config = ConfigDict(extra="allow")
+    id: str = "chatcmpl-1"
+    choices: list[ChatChoiceModel]
+    prompt_token_ids: list[int] | None = None
+
+    @classmethod
+    def with_choices(cls, indices: Sequence[int]) -> ChatResponseModel:
+        """A response with one choice per index, in the given order, whose content is ``f"c{index}"``."""
+        return cls(
+            choices=[ChatChoiceModel(index=i, message=ChatMessageModel(content=f"c{i}")) for i in indices]
+        )
+
+
+class RecordingLogger:
+    """A ``LoggerLike`` that records each ``warning(msg, *args)`` call as ``(msg, args)`` in :attr:`calls`."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+
+    def warning(self, msg: str, *args: object) -> None:
+        """Record the call."""
+        self.calls.append((msg, args))
 
 
 def sampled_logprobs() -> st.SearchStrategy[float]:

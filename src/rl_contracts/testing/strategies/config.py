@@ -7,7 +7,8 @@
   unknown key in a forbidden section, cross-field or refit rule broken) and the ``loc`` that must be reported;
 - :func:`unsupported_refit_configs`: partial mappings that ``normalize_vllm_refit_config`` must reject;
 - :func:`reload_refit_cases`: valid sections with ``refit_with_reload_api=true`` and the reload-refit step
-  (§1.4) that must reject them, or ``None`` for the single supported combination.
+  (§1.4) that must reject them, or ``None`` for the single supported combination;
+- :func:`minimal_vllm_generation`: not a strategy, the smallest valid section, for hand-written tests.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "PlantedConfig",
     "ReloadRefitCase",
     "json_values",
+    "minimal_vllm_generation",
     "planted_bad_vllm_configs",
     "reload_refit_cases",
     "unsupported_refit_configs",
@@ -54,6 +56,40 @@ class ReloadRefitCase(NamedTuple):
 
     config: dict[str, Any]
     path: str | None
+
+
+def minimal_vllm_generation(**overrides: Any) -> dict[str, Any]:
+    """A new minimal valid vLLM ``policy.generation`` section (required keys only), with top-level overrides.
+
+    Each call builds fresh containers, so a test may change the result, its ``vllm_cfg`` included.  An
+    override replaces the top-level key wholesale: ``vllm_cfg={...}`` replaces the whole engine block.
+
+    Example::
+
+        VllmConfig.model_validate(minimal_vllm_generation(top_k=50)).top_k  # -> 50
+    """
+    section: dict[str, Any] = {
+        "backend": "vllm",
+        "max_new_tokens": 512,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": None,
+        "val_temperature": 1.0,
+        "val_top_p": 1.0,
+        "val_top_k": None,
+        "stop_token_ids": None,
+        "stop_strings": None,
+        "vllm_cfg": {
+            "tensor_parallel_size": 1,
+            "pipeline_parallel_size": 1,
+            "expert_parallel_size": 1,
+            "gpu_memory_utilization": 0.6,
+            "max_model_len": 4096,
+            "async_engine": False,
+        },
+    }
+    section.update(overrides)
+    return section
 
 
 def json_values(max_leaves: int = 6) -> st.SearchStrategy[Any]:
