@@ -317,7 +317,12 @@ TOKEN_ERRORS: list[tuple[str, str, dict[str, Any]]] = [
         "position=1, token_id=6, logprob=None.",
         {"choice_index": 2, "token_id": 6},
     ),
-    ("logprob_text", "not a number for the selected token", {"choice_index": 2, "token_id": 6}),
+    (
+        "logprob_text",
+        f"vLLM returned a log probability that is not a number for the selected token {WHILE}: choice_idx=2, "
+        "position=1, token_id=6, logprob='abc'.",
+        {"choice_index": 2, "token_id": 6},
+    ),
     ("logprob_huge_int", "not a number for the selected token", {"choice_index": 2, "token_id": 6}),
     (
         "logprob_nan",
@@ -442,6 +447,25 @@ def test_unrestorable_attributes_are_reported() -> None:
         ChatResponseContractError, match=r"1 of the 1 attribute\(s\) already set could not be restored"
     ):
         attach_token_information_to_chat_response_choices(response, request_output)
+
+
+class _LateRefusingMessage(_ScriptedMessage):
+    """Like ``_ScriptedMessage`` but refuses only the third field, so two unrestorable fields are set first."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "generation_log_probs":
+            raise AttributeError(name)
+        object.__setattr__(self, name, value)
+
+
+def test_every_unrestorable_attribute_is_counted() -> None:
+    """Two set attributes that cannot be deleted again are both counted in the error message."""
+    response, request_output = _spec_example()
+    response.choices[0].message = _LateRefusingMessage()
+    with pytest.raises(ChatResponseContractError) as caught:
+        attach_token_information_to_chat_response_choices(response, request_output)
+    assert "; 2 of the 2 attribute(s) already set could not be restored." in str(caught.value)
+    assert caught.value.choice_index == 0
 
 
 # --- attach_routed_experts_to_chat_response_choices (§3.5) -------------------------------------------------------
@@ -897,39 +921,96 @@ def test_dump_without_dynamic_fields_is_the_plain_dump() -> None:
     assert model_dump_chat_response_with_dynamic_message_fields(response) == response.model_dump()
 
 
+_ONE_CHOICE_WITH_ROUTES = [SimpleNamespace(message=SimpleNamespace(routed_experts="e"))]
+
+
 @pytest.mark.parametrize(
-    ("response", "fragment"),
+    ("response", "argument", "expected", "actual"),
     [
-        (object(), "callable model_dump"),
-        (SimpleNamespace(model_dump=3), "callable model_dump"),
-        (SimpleNamespace(model_dump=lambda: [1]), "response.model_dump() must be a dict, got list"),
+        (object(), "response", "ChatResponseLike", "object"),
+        (SimpleNamespace(model_dump=3), "response", "ChatResponseLike", "SimpleNamespace"),
+        (SimpleNamespace(model_dump=lambda: [1]), "response.model_dump()", "a dict", "list"),
         (
             SimpleNamespace(choices=3, model_dump=lambda: {"choices": []}),
-            "response.choices must be a sequence",
-        ),
-        (SimpleNamespace(choices=[], model_dump=lambda: {"choices": "x"}), "['choices'] must be a list"),
-        (
-            SimpleNamespace(
-                choices=[SimpleNamespace(message=SimpleNamespace(routed_experts="e"))],
-                model_dump=lambda: {"choices": [3]},
-            ),
-            "['choices'][0] must be a dict, got int",
+            "response.choices",
+            "a sequence of choices",
+            "int",
         ),
         (
+            SimpleNamespace(choices="ab", model_dump=lambda: {"choices": []}),
+            "response.choices",
+            "a sequence of choices",
+            "str",
+        ),
+        (
+            SimpleNamespace(choices=[], model_dump=lambda: {"choices": "x"}),
+            "response.model_dump()['choices']",
+            "a list of choice dicts",
+            "str",
+        ),
+        (
+            SimpleNamespace(choices=_ONE_CHOICE_WITH_ROUTES, model_dump=lambda: {"choices": [3]}),
+            "response.model_dump()['choices'][0]",
+            "a dict",
+            "int",
+        ),
+        (
             SimpleNamespace(
-                choices=[SimpleNamespace(message=SimpleNamespace(routed_experts="e"))],
-                model_dump=lambda: {"choices": [{"message": "text"}]},
+                choices=_ONE_CHOICE_WITH_ROUTES, model_dump=lambda: {"choices": [{"message": "text"}]}
             ),
-            "['choices'][0]['message'] must be a dict, got str",
+            "response.model_dump()['choices'][0]['message']",
+            "a dict",
+            "str",
         ),
     ],
 )
-def test_dump_rejects_objects_that_are_not_chat_responses(response: Any, fragment: str) -> None:
-    """No callable model_dump, a non-dict dump or non-sequence choices raise ContractTypeError."""
+def test_dump_rejects_objects_that_are_not_chat_responses(
+    response: Any, argument: str, expected: str, actual: str
+) -> None:
+    """No callable model_dump, a non-dict dump or non-sequence choices raise ContractTypeError with full details."""
     with pytest.raises(ContractTypeError) as info:
         model_dump_chat_response_with_dynamic_message_fields(response)
-    assert fragment in str(info.value)
+    if argument == "response":
+        assert str(info.value) == (
+            f"response must have a callable model_dump() (a pydantic chat response), got {actual}"
+        )
+    else:
+        assert str(info.value) == f"{argument} must be {expected}, got {actual}"
+    assert (info.value.argument, info.value.expected, info.value.actual) == (argument, expected, actual)
     assert_contract_error(info.value)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        SimpleNamespace(model_dump=lambda: {"choices": [3]}),
+        SimpleNamespace(choices=None, model_dump=lambda: {"choices": [3]}),
+        SimpleNamespace(choices=_ONE_CHOICE_WITH_ROUTES, model_dump=lambda: {"id": "x"}),
+        SimpleNamespace(choices=_ONE_CHOICE_WITH_ROUTES, model_dump=lambda: {"choices": None}),
+    ],
+)
+def test_dump_without_choices_on_either_side_is_the_plain_dump(response: Any) -> None:
+    """When the response has no choices (absent or None) or the dump has none, the dump is returned unchanged."""
+    expected = response.model_dump()
+    assert model_dump_chat_response_with_dynamic_message_fields(response) == expected
+
+
+def test_dump_skips_choices_without_a_message_or_fields_and_continues() -> None:
+    """A choice without a message attribute, or without dynamic fields, is skipped and later choices are written."""
+    response = SimpleNamespace(
+        choices=[
+            SimpleNamespace(index=0),
+            SimpleNamespace(message=SimpleNamespace(role="assistant")),
+            SimpleNamespace(message=SimpleNamespace(generation_token_ids=[5])),
+        ],
+        model_dump=lambda: {"choices": [3, {"message": {"role": "assistant"}}, {"message": {}}]},
+    )
+    result = model_dump_chat_response_with_dynamic_message_fields(response)
+    assert result["choices"] == [
+        3,
+        {"message": {"role": "assistant"}},
+        {"message": {"generation_token_ids": [5]}},
+    ]
 
 
 # --- long generations -----------------------------------------------------------------------------------------

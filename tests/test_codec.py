@@ -578,3 +578,78 @@ def test_decode_vllm_argument_checks() -> None:
     with pytest.raises(EnvelopeError, match=re.escape("Unsupported routed_experts dtype torch.uint8.")):
         decode_vllm_routed_experts(payload, dtype=torch.uint8)
     assert decode_vllm_routed_experts(payload, dtype=torch.int16, prompt_start=np.int64(2))[1] == 2
+
+
+@pytest.mark.parametrize(("payload", "actual"), [(b"AAAA", "bytes"), (None, "NoneType"), (["AAAA"], "list")])
+def test_decode_vllm_non_string_payload_error(payload: object, actual: str) -> None:
+    """A non-string payload raises ContractTypeError naming the argument, the expected str and the actual type."""
+    with pytest.raises(ContractTypeError) as caught:
+        decode_vllm_routed_experts(payload, dtype=torch.int16)  # type: ignore[arg-type]
+    assert str(caught.value) == f"vLLM routed_experts payload must be a base64 string, got {actual}"
+    assert (caught.value.argument, caught.value.expected, caught.value.actual) == ("payload", "str", actual)
+
+
+def test_decode_vllm_prompt_start_errors_carry_attributes() -> None:
+    """A bool prompt_start names the argument 'prompt_start'; a negative one is stored as routes_start."""
+    payload = npy_base64(np.zeros((1, 1, 1), np.uint8))
+    with pytest.raises(ContractTypeError) as wrong_type:
+        decode_vllm_routed_experts(payload, dtype=torch.int16, prompt_start=True)
+    assert wrong_type.value.argument == "prompt_start"
+    with pytest.raises(RoutedExpertsError) as negative:
+        decode_vllm_routed_experts(payload, dtype=torch.int16, prompt_start=-3)
+    assert str(negative.value) == "prompt_start must be >= 0, got -3"
+    assert negative.value.routes_start == -3
+
+
+def test_decode_vllm_unsupported_npy_version_message() -> None:
+    """A .npy file of format version 3.0 is rejected with the version in the full message (field 'payload')."""
+    raw = base64.b64decode(npy_base64(np.zeros((1, 1, 1), np.uint8)))
+    payload = base64.b64encode(raw[:6] + b"\x03\x00" + raw[8:]).decode("ascii")
+    with pytest.raises(EnvelopeError) as caught:
+        decode_vllm_routed_experts(payload, dtype=torch.int16)
+    assert str(caught.value) == (
+        "vLLM routed_experts payload is not a valid .npy file: unsupported .npy format version (3, 0)"
+    )
+    assert caught.value.field == "payload"
+
+
+def test_decode_vllm_unparsable_header_message_quotes_numpy() -> None:
+    """An unparsable header's error message ends with numpy's own explanation of the failure."""
+    header = b"not a dict at all\n"
+    raw = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(8)
+    stream = io.BytesIO(raw)
+    np.lib.format.read_magic(stream)
+    with pytest.raises(ValueError, match="header") as numpy_error:
+        np.lib.format.read_array_header_1_0(stream)
+    with pytest.raises(EnvelopeError) as caught:
+        decode_vllm_routed_experts(base64.b64encode(raw).decode("ascii"), dtype=torch.int16)
+    assert str(caught.value) == f"vLLM routed_experts payload is not a valid .npy file: {numpy_error.value}"
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.zeros(1, 1, 2, dtype=torch.int16).to_sparse(),
+        torch.zeros(1, 1, 2, dtype=torch.int16, device="meta"),
+    ],
+)
+def test_decode_legacy_tensor_without_values_message(tensor: torch.Tensor) -> None:
+    """A legacy tensor payload without readable values (sparse, meta) is reported as 'type Tensor' (payload)."""
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(tensor, torch.int16)
+    assert str(caught.value) == (
+        "legacy routed_experts payload must be a 3-dimensional integer array with values in [-1, 32767], "
+        "got type Tensor."
+    )
+    assert caught.value.field == "payload"
+
+
+@pytest.mark.parametrize(("payload", "accepted"), [([[[-1, 0]]], True), ([[[-2, 0]]], False)])
+def test_decode_legacy_lower_bound_is_minus_one(payload: list[Any], accepted: bool) -> None:
+    """Legacy value -1 (the sentinel) is accepted and -2 is the first value rejected."""
+    if accepted:
+        assert decode_routed_experts(payload, torch.int8).tolist() == payload
+        return
+    with pytest.raises(EnvelopeError) as caught:
+        decode_routed_experts(payload, torch.int8)
+    assert str(caught.value).endswith("values in [-1, 127], got value -2.")

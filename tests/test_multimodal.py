@@ -589,3 +589,10 @@ def test_placeholder_range_model() -> None:
             PlaceholderRange.model_validate(bad)
     with pytest.raises(ValidationError, match="is_embed has 1 values but length is <int of 16610 bits>"):
         PlaceholderRange(offset=0, length=10**5000, is_embed=(True,))
+
+
+@pytest.mark.parametrize(("value", "actual"), [(1, "int"), ("yes", "str"), (None, "NoneType")])
+def test_placeholder_range_is_embed_error_names_the_value_type(value: object, actual: str) -> None:
+    """A non-bool is_embed value is rejected with a message naming the offending type."""
+    with pytest.raises(ValidationError, match=f"is_embed values must be bools, got {actual}"):
+        PlaceholderRange(offset=0, length=1, is_embed=(value,))

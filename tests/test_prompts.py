@@ -476,3 +476,88 @@ def test_messages_stay_bounded_for_huge_rows() -> None:
     assert len(str(info.value)) <= MAX_MESSAGE_CHARS
     assert info.value.value is not None
     assert len(info.value.value) <= 200
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "message"),
+    [
+        (
+            [41, 42],
+            [7, 42],
+            "vLLM processed prompt differs from the learner prompt: expected_length=2, actual_length=2, "
+            "first_mismatch_index=0, expected_token=41, actual_token=7. Refusing to train on a different prompt. "
+            "Excerpts from index 0: expected=[41, 42], actual=[7, 42].",
+        ),
+        (
+            [41, 42],
+            [41, 99],
+            "vLLM processed prompt differs from the learner prompt: expected_length=2, actual_length=2, "
+            "first_mismatch_index=1, expected_token=42, actual_token=99. Refusing to train on a different prompt. "
+            "Excerpts from index 0: expected=[41, 42], actual=[41, 99].",
+        ),
+        (
+            list(range(20)),
+            [*range(5), 99, *range(6, 20)],
+            "vLLM processed prompt differs from the learner prompt: expected_length=20, actual_length=20, "
+            "first_mismatch_index=5, expected_token=5, actual_token=99. Refusing to train on a different prompt. "
+            "Excerpts from index 3: expected=[3, 4, 5, 6, 7, 8, 9, 10], actual=[3, 4, 99, 6, 7, 8, 9, 10].",
+        ),
+    ],
+)
+def test_rollout_prompt_mismatch_full_messages_with_excerpts(
+    expected: list[int], actual: list[int], message: str
+) -> None:
+    """The excerpt starts 2 ids before the mismatch (never below 0) and shows exactly 8 ids of each side."""
+    with pytest.raises(RolloutPromptMismatchError) as info:
+        validate_rollout_prompt(expected, actual)
+    assert str(info.value) == message
+
+
+def test_bad_multi_modal_row_full_message() -> None:
+    """A multi-modal row that is not a str-keyed mapping is reported with the exact expected description."""
+    with pytest.raises(PromptFormatError) as info:
+        format_prompt_for_vllm_generation(_batch(vllm_multi_modal_data=[None, [1]]))
+    assert str(info.value) == (
+        "generation batch 'vllm_multi_modal_data'[1] must be a mapping from modality name (str) to media, or "
+        "None, got list: [1]"
+    )
+
+
+def test_older_scheme_row_without_images_still_gets_later_modalities() -> None:
+    """An empty image row does not stop the audio and video of the same row from being emitted."""
+    clip, frames = MediaItem("clip"), MediaItem("frames")
+    data = _batch(vllm_images=[[], None], vllm_audios=[[clip], None], vllm_videos=[None, [frames]])
+    prompts = format_prompt_for_vllm_generation(data)
+    assert prompts == [
+        {"prompt_token_ids": [5, 6, 7], "multi_modal_data": {"audio": clip}},
+        {"prompt_token_ids": [8, 9], "multi_modal_data": {"video": frames}},
+    ]
+
+
+class _TupleRows:
+    """A row slice whose ``tolist()`` returns a tuple instead of a list."""
+
+    def tolist(self) -> tuple[int, ...]:
+        return (5, 6)
+
+
+class _TupleBatch:
+    """A duck-typed 2-D integer array whose row slices do not convert to lists."""
+
+    dtype = "int64"
+    ndim = 2
+    shape = (2, 4)
+
+    def tolist(self) -> list[list[int]]:
+        return [[5, 6, 0, 0], [8, 0, 0, 0]]
+
+    def __getitem__(self, key: object) -> _TupleRows:
+        return _TupleRows()
+
+
+def test_row_tolist_returning_a_non_list_is_rejected() -> None:
+    """A row whose ``tolist()`` is not a list raises PromptFormatError naming input_ids, the row and the type."""
+    with pytest.raises(PromptFormatError) as info:
+        format_prompt_for_vllm_generation({"input_ids": _TupleBatch(), "input_lengths": [2, 1]}, 1)
+    assert str(info.value) == "generation batch 'input_ids'[1, :1].tolist() returned tuple, not a list"
+    assert (info.value.key, info.value.row, info.value.value) == ("input_ids", 1, "tuple")

@@ -136,17 +136,31 @@ def test_resolve_routed_experts_dtype_rejects_counts(num_experts: int, message: 
     assert_contract_error(caught.value)
 
 
+@pytest.mark.parametrize("num_experts", [2**31 + 1, 2**40])
+def test_resolve_routed_experts_dtype_too_many_experts_attributes(num_experts: int) -> None:
+    """Above 2**31 experts the error carries the largest id, the int32 dtype name and its limit 2**31 - 1."""
+    with pytest.raises(RoutedExpertsError) as caught:
+        resolve_routed_experts_dtype(num_experts)
+    assert (caught.value.max_id, caught.value.dtype_name, caught.value.limit) == (
+        num_experts - 1,
+        "int32",
+        2**31 - 1,
+    )
+
+
 @pytest.mark.parametrize("num_experts", [True, False, 8.0, "8", np.bool_(True), [8]])
 def test_resolve_routed_experts_dtype_rejects_non_ints(num_experts: Any) -> None:
     """Bools and other non-ints raise ContractTypeError naming num_experts."""
-    with pytest.raises(ContractTypeError, match="num_experts"):
+    with pytest.raises(ContractTypeError, match="num_experts") as caught:
         resolve_routed_experts_dtype(num_experts)
+    assert caught.value.argument == "num_experts"
 
 
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
         (SimpleNamespace(num_experts=8), 8),
+        (SimpleNamespace(num_experts=1, n_routed_experts=16), 1),
         (SimpleNamespace(n_routed_experts=256), 256),
         (SimpleNamespace(num_local_experts=4), 4),
         (SimpleNamespace(num_experts=8, n_routed_experts=16, num_local_experts=32), 8),
@@ -792,3 +806,15 @@ def test_recorded_routes_with_dropped_rows_report_the_cache_hits() -> None:
         )
     assert "num_cached_tokens=64" in str(caught.value)
     assert caught.value.num_cached_tokens == 64
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[[[1, 2]]], np.array([[[1, 2]]], np.uint8), torch.tensor([[[1, 2]]])],
+    ids=["list", "numpy", "tensor"],
+)
+def test_as_routed_experts_tensor_honours_a_non_cpu_device(value: object) -> None:
+    """The result is created on the requested device (here the meta device), with the requested dtype and shape."""
+    result = as_routed_experts_tensor(value, device="meta", dtype=torch.int8)
+    assert result.device.type == "meta"
+    assert (result.dtype, tuple(result.shape)) == (torch.int8, (1, 1, 2))

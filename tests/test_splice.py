@@ -289,23 +289,62 @@ def test_prefix_splice_forms_and_equality() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "kwargs", "fragment"),
+    ("args", "kwargs", "message", "attributes"),
     [
-        (([1], 0, 0, 5), {}, "at most 3 positional arguments"),
+        (
+            ([1], 0, 0, 5),
+            {},
+            "PrefixSplice() takes at most 3 positional arguments (token_ids, model_cut_end, template_cut_start), "
+            "got 4",
+            ("args", "at most 3 positional arguments", "4"),
+        ),
         (
             ([1], 0),
             {"model_cut_end": 0, "template_cut_start": 0},
-            "multiple values for argument 'model_cut_end'",
+            "PrefixSplice() got multiple values for argument 'model_cut_end' (positionally and by keyword)",
+            ("model_cut_end", "one value", "two values"),
+        ),
+        (
+            ([1],),
+            {"token_ids": [1], "model_cut_end": 0, "template_cut_start": 0},
+            "PrefixSplice() got multiple values for argument 'token_ids' (positionally and by keyword)",
+            ("token_ids", "one value", "two values"),
         ),
     ],
 )
 def test_prefix_splice_bad_positional_form(
-    args: tuple[Any, ...], kwargs: dict[str, Any], fragment: str
+    args: tuple[Any, ...], kwargs: dict[str, Any], message: str, attributes: tuple[str, str, str]
 ) -> None:
-    """Too many positional arguments, or a field given twice, is a TypeError."""
-    with pytest.raises(TypeError, match=fragment) as info:
+    """Too many positional arguments, or a field given twice, is a ContractTypeError (a TypeError) with details."""
+    with pytest.raises(TypeError) as info:
         PrefixSplice(*args, **kwargs)
     assert isinstance(info.value, ContractTypeError)
+    assert str(info.value) == message
+    assert (info.value.argument, info.value.expected, info.value.actual) == attributes
+
+
+def test_prefix_splice_hash_distinguishes_fields() -> None:
+    """Splices differing in any one field hash differently (the hash uses every field), equal ones hash equal."""
+    splices = [PrefixSplice([1, 2], 1, 0), PrefixSplice([1, 3], 1, 0), PrefixSplice([1, 2], 2, 0)]
+    splices.append(PrefixSplice([1, 2], 1, 5))
+    assert len({hash(splice) for splice in splices}) == len(splices)
+    assert hash(PrefixSplice([1, 2], 1, 0)) == hash(splices[0])
+
+
+def test_replace_prefix_tokens_passes_tokenizer_and_terminator_ids_on() -> None:
+    """replace_prefix_tokens uses the tokenizer's eos_token_id and the terminator_ids it is given."""
+    assert replace_prefix_tokens(SimpleNamespace(eos_token_id=2), [100, 2], [9, 2], [9, 2, 77]) == [
+        100,
+        2,
+        77,
+    ]
+    assert replace_prefix_tokens(
+        None, [100, 5], [9, 5], [9, 2, 5, 77], eos_token_id=2, terminator_ids=[5]
+    ) == [
+        100,
+        5,
+        77,
+    ]
 
 
 @pytest.mark.parametrize(

@@ -167,3 +167,10 @@ def test_range_checked_flag_reads_through_and_is_assignable(monkeypatch: pytest.
     assert flag() is True
     with pytest.raises(ValueError, match="exceeds the resolved carry dtype"):
         vllm_utils._as_routed_experts_tensor([[[200]]], device="cpu", dtype=torch.int8)
+
+
+def test_unknown_module_attribute_raises_attribute_error_naming_it() -> None:
+    """Reading an unknown attribute of the module raises AttributeError with the standard module message."""
+    with pytest.raises(AttributeError) as caught:
+        _ = vllm_utils.no_such_name
+    assert str(caught.value) == "module 'rl_contracts.vllm_utils' has no attribute 'no_such_name'"
