@@ -15,7 +15,7 @@ import numpy as np
 import pydantic
 import pytest
 
-from rl_contracts.errors import ContractError, ContractTypeError, CounterSnapshotError
+from rl_contracts.errors import ContractError, ContractTypeError, CounterSnapshotError, shorten
 from rl_contracts.metrics import (
     COUNTER_KEY_SEP,
     FINISHED_REASON_LABEL,
@@ -939,3 +939,160 @@ def test_snapshot_values_is_a_mapping() -> None:
     snapshot = CounterSnapshot.from_worker_dict({"vllm:prompt_tokens": 1})
     assert isinstance(snapshot.values, Mapping)
     assert repr(snapshot) == "CounterSnapshot(values={'vllm:prompt_tokens': 1.0})"
+
+
+# ---------------------------------------------------------------------------------------------------- exact messages
+
+LONG = "vllm:spec_decode_" + "x" * 300
+"""A kept name longer than the 200-character bound, so a wrong bound changes the message and the key."""
+GROW = "engine counters only grow, so the snapshot is corrupt or was not read from a counter"
+
+
+def _snapshot_error(call: Callable[[], object]) -> CounterSnapshotError:
+    """Run ``call`` and return the CounterSnapshotError it raises (after checking invariant 1)."""
+    with pytest.raises(CounterSnapshotError) as info:
+        call()
+    assert_contract_error(info.value)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("objects", "message", "key", "value"),
+    [
+        (
+            [NS(name="vllm:prompt_tokens", labels={}, value=1), NS(name=3, labels={}, value=1)],
+            "metrics[1] name must be a non-empty str without '|', got int 3",
+            "3",
+            None,
+        ),
+        (
+            [NS(name="vllm:prompt_tokens", labels={}, value=1), NS(name="vllm:prompt_tokens", value=1)],
+            "metric metrics[1] 'vllm:prompt_tokens' must have labels as a mapping of label names to strings, "
+            "got NoneType",
+            "vllm:prompt_tokens",
+            "None",
+        ),
+        (
+            [NS(name=LONG, labels={}, values="12")],
+            f"metric metrics[0] '{shorten(LONG, 200)}' has values of type str; a vLLM Vector holds a list of "
+            "per-position counts",
+            shorten(LONG, 200),
+            "'12'",
+        ),
+        (
+            [NS(name=LONG, labels={}, values=7)],
+            f"metric metrics[0] '{shorten(LONG, 200)}' has values of type int; a vLLM Vector holds a list of "
+            "per-position counts",
+            shorten(LONG, 200),
+            "7",
+        ),
+        (
+            [NS(name=LONG, labels={})],
+            f"metric metrics[0] '{shorten(LONG, 200)}' (SimpleNamespace) has none of 'values', 'value' or "
+            "'count' and 'sum'; expected a vLLM Counter, Gauge, Histogram or Vector",
+            shorten(LONG, 200),
+            None,
+        ),
+        (
+            [NS(name=PER_POS, labels={}, values=[1, -1])],
+            f"vLLM metric counter '{PER_POS}' must be finite and >= 0, got -1; {GROW} (at position 1)",
+            PER_POS,
+            "-1",
+        ),
+        (
+            [NS(name="vllm:prompt_tokens", labels={}, value=-1)],
+            f"vLLM metric counter 'vllm:prompt_tokens' must be finite and >= 0, got -1; {GROW}",
+            "vllm:prompt_tokens",
+            "-1",
+        ),
+    ],
+)
+def test_from_vllm_metrics_error_messages_are_exact(
+    objects: list[SimpleNamespace], message: str, key: str, value: str | None
+) -> None:
+    """Each from_vllm_metrics error names the object index, the shortened key and the value exactly."""
+    err = _snapshot_error(lambda: CounterSnapshot.from_vllm_metrics(objects))
+    assert (str(err), err.key, err.value) == (message, key, value)
+
+
+def test_from_vllm_metrics_type_error_attributes() -> None:
+    """A non-iterable argument names 'metrics', the expected shape and the actual type."""
+    with pytest.raises(ContractTypeError) as info:
+        CounterSnapshot.from_vllm_metrics(3)  # type: ignore[arg-type]
+    expected = "an iterable of vLLM metric objects (from LLM.get_metrics())"
+    assert str(info.value) == f"metrics must be {expected}, got int"
+    assert (info.value.argument, info.value.expected, info.value.actual) == ("metrics", expected, "int")
+
+
+def test_from_worker_dict_error_message_is_exact() -> None:
+    """A bad worker-dict value is reported as a 'worker dict counter' with key and value."""
+    err = _snapshot_error(lambda: CounterSnapshot.from_worker_dict({DRAFTS: -1}))
+    assert str(err) == f"worker dict counter '{DRAFTS}' must be finite and >= 0, got -1; {GROW}"
+    assert (err.key, err.value) == (DRAFTS, "-1")
+
+
+LONG_REASON = "r" * 300
+LONG_POS_KEY = f"{PER_POS}|finished_reason={LONG_REASON}"
+
+
+@pytest.mark.parametrize(
+    ("labels", "value", "message", "key", "err_value"),
+    [
+        (
+            f'finished_reason="{LONG_REASON}"',
+            "1",
+            f"Prometheus counter '{shorten(LONG_POS_KEY, 200)}' needs a 'position' label holding a decimal from 0 "
+            "to 4095, got None",
+            shorten(LONG_POS_KEY, 200),
+            "None",
+        ),
+        (
+            'position="4096"',
+            "1",
+            f"Prometheus counter '{PER_POS}' needs a 'position' label holding a decimal from 0 to 4095, got "
+            "'4096'",
+            PER_POS,
+            "'4096'",
+        ),
+        (
+            'position="1"',
+            "-1",
+            f"Prometheus counter '{PER_POS}' must be finite and >= 0, got -1; {GROW}",
+            PER_POS,
+            "-1",
+        ),
+    ],
+)
+def test_from_prometheus_text_position_messages_are_exact(
+    labels: str, value: str, message: str, key: str, err_value: str
+) -> None:
+    """A per-position sample with a bad position or value names the shortened key and the raw value."""
+    text = f"# TYPE {PER_POS}_total counter\n{PER_POS}_total{{{labels}}} {value}\n"
+    err = _snapshot_error(lambda: CounterSnapshot.from_prometheus_text(text))
+    assert (str(err), err.key, err.value) == (message, key, err_value)
+
+
+@pytest.mark.parametrize("compute", [compute_engine_step_metrics, compute_spec_decode_metrics])
+@pytest.mark.parametrize("argument", ["start_counters", "end_counters"])
+def test_step_metrics_errors_name_the_argument(
+    compute: Callable[[AggregatedCounters, AggregatedCounters], dict[str, float]], argument: str
+) -> None:
+    """A bad value in either snapshot is reported under that argument's name."""
+    bad: AggregatedCounters = {"x": -1}
+    args = (bad, {}) if argument == "start_counters" else ({}, bad)
+    err = _snapshot_error(lambda: compute(*args))
+    assert str(err) == f"{argument} counter 'x' must be finite and >= 0, got -1; {GROW}"
+    assert (err.key, err.value) == ("x", "-1")
+
+
+def test_spec_decode_ratios_use_fractional_denominators() -> None:
+    """Drafts and draft tokens between 0 and 1 still divide (the guards are > 0, not > 1)."""
+    result = compute_spec_decode_metrics({}, {DRAFTS: 0.5, DRAFT_TOKENS: 0.25, ACCEPTED: 0.125})
+    assert result["vllm/spec_acceptance_length"] == 1.0 + 0.125 / 0.5
+    assert result["vllm/spec_acceptance_rate"] == 0.125 / 0.25
+
+
+def test_distinct_snapshots_hash_differently() -> None:
+    """The hash depends on the values, so different snapshots spread over hash buckets."""
+    hashes = {hash(CounterSnapshot.from_worker_dict({"vllm:prompt_tokens": n})) for n in range(4)}
+    assert len(hashes) == 4

@@ -15,7 +15,15 @@ import pytest
 from omegaconf import OmegaConf
 
 from rl_contracts.config import VllmConfig
-from rl_contracts.config.recipe import ConfigIssue, LoadedRecipe, load_recipe, register_resolvers
+from rl_contracts.config.recipe import (
+    ConfigIssue,
+    LoadedRecipe,
+    _omegaconf_key,
+    _reason,
+    _version_at_least,
+    load_recipe,
+    register_resolvers,
+)
 from rl_contracts.errors import ConfigContractError, ContractTypeError, RecipeError, RecipeLoadError
 from rl_contracts.testing.strategies import minimal_vllm_generation as valid_generation
 
@@ -929,3 +937,93 @@ def test_examples_are_deep_copied_not_shared(tmp_path: Path) -> None:
     first.document["policy"]["generation"]["temperature"] = 0.0
     assert second.document == snapshot
     assert os.fspath(DATA / "grpo_base.yaml") == first.file
+
+
+@pytest.mark.parametrize(
+    ("parent", "child", "message"),
+    [
+        (
+            {"a": {"b": 1}},
+            {"a": [1]},
+            "cannot merge a: a list here where the recipe it inherits from has a mapping",
+        ),
+        (
+            {"a": [1]},
+            {"a": {"b": 1}},
+            "cannot merge a: a mapping here where the recipe it inherits from has a list; mark the mapping with "
+            "_override_: true to replace the list",
+        ),
+    ],
+)
+def test_list_meeting_a_mapping_message_names_both_kinds(
+    tmp_path: Path, parent: dict[str, Any], child: dict[str, Any], message: str
+) -> None:
+    """The merge conflict message names the new kind, the inherited kind and, for a mapping, the remedy."""
+    write(tmp_path, "p.yaml", parent)
+    path = write(tmp_path, "c.yaml", {"defaults": "p.yaml", **child})
+    with pytest.raises(RecipeLoadError) as info:
+        load_recipe(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("2.4", True),
+        ("2.4.0.dev1", True),
+        ("2.3.9", False),
+        ("2.3", False),
+        ("1.5", False),
+        ("2.10", True),
+        ("3.0", True),
+        ("dev", True),
+        ("2", True),
+    ],
+)
+def test_version_at_least_compares_major_and_minor(version: str, expected: bool) -> None:
+    """Versions compare by (major, minor); an unparseable version counts as current."""
+    assert _version_at_least(version, (2, 4)) is expected
+
+
+class _UnprintableError(Exception):
+    """An exception whose ``str`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ValueError("\n  first line  \nsecond"), "first line"),
+        (ValueError(), "ValueError"),
+        (ValueError("  \n "), "ValueError"),
+        (_UnprintableError(), "_UnprintableError"),
+        (ValueError("x" * 400), "x" * 297 + "..."),
+    ],
+)
+def test_reason_is_the_first_non_blank_line_or_the_type(exc: BaseException, expected: str) -> None:
+    """The reason is the first non-blank line (shortened to 300), else the exception's type name."""
+    assert _reason(exc) == expected
+
+
+def _with_full_key(key: object) -> BaseException:
+    """A ValueError carrying OmegaConf's ``full_key`` attribute."""
+    exc = ValueError("x")
+    exc.full_key = key  # type: ignore[attr-defined]
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ValueError("no key"), None),
+        (_with_full_key("a.b[0]"), "a.b[0]"),
+        (_with_full_key(""), None),
+        (_with_full_key(3), None),
+        (_with_full_key(None), None),
+    ],
+)
+def test_omegaconf_key_is_a_non_empty_str_or_none(exc: BaseException, expected: str | None) -> None:
+    """Only a non-empty str ``full_key`` names the failing key; anything else is None."""
+    assert _omegaconf_key(exc) == expected

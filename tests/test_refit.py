@@ -84,27 +84,40 @@ def test_format_refit_key_error_shortens_each_key() -> None:
     assert text == "missing keys (1): [" + repr(key)[:197] + "...]"
 
 
+KEYS_EXPECTED = "a collection of str keys (not a bare str)"
+ELEMENT = "keys must hold only str keys, got an element of type"
+
+
 @pytest.mark.parametrize(
-    ("label", "keys", "argument"),
+    ("label", "keys", "message", "argument", "expected", "actual"),
     [
-        ("missing keys", "abc", "keys"),
-        ("missing keys", b"abc", "keys"),
-        ("missing keys", 5, "keys"),
-        ("missing keys", None, "keys"),
-        ("missing keys", ["a", 1], "keys"),
-        ("missing keys", ["a", ["unhashable"]], "keys"),
-        ("missing keys", [None], "keys"),
-        ("missing keys", [b"a"], "keys"),
-        (None, ["a"], "label"),
-        (3, ["a"], "label"),
+        ("missing keys", "abc", f"keys must be {KEYS_EXPECTED}, got str", "keys", KEYS_EXPECTED, "str"),
+        ("missing keys", b"abc", f"keys must be {KEYS_EXPECTED}, got bytes", "keys", KEYS_EXPECTED, "bytes"),
+        ("missing keys", 5, f"keys must be {KEYS_EXPECTED}, got int", "keys", KEYS_EXPECTED, "int"),
+        (
+            "missing keys",
+            None,
+            f"keys must be {KEYS_EXPECTED}, got NoneType",
+            "keys",
+            KEYS_EXPECTED,
+            "NoneType",
+        ),
+        ("missing keys", ["a", 1], f"{ELEMENT} int", "keys", "Iterable[str]", "int"),
+        ("missing keys", ["a", ["unhashable"]], f"{ELEMENT} list", "keys", "Iterable[str]", "list"),
+        ("missing keys", [None], f"{ELEMENT} NoneType", "keys", "Iterable[str]", "NoneType"),
+        ("missing keys", [b"a"], f"{ELEMENT} bytes", "keys", "Iterable[str]", "bytes"),
+        (None, ["a"], "label must be a str, got NoneType", "label", "a str", "NoneType"),
+        (3, ["a"], "label must be a str, got int", "label", "a str", "int"),
     ],
 )
-def test_format_refit_key_error_types(label: Any, keys: Any, argument: str) -> None:
-    """A bare str, a non-iterable, a non-str element or a non-str label is a ``ContractTypeError``."""
+def test_format_refit_key_error_types(
+    label: Any, keys: Any, message: str, argument: str, expected: str, actual: str
+) -> None:
+    """A bare str, a non-iterable, a non-str element or a non-str label is a ``ContractTypeError`` naming it."""
     with pytest.raises(ContractTypeError) as info:
         format_refit_key_error(label, keys)
     err = info.value
-    assert err.argument == argument
+    assert (str(err), err.argument, err.expected, err.actual) == (message, argument, expected, actual)
     assert_contract_error(err)
 
 
@@ -136,4 +149,10 @@ def test_is_grouped_moe_expert_weight_name_types(name: Any) -> None:
     """A non-str name is a ``ContractTypeError``."""
     with pytest.raises(ContractTypeError) as info:
         is_grouped_moe_expert_weight_name(name)
-    assert info.value.argument == "name"
+    actual = type(name).__name__
+    assert str(info.value) == f"name must be a str (a checkpoint key), got {actual}"
+    assert (info.value.argument, info.value.expected, info.value.actual) == (
+        "name",
+        "a str (a checkpoint key)",
+        actual,
+    )

@@ -599,18 +599,62 @@ def test_resolve_generation_worker_cls_with_a_model() -> None:
     assert resolve_generation_worker_cls(SYNC_WORKER, quantized) == QUANT_SYNC
 
 
+CLS_EXPECTED = "a str (a fully qualified class name)"
+CONFIG_EXPECTED = "a mapping or a VllmConfig"
+
+
 @pytest.mark.parametrize(
-    ("default_cls", "config", "argument"),
+    ("default_cls", "config", "argument", "expected", "actual"),
     [
-        (None, {}, "default_cls"),
-        (b"cls", {}, "default_cls"),
-        (SYNC_WORKER, None, "config"),
-        (SYNC_WORKER, [("quant_cfg", "x")], "config"),
+        (None, {}, "default_cls", CLS_EXPECTED, "NoneType"),
+        (b"cls", {}, "default_cls", CLS_EXPECTED, "bytes"),
+        (SYNC_WORKER, None, "config", CONFIG_EXPECTED, "NoneType"),
+        (SYNC_WORKER, [("quant_cfg", "x")], "config", CONFIG_EXPECTED, "list"),
     ],
 )
-def test_resolve_generation_worker_cls_types(default_cls: Any, config: Any, argument: str) -> None:
+def test_resolve_generation_worker_cls_types(
+    default_cls: Any, config: Any, argument: str, expected: str, actual: str
+) -> None:
     """A non-str class name or a config that is no mapping is a ``ContractTypeError`` naming the argument."""
     with pytest.raises(ContractTypeError) as info:
         resolve_generation_worker_cls(default_cls, config)
-    assert info.value.argument == argument
-    assert_contract_error(info.value)
+    err = info.value
+    assert str(err) == f"{argument} must be {expected}, got {actual}"
+    assert (err.argument, err.expected, err.actual) == (argument, expected, actual)
+    assert_contract_error(err)
+
+
+REFIT_INVALID = "policy.generation.refit_cfg is not a valid VllmRefitConfig"
+EXTRA = "Extra inputs are not permitted"
+
+
+@pytest.mark.parametrize("count", [1, 8, 9])
+def test_normalize_nested_errors_show_eight_then_the_total(count: int) -> None:
+    """Up to 8 nested errors are joined with '; '; from the 9th on only the total is added."""
+    refit_cfg = {"nixl": {f"u{i}": i for i in range(count)}}
+    with pytest.raises(ConfigContractError) as info:
+        normalize_vllm_refit_config({"refit_transport": "nixl", "refit_cfg": refit_cfg})
+    shown = "; ".join(f"refit_cfg.nixl.u{i}: {EXTRA}" for i in range(min(count, 8)))
+    more = f" ... ({count} total)" if count > 8 else ""
+    err = info.value
+    assert str(err) == f"{REFIT_INVALID} ({count} validation error(s)): {shown}{more}"
+    assert (err.path, err.value) == ("refit_cfg.nixl.u0", "0")
+
+
+def test_normalize_nested_error_entries_are_shortened() -> None:
+    """Each listed nested error is shortened to 200 characters."""
+    key = "k" * 300
+    with pytest.raises(ConfigContractError) as info:
+        normalize_vllm_refit_config({"refit_transport": "nixl", "refit_cfg": {"nixl": {key: 1}}})
+    entry = f"refit_cfg.nixl.{key}: {EXTRA}"
+    assert str(info.value) == f"{REFIT_INVALID} (1 validation error(s)): {entry[:197]}..."
+    assert (info.value.path, info.value.value) == (f"refit_cfg.nixl.{key}", "1")
+
+
+def test_normalize_nested_error_paths_show_int_locations_in_brackets() -> None:
+    """An int in a pydantic location (here a dict key) is shown as [i], not .i."""
+    refit_cfg = {"sparse": {"tuning": {"encode_workers": {1: 5}}}}
+    with pytest.raises(ConfigContractError) as info:
+        normalize_vllm_refit_config({"refit_transport": "vllm_zmq_sparse", "refit_cfg": refit_cfg})
+    assert info.value.path == "refit_cfg.sparse.tuning.encode_workers[1].[key]"
+    assert "refit_cfg.sparse.tuning.encode_workers[1].[key]: " in str(info.value)

@@ -274,8 +274,10 @@ def _refit_steps(view: _ConfigView, *, nvfp4: bool) -> Generator[_Violation, Non
 def _as_error(violation: _Violation) -> ConfigContractError:
     """The ``ConfigContractError`` for one violation; a nested validation lists its error locations."""
     if not violation.nested:
-        value = _MISSING_TEXT if violation.value is _MISSING else render(violation.value)
-        return ConfigContractError(violation.message, path=_dotted(violation.loc), value=value)
+        # render(_MISSING) is "<missing>", the text of an absent key
+        return ConfigContractError(
+            violation.message, path=_dotted(violation.loc), value=render(violation.value)
+        )
     errors = violation.nested
     shown = "; ".join(shorten(f"{_dotted((*violation.loc, *e['loc']))}: {e['msg']}", 200) for e in errors[:8])
     more = f" ... ({len(errors)} total)" if len(errors) > 8 else ""
