@@ -38,6 +38,8 @@ def spec_page(drafts: int, tokens: int, accepted: int, per_position: list[int]) 
 
 
 Response = tuple[int, bytes, dict[str, str]]
+STALL = 0
+"""A response status that makes the server accept the request and never answer."""
 
 
 @dataclass
@@ -48,6 +50,7 @@ class PageServer:
     routes: dict[str, list[Response]] = field(default_factory=dict)
     release: threading.Event = field(default_factory=threading.Event)
     requests: list[str] = field(default_factory=list)
+    accept: list[str | None] = field(default_factory=list)
 
     def serve(self, path: str, *responses: bytes | Response) -> str:
         self.routes[path] = [(200, r, {}) if isinstance(r, bytes) else r for r in responses]
@@ -62,17 +65,22 @@ def server() -> Iterator[PageServer]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             state.requests.append(self.path)
-            if self.path == "/slow":
-                state.release.wait(5)
-                return
+            state.accept.append(self.headers.get("Accept"))
             queue = state.routes.get(self.path, [(404, b"not found", {})])
             status, body, headers = queue.pop(0) if len(queue) > 1 else queue[0]
+            if self.path == "/slow" or status == STALL:
+                state.release.wait(5)
+                return
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
+            if "Content-Length" not in headers:
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            self.wfile.flush()
+            if int(headers.get("Content-Length", len(body))) > len(body):
+                state.release.wait(5)  # a body that stalls part-way
 
         def log_message(self, format: str, *args: object) -> None:
             pass
@@ -155,7 +163,10 @@ def test_table_shows_the_delta_between_two_recorded_pages(server: PageServer) ->
         "vllm/spec_acceptance_length": "1",
         "vllm/spec_acceptance_rate": "0",
     }
-    assert "interval 1: 1970-01-01T00:01:40+00:00 to 1970-01-01T00:01:45+00:00 (5.0 s)" in result.out
+    header = f"interval 1: 1970-01-01T00:01:40+00:00 to 1970-01-01T00:01:45+00:00 (5.0 s)  {url}"
+    assert result.out.splitlines()[0] == header  # one line even beyond 80 columns
+    assert "┃   value ┃" in result.out
+    assert "│      25 │" in result.out  # values are right-justified
 
 
 def test_json_lines_parse_back_with_index_and_timestamps(server: PageServer) -> None:
@@ -323,8 +334,211 @@ def test_bad_options_are_usage_errors(argv: list[str], capsys: pytest.CaptureFix
     assert "usage:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--count", "x"], "argument --count: expected a whole number, got 'x'"),
+        (["--count", "0"], "argument --count: expected at least 1 interval, got '0'"),
+        (["--interval", "soon"], "argument --interval: expected a number of seconds, got 'soon'"),
+        (["--interval", "-1"], "argument --interval: expected a finite number >= 0, got '-1'"),
+        (["--timeout", "0"], "argument --timeout: expected a finite number > 0, got '0'"),
+        (["--timeout", "inf"], "argument --timeout: expected a finite number > 0, got 'inf'"),
+    ],
+)
+def test_bad_option_messages(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each invalid option value is rejected with a message naming the option, the expectation and the value."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["metrics", "http://127.0.0.1:9/metrics", *argv])
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {message}")
+
+
 def test_defaults_match_the_spec() -> None:
     """Interval 5 s, no count (until interrupted), table output and a 10 s timeout by default."""
     args = build_parser().parse_args(["metrics", "http://127.0.0.1:8000/metrics"])
     assert (args.interval, args.count, args.json, args.timeout) == (5.0, None, False, 10.0)
     assert args.run is metrics_cli.run
+
+
+def test_main_prints_the_table_to_stdout(server: PageServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without injected streams the table goes to sys.stdout and nothing to sys.stderr."""
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE)
+    assert main(["metrics", url, "--count", "1", "--interval", "0"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("interval 1: ")
+    assert "│ vllm/prompt_tokens" in captured.out
+    assert captured.err == ""
+
+
+def test_main_prints_errors_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without injected streams a failed scrape is one line on sys.stderr and nothing on sys.stdout."""
+    assert main(["metrics", "ftp://127.0.0.1/metrics"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("rl-contracts metrics: error: URL must be an http:// or https:// address")
+
+
+def test_error_line_is_at_most_2000_characters() -> None:
+    """A huge offending URL is shortened so the stderr line has exactly 2000 characters, ending in '...'."""
+    result = run_cli("ftp://" + "a" * 3000)
+    assert_one_line_error(result, "URL must be")
+    line = result.err.rstrip("\n")
+    assert (len(line), line[-3:]) == (2000, "...")
+
+
+def test_https_urls_are_accepted() -> None:
+    """An https:// URL passes the URL check and fails only at the connection (closed port)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = run_cli(f"https://127.0.0.1:{port}/metrics")
+    assert_one_line_error(result, "cannot reach")
+    assert "URL must be" not in result.err
+
+
+def test_invalid_port_is_a_read_error() -> None:
+    """A URL the HTTP client rejects is reported with the exception type and its message."""
+    result = run_cli("http://127.0.0.1:x/metrics")
+    assert result.err == (
+        "rl-contracts metrics: error: cannot read http://127.0.0.1:x/metrics: InvalidURL: nonnumeric port: 'x'\n"
+    )
+    assert result.status == 2
+
+
+def test_environment_proxies_are_ignored(server: PageServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An http_proxy in the environment is not used: the server is contacted directly."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE)
+    result = run_cli(url, "--count", "1", "--json")
+    assert (result.status, result.err) == (0, "")
+
+
+def test_requests_ask_for_plain_text(server: PageServer) -> None:
+    """Every scrape sends 'Accept: text/plain'."""
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE)
+    run_cli(url, "--count", "1", "--json")
+    assert server.accept == ["text/plain", "text/plain"]
+
+
+def test_second_scrape_uses_the_timeout(server: PageServer) -> None:
+    """The --timeout applies to every scrape, not only the first."""
+    url = server.serve("/metrics", SAMPLE_PAGE, (STALL, b"", {}))
+    assert_one_line_error(
+        run_cli(url, "--timeout", "0.2", "--count", "1"), "did not answer within 0.2 s (--timeout)"
+    )
+
+
+def test_body_that_stalls_is_a_timeout(server: PageServer) -> None:
+    """A body that stops arriving part-way is a timeout error."""
+    url = server.serve("/metrics", (200, SAMPLE_PAGE[:100], {"Content-Length": str(len(SAMPLE_PAGE))}))
+    result = run_cli(url, "--timeout", "0.2", "--count", "1")
+    assert result.err == f"rl-contracts metrics: error: {url} did not answer within 0.2 s (--timeout)\n"
+
+
+def test_page_size_limit(server: PageServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page of exactly the limit is accepted; one byte more is refused without reading the rest."""
+    first, second = spec_page(1, 2, 1, [1]), spec_page(3, 6, 3, [2])
+    monkeypatch.setattr(metrics_cli, "_MAX_PAGE_BYTES", max(len(first), len(second)))
+    url = server.serve("/ok", first, second)
+    assert run_cli(url, "--count", "1", "--json").status == 0
+    limit = len(SAMPLE_PAGE) - 1
+    monkeypatch.setattr(metrics_cli, "_MAX_PAGE_BYTES", limit)
+    url = server.serve("/big", SAMPLE_PAGE)
+    result = run_cli(url, "--count", "1")
+    assert result.err == (
+        f"rl-contracts metrics: error: {url} served more than {limit} bytes; not a vLLM metrics page\n"
+    )
+    # A body announced as huge but still arriving is refused once the limit is exceeded, not read to the end.
+    url = server.serve("/endless", (200, SAMPLE_PAGE, {"Content-Length": str(10 * len(SAMPLE_PAGE))}))
+    assert_one_line_error(run_cli(url, "--timeout", "0.5", "--count", "1"), f"served more than {limit} bytes")
+
+
+def test_non_finite_metrics_are_json_null(server: PageServer) -> None:
+    """A metric that overflows to infinity is written as JSON null, never as Infinity."""
+    tiny = (
+        b"# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total 1e-300\n"
+        b"# TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total 1e-300\n"
+        b"# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
+        b"vllm:spec_decode_num_accepted_tokens_total 1e300\n"
+    )
+    url = server.serve("/metrics", spec_page(0, 0, 0, []), tiny)
+    result = run_cli(url, "--count", "1", "--json")
+    spec = json.loads(result.out)["spec_decode"]
+    assert spec["vllm/spec_acceptance_length"] is None
+    assert spec["vllm/spec_acceptance_rate"] is None
+    assert spec["vllm/spec_num_accepted_tokens"] == 1e300
+
+
+class FlushRecorder(io.StringIO):
+    """A text stream that records how much had been written at each flush, optionally posing as a terminal."""
+
+    def __init__(self, tty: bool = False) -> None:
+        super().__init__()
+        self.tty = tty
+        self.flushed: list[int] = []
+
+    def flush(self) -> None:
+        self.flushed.append(len(self.getvalue()))
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_each_json_line_is_flushed(server: PageServer) -> None:
+    """Every JSON line is flushed as soon as it is written, so a pipe sees each interval at once."""
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE, AFTER_PAGE)
+    args = build_parser().parse_args(["metrics", url, "--json", "--count", "2", "--interval", "0"])
+    out = FlushRecorder()
+    assert metrics_cli.run(args, sleep=lambda _: None, stdout=out, stderr=io.StringIO()) == 0
+    ends = [i + 1 for i, char in enumerate(out.getvalue()) if char == "\n"]
+    assert sorted(set(out.flushed)) == ends
+
+
+@pytest.mark.parametrize(("tty", "force_color"), [(True, False), (False, True)])
+def test_table_is_coloured_only_on_a_terminal(
+    server: PageServer, monkeypatch: pytest.MonkeyPatch, tty: bool, force_color: bool
+) -> None:
+    """The table uses colour on a terminal and never on a pipe, even when FORCE_COLOR is set."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    if force_color:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+    else:
+        monkeypatch.delenv("FORCE_COLOR", raising=False)
+    url = server.serve("/metrics", SAMPLE_PAGE, AFTER_PAGE)
+    args = build_parser().parse_args(["metrics", url, "--count", "1", "--interval", "0"])
+    out = FlushRecorder(tty=tty)
+    assert metrics_cli.run(args, sleep=lambda _: None, stdout=out, stderr=io.StringIO()) == 0
+    assert ("\x1b[" in out.getvalue()) is tty
+
+
+def test_table_without_engine_series(server: PageServer) -> None:
+    """When no engine series is kept the table says so in one row with '-' as its value."""
+    url = server.serve("/metrics", spec_page(1, 2, 1, [1]), spec_page(3, 6, 3, [2]))
+    result = run_cli(url, "--count", "1")
+    lines = result.out.splitlines()
+    [row] = [line for line in lines if "engine:" in line]
+    assert row.split("│")[1].strip() == "engine: no kept series reported"
+    assert row.split("│")[2].strip() == "-"
+    assert lines[lines.index(row) + 1].startswith("├")  # its own section, before the spec-decode rows
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (5.0, "5"),
+        (-3.0, "-3"),
+        (12.5, "12.5000"),
+        (999_999_999_999_999.0, "999999999999999"),
+        (1e15, "1000000000000000.0000"),
+        (float("inf"), "inf"),
+    ],
+)
+def test_table_number_format(value: float, text: str) -> None:
+    """Whole numbers below 1e15 print as integers, everything else with four decimals."""
+    assert metrics_cli._format_value(value) == text

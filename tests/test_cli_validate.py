@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from rl_contracts.cli import main
+from rl_contracts.cli.validate import validate_files
 from rl_contracts.config import VllmConfig, config_json_schema
 from rl_contracts.testing.strategies import minimal_vllm_generation
 
@@ -263,3 +264,202 @@ def test_installed_console_script_never_prints_a_traceback(tmp_path: Path) -> No
     assert "Traceback" not in done.stdout + done.stderr
     assert "YAML syntax error at line 3, column 1" in done.stdout
     assert "no such file" in done.stdout
+
+
+# ---------------------------------------------------------------------------------------------- details
+
+
+def write_recipe(tmp_path: Path, name: str, generation: dict[str, Any]) -> str:
+    """Write a recipe inheriting grpo_base.yaml whose ``policy.generation`` overrides ``generation``."""
+    path = tmp_path / name
+    path.write_text(json.dumps({"defaults": VALID, "policy": {"generation": generation}}))
+    return str(path)
+
+
+def test_validate_files_defaults(tmp_path: Path) -> None:
+    """``validate_files`` is not strict by default and reports the section it was asked for, even for errors."""
+    [typo] = validate_files([TYPO])
+    assert (typo.section, typo.status, [i.severity for i in typo.issues]) == (
+        "policy.generation",
+        "valid",
+        ["warning"],
+    )
+    reports = validate_files([SYNTAX, INVALID], section="other.generation")
+    assert [(r.section, r.status) for r in reports] == [
+        ("other.generation", "error"),
+        ("other.generation", "invalid"),
+    ]
+
+
+def test_json_load_error_issue_is_complete(capsys: pytest.CaptureFixture[str]) -> None:
+    """A syntax error's single issue has an empty path and an empty value; the JSON is indented by 2."""
+    _, out = run(capsys, "validate", "--json", SYNTAX)
+    [report] = json.loads(out)
+    assert out == json.dumps([report], indent=2) + "\n"
+    [issue] = report["issues"]
+    assert (issue["path"], issue["value"], issue["severity"]) == ("", "", "error")
+    assert issue["reason"].startswith(f"{SYNTAX}: YAML syntax error at line 6, column 16")
+
+
+@pytest.mark.parametrize(
+    ("generation", "counts"),
+    [
+        ({}, ""),
+        ({"stop_token_ids": [-1]}, "  1 error"),
+        ({"stop_token_ids": [-1, -2]}, "  2 errors"),
+        ({"bogus_a": 1}, "  1 warning"),
+        ({"bogus_a": 1, "bogus_b": 2}, "  2 warnings"),
+    ],
+)
+def test_human_header_counts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, generation: dict[str, Any], counts: str
+) -> None:
+    """The header is the padded status, the file, the section and the error and warning counts (singular for 1)."""
+    path = write_recipe(tmp_path, "r.yaml", generation)
+    status, out = run(capsys, "validate", path)
+    word = "INVALID" if "error" in counts else "VALID"
+    assert out.splitlines()[0] == f"{word:<8} {path}  [policy.generation]{counts}"
+    assert "files:" not in out  # no summary for a single file
+    assert status == (1 if "error" in counts else 0)
+
+
+def test_human_error_header_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unreadable file's header has no section or counts, its reason is indented; two files get a summary."""
+    _, out = run(capsys, "validate", SYNTAX, VALID)
+    lines = out.splitlines()
+    assert lines[0] == f"ERROR    {SYNTAX}"
+    assert lines[1].startswith(f"  {SYNTAX}: YAML syntax error")
+    assert lines[-1] == "2 files: 1 valid, 1 unreadable"
+
+
+def test_human_table_layout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Columns start after fixed gaps; the path takes at most half the free width and long cells fold, never cut."""
+    monkeypatch.setenv("COLUMNS", "120")
+    key = "k" * 70
+    path = write_recipe(tmp_path, "r.yaml", {"vllm_cfg": {key: "v" * 40}})
+    _, out = run(capsys, "validate", path)
+    lines = out.splitlines()
+    header, rule, row = lines[1], lines[2], lines[3]
+    value_width = 24
+    path_width = (120 - len("severity") - value_width - 6) // 2
+    assert header.startswith("severity   path ")
+    assert header.index("value") == 11 + path_width + 3
+    assert header.index("reason") == header.index("value") + value_width + 3
+    assert set(rule.rstrip()) == {"─"}
+    assert rule.startswith("─")
+    assert row.startswith("warning    policy.generation.vllm_cfg.kkk")
+    assert "…" not in out
+    folded_path = "".join(line[11 : 11 + path_width].strip() for line in lines[3:])
+    assert folded_path == f"policy.generation.vllm_cfg.{key}"
+    start = header.index("value")
+    assert "".join(line[start : start + value_width].strip() for line in lines[3:]) == repr("v" * 40)
+
+
+def test_narrow_layout_folds_long_paths(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below 100 columns each issue is the severity, then its path (folded, never cut), value and reason lines."""
+    monkeypatch.setenv("COLUMNS", "60")
+    key = "k" * 70
+    path = write_recipe(tmp_path, "r.yaml", {"vllm_cfg": {key: 1}})
+    _, out = run(capsys, "validate", path)
+    lines = out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("warning ")))
+    assert "…" not in out
+    assert lines[start].startswith("warning policy.generation.vllm_cfg.kkk")
+    body = [line[8:].rstrip() for line in lines[start:]]
+    value_line = next(i for i, line in enumerate(body) if line.startswith("value:"))
+    assert "".join(body[:value_line]) == f"policy.generation.vllm_cfg.{key}"
+    assert body[value_line : value_line + 2] == ["value:  1", "reason: unknown key (not validated)"]
+    assert all(line.startswith("        ") for line in lines[start + 1 : start + value_line + 2])
+
+
+def test_colours_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With colour forced, statuses, severities, file names, sections and the summary carry their styles."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setenv("COLUMNS", "120")
+    bad = write_recipe(tmp_path, "bad.yaml", {"stop_token_ids": [-1]})
+    _, out = run(capsys, "validate", TYPO, SYNTAX, bad, SKIPPED)
+    lines = out.splitlines()
+    dim_section = "\x1b[2m  [policy.generation]\x1b[0m"
+    assert lines[0] == f"\x1b[1;32mVALID   \x1b[0m \x1b[1m{TYPO}\x1b[0m{dim_section}  1 warning"
+    assert any(line.startswith("\x1b[33mwarning \x1b[0m   policy.generation") for line in lines)
+    assert f"\x1b[1;31mERROR   \x1b[0m \x1b[1m{SYNTAX}\x1b[0m" in lines
+    assert any(line.startswith(f"  \x1b[1;31m{SYNTAX}: YAML syntax error") for line in lines)
+    assert f"\x1b[1;31mINVALID \x1b[0m \x1b[1m{bad}\x1b[0m{dim_section}  1 error" in lines
+    assert any(
+        line.startswith("\x1b[1;31merror   \x1b[0m   policy.generation.stop_token_ids[0]") for line in lines
+    )
+    assert any(line.startswith("\x1b[1;33mSKIPPED \x1b[0m") for line in lines)
+    assert lines[-1] == "\x1b[1m4 files: 1 valid, 1 invalid, 1 skipped, 1 unreadable\x1b[0m"
+    monkeypatch.setenv("COLUMNS", "60")
+    _, out = run(capsys, "validate", TYPO)
+    assert "\x1b[33mwarning\x1b[0m \x1b[1mpolicy.generation.vllm_cfg.gpu_memory_utilisation" in out
+
+
+def test_bad_section_message(capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed --section names the expected form and the given value."""
+    with pytest.raises(SystemExit):
+        main(["validate", "--section", "policy..generation", VALID])
+    expected = (
+        "argument --section: expected a dotted path such as policy.generation, got 'policy..generation'"
+    )
+    assert capsys.readouterr().err.splitlines()[-1].endswith(expected)
+
+
+def test_closed_pipe_ends_quietly() -> None:
+    """When the reader of stdout has gone, the script ends with its exit status and no traceback."""
+    with subprocess.Popen(
+        [_console_script(), "validate", VALID, INVALID],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 1
+    assert err == ""
+
+
+def test_error_reason_is_indented_and_folded(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An unreadable file's reason is indented by 2 and folded at the full width, with no padding around it."""
+    bad = tmp_path / ("a" * 150 + ".yaml")
+    bad.write_text("policy: [1\n")
+    [report] = validate_files([str(bad)])
+    reason = report.issues[0].reason
+    _, out = run(capsys, "validate", str(bad))
+    lines = out.splitlines()
+    first = lines.index("  " + reason[:118])  # the header before it wraps too: the file name is long
+    assert lines[0].startswith("ERROR ")
+    assert all(line.startswith("  ") and line.strip() for line in lines[first:])
+    assert (
+        " ".join(line.strip() for line in lines[first:]).replace(reason[:118] + " ", reason[:118]) == reason
+    )
+
+
+@pytest.mark.parametrize(("columns", "table"), [(99, False), (100, True)])
+def test_table_from_100_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int, table: bool
+) -> None:
+    """The four-column table is used from 100 columns on, the stacked list below."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    _, out = run(capsys, "validate", TYPO)
+    assert out.splitlines()[1].startswith("severity ") is table
+    assert ("value:  0.9" in out) is not table
+
+
+def test_header_with_errors_and_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A file with both errors and warnings lists both counts, separated by a comma."""
+    parent = DATA / "broken" / "reload_refit_colocated.yaml"
+    path = tmp_path / "r.yaml"
+    path.write_text(json.dumps({"defaults": str(parent), "policy": {"generation": {"bogus_a": 1}}}))
+    _, out = run(capsys, "validate", str(path))
+    assert out.splitlines()[0] == f"INVALID  {path}  [policy.generation]  1 error, 1 warning"

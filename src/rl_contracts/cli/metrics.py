@@ -251,13 +251,8 @@ def _print_table(
     engine: Mapping[str, float],
     spec: Mapping[str, float],
 ) -> None:
-    console = Console(
-        file=out,
-        color_system="auto" if out.isatty() else None,
-        highlight=False,
-        markup=False,
-        emoji=False,
-    )
+    # Only Text renderables are printed, so markup, emoji and highlighting never apply.
+    console = Console(file=out, color_system="auto" if out.isatty() else None)
     header = (
         f"interval {index}: {_timestamp(started)} to {_timestamp(ended)} ({ended - started:.1f} s)  {url}"
     )

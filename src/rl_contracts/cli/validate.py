@@ -133,7 +133,7 @@ def _issue_table(issues: Sequence[ConfigIssue], width: int) -> Table:
     """
     value_width = min(max(len(issue.value) for issue in issues), 24)
     free = width - len("severity") - value_width - 6  # 6: the gaps between the four columns
-    path_width = min(max(len(issue.path) for issue in issues), max(free // 2, 16))
+    path_width = min(max(len(issue.path) for issue in issues), free // 2)  # free >= 62 at 100 columns
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     table.add_column("severity", no_wrap=True)
     table.add_column("path", overflow="fold", width=path_width)
@@ -163,7 +163,7 @@ def _issue_list(issues: Sequence[ConfigIssue]) -> Table:
 
 def _console() -> Console:
     """A console on stdout: colour only on a terminal; 120 columns when piped unless ``COLUMNS`` says otherwise."""
-    console = Console(file=sys.stdout, highlight=False, emoji=False)
+    console = Console()  # on sys.stdout; only Text and fixed headers are printed, so no highlighting applies
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = _PIPE_WIDTH
     return console
