@@ -45,10 +45,11 @@ def test_is_int(value: object, expected: bool) -> None:
 class _CountingIndex:
     """An int-like object that counts its ``__index__`` calls."""
 
-    calls = 0
+    def __init__(self) -> None:
+        self.calls = 0
 
     def __index__(self) -> int:
-        type(self).calls += 1
+        self.calls += 1
         return 7
 
 
@@ -57,8 +58,9 @@ def test_int_or_none_converts_once_or_gives_none() -> None:
     value = int_or_none(np.int64(5))
     assert value == 5
     assert type(value) is int
-    assert int_or_none(_CountingIndex()) == 7
-    assert _CountingIndex.calls == 1
+    counting = _CountingIndex()
+    assert int_or_none(counting) == 7
+    assert counting.calls == 1
     for rejected in (True, np.bool_(False), 1.0, "1", None, np.array([1, 2])):
         assert int_or_none(rejected) is None
 
