@@ -10,6 +10,7 @@ experts, prefix caching with 32-token blocks) and one on the dense model with n-
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -149,6 +150,17 @@ class Server:
     def log_text(self) -> str:
         """The server's output so far."""
         return self.log.read_text(errors="replace")
+
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` to ``/v1/chat/completions`` and return the decoded JSON response."""
+        request = urllib.request.Request(
+            self.url + "/v1/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            result: dict[str, Any] = json.loads(response.read())
+        return result
 
 
 def _free_port() -> int:

@@ -214,13 +214,7 @@ def _chat(server: Any, n: int) -> dict[str, Any]:
         "return_token_ids": True,
         "seed": 1,
     }
-    request = urllib.request.Request(
-        server.url + "/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        result: dict[str, Any] = json.loads(response.read())
+    result: dict[str, Any] = server.chat(body)
     return result
 
 
