@@ -542,3 +542,19 @@ def test_table_without_engine_series(server: PageServer) -> None:
 def test_table_number_format(value: float, text: str) -> None:
     """Whole numbers below 1e15 print as integers, everything else with four decimals."""
     assert metrics_cli._format_value(value) == text
+
+
+def test_connect_timeout_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection attempt that times out (a firewalled port) is the same one-line --timeout error."""
+    attempts: list[tuple[object, object]] = []
+
+    def connect_times_out(address: object, timeout: object = None, *args: object) -> socket.socket:
+        attempts.append((address, timeout))
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", connect_times_out)
+    result = run_cli("http://127.0.0.1:9/metrics", "--timeout", "0.25")
+    url = "http://127.0.0.1:9/metrics"
+    assert result.err == f"rl-contracts metrics: error: {url} did not answer within 0.25 s (--timeout)\n"
+    assert result.status == 2
+    assert attempts == [(("127.0.0.1", 9), 0.25)]

@@ -142,7 +142,6 @@ def encode_counter_key(name: str, part: str) -> str:
             f"counter name must be non-empty and must not contain '{COUNTER_KEY_SEP}', got {render(name)}; "
             "pass the bare metric name and put the component in part",
             key=shorten(name, 200),
-            value=None,
         )
     return name + COUNTER_KEY_SEP + part
 
@@ -316,31 +315,30 @@ class _Accumulator:
         self.vectors: dict[str, dict[int, float]] = {}
         self.order: dict[str, None] = {}
 
-    def _claim(self, key: str, vector: bool) -> None:
-        other = self.scalars if vector else self.vectors
+    def _claim(self, key: str, other: Mapping[str, object]) -> None:
+        """Record ``key`` in first-seen order; ``other`` is the store of the other kind, which must not hold it."""
         if key in other:
             raise CounterSnapshotError(
                 f"{self.where} counter '{shorten(key, 200)}' is reported both as a scalar and as a per-position "
                 "vector; one series cannot be both",
                 key=shorten(key, 200),
-                value=None,
             )
         self.order.setdefault(key)
 
     def add_scalar(self, key: str, value: object) -> None:
         number = _counter_value(value, key, self.where)
-        self._claim(key, vector=False)
+        self._claim(key, self.vectors)
         self.scalars[key] = self.scalars.get(key, 0.0) + number
 
     def add_position(self, key: str, position: int, value: object) -> None:
         number = _counter_value(value, key, self.where)
-        self._claim(key, vector=True)
+        self._claim(key, self.scalars)
         slots = self.vectors.setdefault(key, {})
         slots[position] = slots.get(position, 0.0) + number
 
     def add_vector(self, key: str, values: Sequence[object]) -> None:
         numbers_ = _counter_vector(values, key, self.where)
-        self._claim(key, vector=True)
+        self._claim(key, self.scalars)
         slots = self.vectors.setdefault(key, {})
         for position, number in enumerate(numbers_):
             slots[position] = slots.get(position, 0.0) + number
@@ -354,7 +352,7 @@ class _Accumulator:
                 out[key] = total
             else:
                 slots = self.vectors[key]
-                vector = [0.0] * (max(slots, default=-1) + 1)
+                vector = [0.0] * max((position + 1 for position in slots), default=0)
                 for position, total in slots.items():
                     _check_sum(key, total, self.where)
                     vector[position] = total
@@ -362,8 +360,18 @@ class _Accumulator:
         return _FrozenCounters(out)
 
 
-def _flat_key(name: str, labels: object, where: str) -> str:
+def _series_key(name: str, labels: Mapping[str, object]) -> str:
     """The snapshot key of a series: its name, plus ``|finished_reason=<reason>`` when that label is present."""
+    if FINISHED_REASON_LABEL not in labels:
+        return name
+    return encode_counter_key(name, f"{FINISHED_REASON_LABEL}={labels[FINISHED_REASON_LABEL]}")
+
+
+def _flat_key(name: str, labels: object, where: str) -> str:
+    """:func:`_series_key` after checking that ``labels`` is a mapping whose ``finished_reason`` is a ``str``.
+
+    Prometheus samples need no check: the parser only produces ``dict[str, str]`` labels.
+    """
     if not isinstance(labels, Mapping):
         raise CounterSnapshotError(
             f"{where} '{shorten(name, 200)}' must have labels as a mapping of label names to strings, got "
@@ -371,17 +379,16 @@ def _flat_key(name: str, labels: object, where: str) -> str:
             key=shorten(name, 200),
             value=render(labels),
         )
-    if FINISHED_REASON_LABEL not in labels:
-        return name
-    reason = labels[FINISHED_REASON_LABEL]
-    if not isinstance(reason, str):
-        raise CounterSnapshotError(
-            f"{where} '{shorten(name, 200)}' has a {FINISHED_REASON_LABEL} label that is not a str: "
-            f"{render(reason)}",
-            key=shorten(name, 200),
-            value=render(reason),
-        )
-    return encode_counter_key(name, f"{FINISHED_REASON_LABEL}={reason}")
+    if FINISHED_REASON_LABEL in labels:
+        reason = labels[FINISHED_REASON_LABEL]
+        if not isinstance(reason, str):
+            raise CounterSnapshotError(
+                f"{where} '{shorten(name, 200)}' has a {FINISHED_REASON_LABEL} label that is not a str: "
+                f"{render(reason)}",
+                key=shorten(name, 200),
+                value=render(reason),
+            )
+    return _series_key(name, labels)
 
 
 def _check_metric_name(name: object, where: str) -> str:
@@ -390,7 +397,6 @@ def _check_metric_name(name: object, where: str) -> str:
             f"{where} name must be a non-empty str without '{COUNTER_KEY_SEP}', got {type_name(name)} "
             f"{render(name)}",
             key=_key_text(name),
-            value=None,
         )
     return name
 
@@ -520,7 +526,6 @@ class CounterSnapshot(BaseModel):
                     f"metric {where} '{shorten(key, 200)}' ({type_name(metric)}) has none of 'values', 'value' "
                     "or 'count' and 'sum'; expected a vLLM Counter, Gauge, Histogram or Vector",
                     key=shorten(key, 200),
-                    value=None,
                 )
         return cls.model_construct(values=accumulator.result())
 
@@ -556,9 +561,7 @@ def _parse_prometheus(text: object) -> tuple[CounterSnapshot, int]:
         raise
     except Exception as err:  # the parser raises ValueError, but also bare IndexError/TypeError on odd input
         reason = render_name(str(err) or type(err).__name__)
-        raise CounterSnapshotError(
-            f"could not parse Prometheus text: {reason}", key=None, value=None
-        ) from None
+        raise CounterSnapshotError(f"could not parse Prometheus text: {reason}") from None
     accumulator = _Accumulator("Prometheus")
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     vllm_families = 0
@@ -588,7 +591,7 @@ def _parse_prometheus(text: object) -> tuple[CounterSnapshot, int]:
                     value=render(sample.value),
                 )
             seen.add(identity)
-            key = _flat_key(name, sample.labels, "Prometheus family")
+            key = _series_key(name, sample.labels)
             part = parts[sample.name]
             if part is not None:
                 accumulator.add_scalar(key + COUNTER_KEY_SEP + part, sample.value)

@@ -198,7 +198,7 @@ def _scrape(url: str, timeout: float) -> AggregatedCounters:
     """Fetch and parse one snapshot, aggregated as the trainer does (1-based per-position keys)."""
     body = _fetch(url, timeout)
     try:
-        text = body.decode("utf-8")
+        text = body.decode()  # strict UTF-8, the default
     except UnicodeDecodeError:
         raise _ScrapeError(f"{url} did not serve Prometheus text (not UTF-8)") from None
     try:
