@@ -778,15 +778,77 @@ def test_routed_experts_errors_render_huge_indices(message: bool, text: str) -> 
     assert_contract_error(info.value)
 
 
-def test_logger_without_warning_is_rejected() -> None:
-    """A logger without a callable ``warning`` raises ContractTypeError before anything else."""
-    with pytest.raises(ContractTypeError, match="logger"):
-        attach_routed_experts_to_chat_response_choices(
-            SimpleNamespace(choices=[]),
-            SimpleNamespace(),
-            device="cpu",
-            logger=object(),  # type: ignore[arg-type]
-        )
+@pytest.mark.parametrize(
+    ("logger", "actual"),
+    [(object(), "object"), (SimpleNamespace(warning="not callable"), "SimpleNamespace"), ("log", "str")],
+)
+def test_logger_without_warning_is_rejected(logger: Any, actual: str) -> None:
+    """A logger without a callable ``warning`` raises ContractTypeError before anything else, naming the logger."""
+    response, request_output = _legacy_exchange(
+        SimpleNamespace(index=0, token_ids=[200], routed_experts=np.array([[[30]]], dtype=np.uint8))
+    )
+    before = copy.deepcopy(response)
+    with pytest.raises(ContractTypeError) as info:
+        attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu", logger=logger)
+    assert str(info.value) == f"logger must have a callable warning(msg, *args), got {actual}"
+    assert (info.value.argument, info.value.expected, info.value.actual) == ("logger", "LoggerLike", actual)
+    assert_contract_error(info.value)
+    assert response == before
+
+
+def _routes_without_prompt_or_tokens(prompt: Any, token_ids: Any) -> tuple[Any, Any]:
+    """One choice whose output has 2 full-sequence routes, with ``prompt_token_ids``/``token_ids`` as given."""
+    output = SimpleNamespace(index=0, routed_experts=np.array([[[30]], [[31]]], dtype=np.uint8))
+    if token_ids != "absent":
+        output.token_ids = token_ids
+    response, request_output = _exchange([output])
+    if prompt == "absent":
+        del request_output.prompt_token_ids
+    else:
+        request_output.prompt_token_ids = prompt
+    return response, request_output
+
+
+@pytest.mark.parametrize(
+    ("prompt", "token_ids", "rows", "warnings"),
+    [
+        # n = 0 + 3: E = 2 = R, nothing missing.
+        (None, [200, 201, 202], [[[30]], [[31]], [[0]]], []),
+        ("absent", [200, 201, 202], [[[30]], [[31]], [[0]]], []),
+        # n = 3 + 0: E = 2 = R.
+        ([1, 2, 3], None, [[[30]], [[31]], [[0]]], []),
+        ([1, 2, 3], "absent", [[[30]], [[31]], [[0]]], []),
+        # n = 4 + 0: E = 3, R = 2, one sentinel row.
+        ([1, 2, 3, 4], None, [[[30]], [[31]], [[-1]], [[0]]], [(0, 1, 2, 3)]),
+        # n = 0 + 2: E = 1, R = 2; the tolerated final-token route is dropped.
+        (None, [200, 201], [[[30]], [[0]]], []),
+    ],
+    ids=[
+        "prompt_none",
+        "prompt_absent",
+        "tokens_none",
+        "tokens_absent",
+        "tokens_none_missing",
+        "prompt_none_two",
+    ],
+)
+def test_missing_prompt_or_generated_ids_count_as_zero_tokens(
+    prompt: Any, token_ids: Any, rows: list[Any], warnings: list[tuple[int, ...]]
+) -> None:
+    """``n = len(prompt_token_ids or []) + len(token_ids or [])``: a missing or None list counts 0 tokens."""
+    response, request_output = _routes_without_prompt_or_tokens(prompt, token_ids)
+    logger = RecordingLogger()
+    attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu", logger=logger)
+    assert _envelope_rows(_message(response, 0).routed_experts) == rows
+    assert logger.calls == [(ROUTED_EXPERTS_FALLBACK_WARNING, values) for values in warnings]
+
+
+def test_no_prompt_and_no_generated_ids_make_two_routes_surplus() -> None:
+    """With neither id list, n = 0 and E = 0: two routes exceed the one tolerated final route and raise."""
+    response, request_output = _routes_without_prompt_or_tokens(None, None)
+    with pytest.raises(RoutedExpertsError) as info:
+        attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu")
+    assert (info.value.routes, info.value.expected, info.value.valid_length) == (2, 0, 0)
 
 
 def test_empty_response_is_returned_unchanged() -> None:
@@ -902,6 +964,21 @@ def test_dump_overwrites_existing_keys_and_stops_at_the_shorter_list() -> None:
     assert result is dumped
     assert result["choices"] == [{"message": {"prompt_token_ids": ids, "routed_experts": "keep"}}]
     assert result["choices"][0]["message"]["prompt_token_ids"] is ids
+
+
+def test_dump_leaves_dumped_choices_beyond_the_response_choices_alone() -> None:
+    """Pairing stops at the shorter list on the dump side too: extra dumped choices are neither read nor written."""
+    ids = [9]
+    dumped = {"choices": [{"message": {}}, "not a dict", {"message": {"prompt_token_ids": "kept"}}]}
+    response = SimpleNamespace(
+        choices=[SimpleNamespace(message=SimpleNamespace(prompt_token_ids=ids))], model_dump=lambda: dumped
+    )
+    result = model_dump_chat_response_with_dynamic_message_fields(response)
+    assert result["choices"] == [
+        {"message": {"prompt_token_ids": ids}},
+        "not a dict",
+        {"message": {"prompt_token_ids": "kept"}},
+    ]
 
 
 def test_dump_creates_a_missing_or_none_message_dict() -> None:

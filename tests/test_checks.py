@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -198,6 +200,31 @@ def test_array_dims_and_description_of_tensors(
     tensor = _tensors()[name]
     assert array_dims(tensor) == dims
     assert describe_array(tensor) == description
+
+
+class _MetaList(list[int]):
+    """A sequence that also looks like a meta tensor (``is_meta``, a torch layout name, ``tolist``)."""
+
+    is_meta = True
+    layout = "torch.sparse_coo"
+
+    def tolist(self) -> list[int]:
+        return list(self)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        SimpleNamespace(is_meta=True),
+        SimpleNamespace(layout="torch.sparse_coo"),
+        _MetaList([1, 2]),
+    ],
+    ids=["meta_without_tolist", "layout_without_tolist", "sequence_with_meta"],
+)
+def test_describe_array_reports_unreadable_values_only_for_arrays(value: object) -> None:
+    """Only an array (``tolist`` and not a sequence) gets a reason; other objects are described by type name."""
+    assert array_dims(value) is None
+    assert describe_array(value) == type(value).__name__
 
 
 def test_array_dims_of_numpy_and_non_arrays() -> None:

@@ -372,6 +372,10 @@ def test_decode_legacy_empty_list_of_rows() -> None:
     [
         ([[[True, False]]], "dtype bool", "dtype"),
         ([[[1, True]]], "dtype bool", "dtype"),
+        ([[[2**64 - 1, True]]], "dtype bool", "dtype"),  # numpy reads this list as uint64
+        ([[[1 + 2j]]], "dtype complex128", "dtype"),
+        (np.zeros((1, 1, 2), np.complex64), "dtype complex64", "dtype"),
+        (np.ones((1, 1, 2), np.bool_), "dtype bool", "dtype"),
         ([[[1.0, 2.0]]], "dtype float64", "dtype"),
         ([[[1, float("nan")]]], "dtype float64", "dtype"),
         (torch.zeros(1, 1, 1), "dtype float32", "dtype"),
@@ -545,6 +549,19 @@ def test_decode_vllm_rejects_unparsable_headers(header: bytes) -> None:
     raw = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(8)
     with pytest.raises(EnvelopeError, match=r"is not a valid \.npy file") as caught:
         decode_vllm_routed_experts(base64.b64encode(raw).decode("ascii"), dtype=torch.int16)
+    assert caught.value.field == "payload"
+
+
+@pytest.mark.parametrize("shape", [(0, 2**70, 1), (2**70, 0, 2)])
+def test_decode_vllm_rejects_headers_numpy_cannot_read(shape: tuple[int, ...]) -> None:
+    """An empty array whose header declares a dimension beyond int64 passes the header checks, but numpy's reader
+    refuses it: the failure is reported as 'not a valid .npy file' (field 'payload') with numpy's explanation."""
+    payload = raw_npy_base64({"descr": "|u1", "fortran_order": False, "shape": shape}, b"")
+    with pytest.raises(Exception) as numpy_error:  # noqa: PT011 - whatever numpy raises is quoted verbatim
+        np.lib.format.read_array(io.BytesIO(base64.b64decode(payload)), allow_pickle=False)
+    with pytest.raises(EnvelopeError) as caught:
+        decode_vllm_routed_experts(payload, dtype=torch.int16)
+    assert str(caught.value) == f"vLLM routed_experts payload is not a valid .npy file: {numpy_error.value}"
     assert caught.value.field == "payload"
 
 

@@ -310,6 +310,49 @@ def test_as_tensor_converts_any_layout_exactly(value: Any) -> None:
     np.testing.assert_array_equal(result.numpy(), expected)
 
 
+def _zero_copy_cases() -> list[tuple[str, np.ndarray, bool]]:
+    """Source arrays and whether torch may wrap them directly (vLLM's own uint8/uint16 arrays must qualify)."""
+    grid = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    rows = np.arange(6, dtype=np.uint8).reshape(3, 2)
+    return [
+        ("uint8", grid.copy(), True),
+        ("uint16", grid.astype(np.uint16), True),
+        ("int16", grid.astype(np.int16), True),
+        ("int64", grid.astype(np.int64), True),
+        ("fortran", np.asfortranarray(grid), True),
+        ("new_axis_stride_0", rows[:, None, :], True),
+        (
+            "all_strides_0",
+            np.lib.stride_tricks.as_strided(np.arange(2, dtype=np.int32), (3, 1, 2), (0, 0, 4)),
+            True,
+        ),
+        ("broadcast_read_only", np.broadcast_to(rows[:, None, :], (3, 4, 2)), False),
+        ("read_only", np.frombuffer(bytes(range(24)), np.uint8).reshape(2, 3, 4), False),
+        ("big_endian", grid.astype(">u2"), False),
+        ("reversed_rows", grid[::-1], False),
+        ("reversed_last_axis", grid[:, :, ::-1], False),
+        ("float32", grid.astype(np.float32), False),
+        ("bool", grid.astype(np.bool_), False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "array", "zero_copy"), _zero_copy_cases(), ids=[c[0] for c in _zero_copy_cases()]
+)
+def test_zero_copy_is_used_exactly_for_native_writable_integer_arrays(
+    name: str, array: np.ndarray, zero_copy: bool
+) -> None:
+    """Native, writable integer arrays with non-negative strides (zero strides included) are handed to torch
+    without a host copy; read-only, byte-swapped, negatively strided and non-integer arrays never are (torch would
+    warn, raise, or carry a non-integer dtype).  Either way the integer sources convert value for value."""
+    assert routed_experts._wraps_zero_copy(array) is zero_copy
+    if zero_copy:
+        assert torch.from_numpy(array).data_ptr() == array.ctypes.data  # shares memory: no copy
+    if array.dtype.kind in "iu":
+        result = as_routed_experts_tensor(array, device="cpu", dtype=torch.int32)
+        np.testing.assert_array_equal(result.numpy(), array)
+
+
 def test_as_tensor_checks_every_masked_entry() -> None:
     """A masked-out id is still range-checked: the stored data is what gets transported."""
     value = np.ma.masked_array(np.array([[[500, 1]]], np.int64), mask=np.array([[[1, 0]]], bool))

@@ -190,13 +190,16 @@ def attach_routed_experts_to_chat_response_choices(
             expected="LoggerLike",
             actual=type_name(logger),
         )
-    matches = _match_choices(response, final_request_output, _ROUTES, exact=False)
-    messages = [_message(choice, index, _ROUTES) for index, choice, _ in matches]
+    # Every choice is matched and has a message before any alignment runs.
+    matches = [
+        (index, _message(choice, index, _ROUTES), output)
+        for index, choice, output in _match_choices(response, final_request_output, _ROUTES)
+    ]
     prompt = getattr(final_request_output, "prompt_token_ids", None)
     prompt_count = 0 if prompt is None else len(_ids(prompt, "prompt_token_ids", None, _ROUTES))
     plan: _Plan = []
     warnings: list[tuple[int, int, int, int]] = []
-    for (index, _, output), message in zip(matches, messages, strict=True):
+    for index, message, output in matches:
         generated = getattr(output, "token_ids", None)
         count = prompt_count + (0 if generated is None else len(_ids(generated, "token_ids", index, _ROUTES)))
         routes, stats = pad_and_align_routed_expert_indices(
@@ -261,8 +264,8 @@ def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseL
         raise ContractTypeError.for_value(
             "response.model_dump()['choices']", "a list of choice dicts", dumped
         )
-    for position, (choice, choice_dict) in enumerate(zip(choices, dumped, strict=False)):
-        message = getattr(choice, "message", None)
+    for position, choice_dict in enumerate(dumped[: len(choices)]):
+        message = getattr(choices[position], "message", None)
         present = [
             (name, value)
             for name in DYNAMIC_MESSAGE_FIELDS
@@ -325,7 +328,7 @@ def _indices(items: Sequence[Any], kind: str, short: str, wording: _Wording) -> 
 
 
 def _match_choices(
-    response: object, request_output: object, wording: _Wording, *, exact: bool
+    response: object, request_output: object, wording: _Wording, *, exact: bool = False
 ) -> list[_Match]:
     """Pair every response choice with the generation output of the same ``index``, in response order.
 

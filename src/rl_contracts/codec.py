@@ -220,7 +220,7 @@ def _legacy_array(payload: object) -> np.ndarray | str:
         array = np.asarray(payload)
         if (
             isinstance(payload, list | tuple)
-            and array.dtype.kind in "iu"
+            and array.dtype.kind in ("i", "u")
             and array.size
             and _has_bool_element(payload)
         ):
@@ -247,9 +247,9 @@ def _decode_legacy(payload: object, dtype: torch.dtype) -> torch.Tensor:
     if isinstance(converted, str):
         raise reject(converted, "dtype" if converted.startswith("dtype") else "payload")
     kind = converted.dtype.kind
-    if converted.size and kind in "bfc":
+    if converted.size and kind in ("b", "f", "c"):
         raise reject(f"dtype {render_name(converted.dtype)}", "dtype")
-    if converted.size and kind not in "iu":
+    if converted.size and kind not in ("i", "u"):
         raise reject(f"type {type_name(payload)}", "payload")
     if converted.ndim != 3:
         raise reject(f"shape {render(tuple(converted.shape))}", "shape")
@@ -414,7 +414,7 @@ def decode_vllm_routed_experts(
             f"holds a pickled object array (dtype {render_name(numpy_dtype)}); pickles are never loaded.",
             "dtype",
         )
-    if numpy_dtype.kind not in "iu":
+    if numpy_dtype.kind not in ("i", "u"):
         raise _npy_error(f"must hold integer expert ids, got dtype {render_name(numpy_dtype)}.", "dtype")
     if len(shape) != 3 or any(size < 0 for size in shape):
         raise _npy_error(f"must have shape [tokens, num_moe_layers, topk], got {render(shape)}.", "shape")
@@ -430,7 +430,7 @@ def decode_vllm_routed_experts(
         array = npy_format.read_array(io.BytesIO(raw), allow_pickle=False)
     except _RERAISED:
         raise
-    except Exception as exc:  # pragma: no cover - the same header was accepted above and the length matches
+    except Exception as exc:  # e.g. an empty array with a dimension beyond int64, which the header allows
         raise _npy_error(f"is not a valid .npy file: {render_name(exc)}", "payload") from None
     info = torch.iinfo(target)
     bad = _first_out_of_range(array, -1, int(info.max))

@@ -52,7 +52,7 @@ def format_refit_key_error(label: str, keys: Iterable[str]) -> str:
     if isinstance(keys, str | bytes | bytearray) or not isinstance(keys, Iterable):
         raise ContractTypeError.for_value("keys", "a collection of str keys (not a bare str)", keys)
     items = list(keys)
-    if not set(map(type, items)) <= {str}:  # the common all-str case costs no Python-level loop
+    if set(map(type, items)) - {str}:  # the common all-str case costs no Python-level loop
         for item in items:
             if not isinstance(item, str):
                 raise ContractTypeError(

@@ -306,7 +306,7 @@ def _check_id_range(source: _RouteSource, dtype: torch.dtype, context: _Context)
 def _wraps_zero_copy(array: np.ndarray) -> bool:
     """Whether ``torch.from_numpy`` shares ``array`` without a copy, an error or a warning (vLLM's arrays do)."""
     return (
-        array.dtype.kind in "iu"
+        array.dtype.kind in ("i", "u")
         and array.dtype.isnative
         and array.flags.writeable
         and all(stride >= 0 for stride in array.strides)

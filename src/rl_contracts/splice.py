@@ -17,7 +17,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .checks import ContractInt, int_or_none, require_int, token_ids
-from .errors import ContractTypeError, SpliceError, render, render_list, type_name
+from .errors import MAX_LIST_ITEMS, ContractTypeError, SpliceError, render, render_list, type_name
 from .protocols import TokenizerLike
 
 __all__ = ["PrefixSplice", "replace_prefix_tokens", "splice_prefix_tokens"]
@@ -56,7 +56,8 @@ class PrefixSplice(BaseModel):
                 expected="at most 3 positional arguments",
                 actual=str(len(args)),
             )
-        for name, value in zip(_FIELDS[: len(args)], args, strict=True):
+        for position, value in enumerate(args):
+            name = _FIELDS[position]
             if name in kwargs:
                 raise ContractTypeError(
                     f"PrefixSplice() got multiple values for argument '{name}' (positionally and by keyword)",
@@ -112,7 +113,7 @@ def _member_mask(values: npt.NDArray[Any], members: Sequence[int]) -> npt.NDArra
 
 
 def _summary(name: str, ids: list[int]) -> str:
-    return f"{name}={render_list(ids[:8], total=len(ids))}"
+    return f"{name}={render_list(ids[:MAX_LIST_ITEMS], total=len(ids))}"
 
 
 def _int_collection(value: object, argument: str) -> list[int]:
