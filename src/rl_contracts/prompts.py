@@ -105,7 +105,7 @@ def validate_rollout_prompt(
     tokens = excerpt = ""
     if got is not None:
         shorter = min(len(want), len(got))
-        index = next((j for j, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), shorter)
+        index = next((j for j in range(shorter) if want[j] != got[j]), shorter)
         if index < shorter:
             tokens = f", expected_token={render(want[index])}, actual_token={render(got[index])}"
         start = max(index - _EXCERPT_BEFORE, 0)
@@ -203,8 +203,6 @@ def _present(data: Mapping[str, Any], key: str, expected: str) -> Any:
         raise PromptFormatError(
             f"generation batch is missing '{key}' (absent or None); expected {expected}",
             key=key,
-            row=None,
-            value=None,
         )
     return value
 
@@ -233,7 +231,6 @@ def _integer_array_shape(value: Any, key: str, ndim: int, expected: str) -> tupl
     raise PromptFormatError(
         f"generation batch '{key}' must be {expected}, got {found}",
         key=key,
-        row=None,
         value=found,
     )
 
@@ -250,7 +247,6 @@ def _lengths(value: Any, batch: int, width: int) -> list[int]:
         raise PromptFormatError(
             f"generation batch 'input_lengths'.tolist() returned {type_name(items)}, not a list",
             key="input_lengths",
-            row=None,
             value=type_name(items),
         )
     converted = list(map(int_or_none, items))
@@ -268,7 +264,6 @@ def _lengths(value: Any, batch: int, width: int) -> list[int]:
             f"generation batch 'input_lengths' has {len(lengths)} entries but 'input_ids' has "
             f"B={render(batch)} rows; the batch was collated inconsistently",
             key="input_lengths",
-            row=None,
             value=render(len(lengths)),
         )
     for row, length in enumerate(lengths):
@@ -311,7 +306,6 @@ def _rows(
             f"generation batch '{key}' must be a list with exactly one entry per row (B={render(batch)}), "
             f"got {type_name(rows)}{count}",
             key=key,
-            row=None,
             value=type_name(rows),
         )
     for row, item in enumerate(rows):
@@ -337,7 +331,6 @@ def _batch_media(data: Mapping[str, Any], batch: int) -> _Media:
             "generation batch has both 'vllm_multi_modal_data' and the older per-modality key(s) "
             f"{render_list(older_present)}: ambiguous multimodal key scheme; use one scheme per batch",
             key="vllm_multi_modal_data",
-            row=None,
             value=render_list(older_present),
         )
     current = _rows(data, "vllm_multi_modal_data", batch, _check_mm_mapping)
