@@ -1,0 +1,249 @@
+"""Id-range boundaries and non-CPU destinations of ``rl_contracts.routed_experts`` (SPEC §3.2 step 3, §3.3).
+
+Every id must lie in ``[-1, iinfo(carry).max]``: the sentinel ``-1`` and an id equal to the carry dtype's maximum
+are accepted exactly, ``-2`` and ``max + 1`` are rejected with ``.min_id``/``.max_id``, ``.dtype_name`` and
+``.limit``.  The table covers each reduction path: torch ``aminmax`` (both bounds needed), a single torch
+reduction (only one bound needed), numpy arrays, and uint16/64 tensors (no torch reductions, reduced on numpy).
+
+Results on a non-CPU device are checked on the meta device (shape, dtype, device) and, for their values, with a
+destination that reports a non-CPU device while storing on the host, because this machine has no accelerator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, cast
+
+import numpy as np
+import pytest
+import torch
+
+from rl_contracts import routed_experts
+from rl_contracts.errors import RoutedExpertsError
+from rl_contracts.routed_experts import as_routed_experts_tensor, pad_and_align_routed_expert_indices
+from rl_contracts.testing import assert_contract_error
+
+Build = Callable[[list[int]], Any]
+LIMITS = {torch.int8: 127, torch.int16: 32767, torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
+NAMES = {torch.int8: "int8", torch.int16: "int16", torch.int32: "int32", torch.int64: "int64"}
+
+
+def numpy_source(dtype: str) -> Build:
+    return lambda ids: np.array([[ids]], dtype=dtype)
+
+
+def tensor_source(dtype: torch.dtype) -> Build:
+    # Built through int64 (uint64 values above int64's max go through numpy), then cast without wrapping.
+    return lambda ids: torch.from_numpy(
+        np.array([[ids]], dtype=np.uint64 if dtype == torch.uint64 else np.int64)
+    ).to(dtype)
+
+
+# (case id, source builder, carry dtype, smallest and largest value the source dtype can hold)
+CASES: list[tuple[str, Build, torch.dtype, int, int]] = [
+    ("numpy_uint8_int8", numpy_source("uint8"), torch.int8, 0, 255),
+    ("numpy_uint16_int16", numpy_source("uint16"), torch.int16, 0, 65535),
+    ("numpy_big_endian_uint16_int8", numpy_source(">u2"), torch.int8, 0, 65535),
+    ("numpy_int8_int8", numpy_source("int8"), torch.int8, -128, 127),
+    ("numpy_int64_int32", numpy_source("int64"), torch.int32, -(2**63), 2**63 - 1),
+    ("numpy_uint64_int64", numpy_source("uint64"), torch.int64, 0, 2**64 - 1),
+    ("tensor_int16_int8_aminmax", tensor_source(torch.int16), torch.int8, -(2**15), 2**15 - 1),
+    ("tensor_int64_int32_aminmax", tensor_source(torch.int64), torch.int32, -(2**63), 2**63 - 1),
+    ("tensor_int8_int16_min_only", tensor_source(torch.int8), torch.int16, -128, 127),
+    ("tensor_int64_int64_min_only", tensor_source(torch.int64), torch.int64, -(2**63), 2**63 - 1),
+    ("tensor_uint8_int8_max_only", tensor_source(torch.uint8), torch.int8, 0, 255),
+    ("tensor_uint16_int8_on_numpy", tensor_source(torch.uint16), torch.int8, 0, 65535),
+    ("tensor_uint64_int64_on_numpy", tensor_source(torch.uint64), torch.int64, 0, 2**64 - 1),
+]
+IDS = [case[0] for case in CASES]
+ABOVE = [case for case in CASES if case[4] > LIMITS[case[2]]]
+BELOW = [case for case in CASES if case[3] < -1]
+
+
+def exceeds(value: int, carry: torch.dtype) -> str:
+    return (
+        f"routed expert id {value} exceeds the resolved carry dtype {carry} (max {LIMITS[carry]}); the model's "
+        "expert count was likely mis-detected (see rl_contracts.routed_experts.resolve_routed_experts_dtype)."
+    )
+
+
+def below(value: int) -> str:
+    return (
+        f"routed expert id {value} is below the missing-route sentinel -1; routed_experts must hold expert ids "
+        ">= 0 or the sentinel -1."
+    )
+
+
+@pytest.mark.parametrize(("build", "carry", "low", "high"), [case[1:] for case in CASES], ids=IDS)
+def test_ids_at_both_ends_of_the_range_are_accepted_exactly(
+    build: Build, carry: torch.dtype, low: int, high: int
+) -> None:
+    """The sentinel -1 (or 0 for unsigned sources) and an id equal to the carry maximum convert exactly."""
+    ids = [max(low, -1), min(high, LIMITS[carry]), 0]
+    result = as_routed_experts_tensor(build(ids), device="cpu", dtype=carry)
+    assert result.dtype is carry
+    assert result.tolist() == [[ids]]
+
+
+@pytest.mark.parametrize(
+    ("build", "carry", "low", "high"), [case[1:] for case in ABOVE], ids=[c[0] for c in ABOVE]
+)
+def test_an_id_one_above_the_carry_maximum_is_rejected(
+    build: Build, carry: torch.dtype, low: int, high: int
+) -> None:
+    """``max + 1`` raises the overflow error with max_id, dtype_name and limit (min_id does not apply)."""
+    del low, high
+    value = LIMITS[carry] + 1
+    with pytest.raises(RoutedExpertsError) as caught:
+        as_routed_experts_tensor(build([0, value]), device="cpu", dtype=carry)
+    error = caught.value
+    assert str(error) == exceeds(value, carry)
+    assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (
+        None,
+        value,
+        NAMES[carry],
+        LIMITS[carry],
+    )
+    assert_contract_error(error)
+
+
+@pytest.mark.parametrize(
+    ("build", "carry", "low", "high"), [case[1:] for case in BELOW], ids=[c[0] for c in BELOW]
+)
+def test_an_id_one_below_the_sentinel_is_rejected(
+    build: Build, carry: torch.dtype, low: int, high: int
+) -> None:
+    """``-2`` raises the sentinel error with min_id, dtype_name and limit (max_id does not apply)."""
+    del low, high
+    with pytest.raises(RoutedExpertsError) as caught:
+        as_routed_experts_tensor(build([-1, -2, 0]), device="cpu", dtype=carry)
+    error = caught.value
+    assert str(error) == below(-2)
+    assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (
+        -2,
+        None,
+        NAMES[carry],
+        LIMITS[carry],
+    )
+    assert_contract_error(error)
+
+
+def test_an_id_too_large_is_reported_before_one_too_small() -> None:
+    """With both bounds violated, the overflow check (SPEC §3.2 step 3, first bullet) is the one raised."""
+    with pytest.raises(RoutedExpertsError) as caught:
+        as_routed_experts_tensor(torch.tensor([[[-5, 300]]]), device="cpu", dtype=torch.int8)
+    assert str(caught.value) == exceeds(300, torch.int8)
+    assert (caught.value.min_id, caught.value.max_id) == (None, 300)
+
+
+def test_pad_and_align_bounds_carry_the_part_and_the_counts() -> None:
+    """Through pad_and_align the boundary ids are copied, and a -2 names its part and the route counts."""
+    request = SimpleNamespace(prompt_routed_experts=np.array([[[127, 0]]], np.uint8), num_cached_tokens=3)
+    completion = SimpleNamespace(routed_experts=np.array([[[-1, -1]]], np.int16))
+    result = pad_and_align_routed_expert_indices(
+        request, completion, valid_length=3, padded_length=4, device="cpu", routed_experts_dtype=torch.int8
+    )
+    assert result is not None
+    assert result.tolist() == [[[127, 0]], [[-1, -1]], [[0, 1]], [[0, 1]]]
+    completion.routed_experts = np.array([[[-2, 4]]], np.int16)
+    with pytest.raises(RoutedExpertsError) as caught:
+        pad_and_align_routed_expert_indices(
+            request,
+            completion,
+            valid_length=3,
+            padded_length=4,
+            device="cpu",
+            routed_experts_dtype=torch.int8,
+        )
+    error = caught.value
+    assert str(error) == below(-2) + (
+        " [routed_experts: expected=2, valid_length=3, padded_length=4, num_cached_tokens=3]"
+    )
+    assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (-2, None, "int8", 127)
+    assert (error.valid_length, error.padded_length, error.expected, error.num_cached_tokens) == (3, 4, 2, 3)
+    assert_contract_error(error)
+
+
+# --- non-CPU destinations ------------------------------------------------------------------------------------------
+
+
+def _host_cast_sources() -> list[tuple[str, np.ndarray]]:
+    """Integer arrays torch cannot wrap without a copy, so numpy casts them on the host (SPEC §3.2 step 4)."""
+    grid = np.arange(12, dtype=np.uint8).reshape(2, 3, 2) * 10
+    return [
+        ("read_only", np.frombuffer(grid.tobytes(), np.uint8).reshape(2, 3, 2)),
+        ("big_endian", grid.astype(">u2")),
+        ("reversed_rows", grid[::-1]),
+        ("broadcast", np.broadcast_to(grid[:1], (2, 3, 2))),
+    ]
+
+
+HOST_CAST = _host_cast_sources()
+
+
+@pytest.mark.parametrize("source", [case[1] for case in HOST_CAST], ids=[case[0] for case in HOST_CAST])
+def test_host_cast_sources_convert_onto_a_non_cpu_device(source: np.ndarray) -> None:
+    """Arrays numpy must cast on the host still land on the requested (meta) device in the carry dtype."""
+    assert not routed_experts._wraps_zero_copy(source)
+    result = as_routed_experts_tensor(source, device="meta", dtype=torch.int16)
+    assert (result.device.type, result.dtype, tuple(result.shape)) == ("meta", torch.int16, (2, 3, 2))
+    aligned = pad_and_align_routed_expert_indices(
+        None, SimpleNamespace(routed_experts=source), valid_length=3, padded_length=4, device="meta"
+    )
+    assert aligned is not None
+    assert (aligned.device.type, aligned.dtype, tuple(aligned.shape)) == ("meta", torch.int16, (4, 3, 2))
+
+
+def test_host_cast_sources_are_range_checked_before_a_non_cpu_copy() -> None:
+    """The id range is checked on the host before anything is allocated or copied on the device."""
+    with pytest.raises(RoutedExpertsError) as caught:
+        as_routed_experts_tensor(np.array([[[200, 1]]], ">u2"), device="meta", dtype=torch.int8)
+    assert str(caught.value) == exceeds(200, torch.int8)
+
+
+class HostBackedDevice:
+    """A destination that reports a non-CPU device but stores on the host, to check the values that a
+    host-to-device copy delivers on a machine without an accelerator.  ``copies`` counts the transfers."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype) -> None:
+        self.storage = torch.full(shape, 99, dtype=dtype)
+        self.device = torch.device("cuda", 0)
+        self.shape, self.dtype = self.storage.shape, dtype
+        self.copies = 0
+
+    def numel(self) -> int:
+        return self.storage.numel()
+
+    def copy_(self, source: torch.Tensor) -> HostBackedDevice:
+        assert source.device.type == "cpu"
+        self.copies += 1
+        self.storage.copy_(source)
+        return self
+
+
+# Ids beyond 2**24 are where any float32 detour would round (16777217 -> 16777216).
+LARGE = [[[2**24 + 1, 2**31 - 1]], [[0, -1]]]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        np.array(LARGE, ">i4"),
+        np.array(LARGE, np.int64)[::-1],
+        np.frombuffer(np.array(LARGE, np.int32).tobytes(), np.int32).reshape(2, 1, 2),
+        np.array(LARGE, np.int64),
+        torch.tensor(LARGE, dtype=torch.int64),
+    ],
+    ids=["big_endian", "reversed_rows", "read_only", "zero_copy", "tensor"],
+)
+@pytest.mark.parametrize("carry", [torch.int32, torch.int64])
+def test_copy_to_a_non_cpu_destination_delivers_exact_ids_in_one_transfer(
+    source: np.ndarray | torch.Tensor, carry: torch.dtype
+) -> None:
+    """Every id, including ids beyond float32's exact range, arrives exactly, in a single host-to-device copy."""
+    expected = np.asarray(source).tolist()
+    destination = HostBackedDevice(tuple(source.shape), carry)
+    routed_experts._copy_cast(cast(torch.Tensor, destination), source)
+    assert destination.copies == 1
+    assert destination.storage.tolist() == expected
