@@ -463,3 +463,99 @@ def test_header_with_errors_and_warnings(capsys: pytest.CaptureFixture[str], tmp
     path.write_text(json.dumps({"defaults": str(parent), "policy": {"generation": {"bogus_a": 1}}}))
     _, out = run(capsys, "validate", str(path))
     assert out.splitlines()[0] == f"INVALID  {path}  [policy.generation]  1 error, 1 warning"
+
+
+GOLDEN_GENERATION: dict[str, Any] = {
+    "colocated": {"enabled": True, "resources": {"gpus_per_node": None, "num_nodes": None}},
+    "vllm_cfg": {"refit_with_reload_api": True, "reset_encoder_cache_after_weight_updates": "v" * 30},
+}
+GOLDEN_TABLE = """\
+INVALID  r.yaml  [policy.generation]  1 error, 1 warning
+severity   path                              value                      reason
+────────────────────────────────────────────────────────────────────────────────────────────────────
+error      policy.generation.colocated.ena   True                       policy.generation.vllm_cfg.r
+           bled                                                         efit_with_reload_api=true is
+                                                                        not supported yet with
+                                                                        colocated vLLM refit.
+                                                                        Support for the colocated
+                                                                        IPC/ZMQ reload-refit path
+                                                                        will be added later. Set
+                                                                        refit_with_reload_api=false
+                                                                        for now.
+warning    policy.generation.vllm_cfg.rese   'vvvvvvvvvvvvvvvvvvvvvvv   unknown key (not validated);
+           t_encoder_cache_after_weight_up   vvvvvvv'                   did you mean
+           dates                                                        'reset_encoder_cache_after_w
+                                                                        eight_update'?
+"""
+GOLDEN_LIST = """\
+INVALID  r.yaml  [policy.generation]  1 error, 1 warning
+error   policy.generation.colocated.enabled
+        value:  True
+        reason:
+        policy.generation.vllm_cfg.refit_with_reload_api=tru
+        e is not supported yet with colocated vLLM refit.
+        Support for the colocated IPC/ZMQ reload-refit path
+        will be added later. Set refit_with_reload_api=false
+        for now.
+warning policy.generation.vllm_cfg.reset_encoder_cache_after
+        _weight_updates
+        value:  'vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv'
+        reason: unknown key (not validated); did you mean
+        'reset_encoder_cache_after_weight_update'?
+"""
+
+
+@pytest.mark.parametrize(("columns", "expected"), [(100, GOLDEN_TABLE), (60, GOLDEN_LIST)])
+def test_human_report_golden(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    columns: int,
+    expected: str,
+) -> None:
+    """The full human report of a fixed recipe: long paths, values and words fold inside their column (never
+    cut, never an ellipsis), one line per issue row with no blank lines between issues."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.chdir(tmp_path)
+    write_recipe(tmp_path, "r.yaml", GOLDEN_GENERATION)
+    status, out = run(capsys, "validate", "r.yaml")
+    assert status == 1
+    assert "".join(line.rstrip() + "\n" for line in out.splitlines()) == expected
+
+
+def test_very_narrow_terminal_never_cuts_the_severity(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Even at 14 columns each issue starts with its whole severity word; the details take what is left."""
+    monkeypatch.setenv("COLUMNS", "14")
+    monkeypatch.chdir(tmp_path)
+    write_recipe(tmp_path, "r.yaml", GOLDEN_GENERATION)
+    _, out = run(capsys, "validate", "r.yaml")
+    lines = out.splitlines()
+    body = lines[lines.index("error   policy") :]
+    assert [line for line in body if not line.startswith(" ")] == ["error   policy", "warning policy"]
+    assert all(len(line.rstrip()) <= 14 for line in lines)
+    assert "".join(line[8:].strip() for line in body).startswith(
+        "policy.generation.colocated.enabledvalue:True"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [(["validate", "--json", VALID], 0), (["validate", "--json", INVALID], 1), (["schema"], 0)],
+)
+def test_closed_stdout_is_redirected_to_devnull(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: int
+) -> None:
+    """When the reader of stdout has gone, ``--json`` and ``schema`` still return their exit status, and
+    stdout's file descriptor now points at the null device, so the interpreter's final flush cannot fail."""
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    with os.fdopen(write_fd, "w") as stream:
+        monkeypatch.setattr(sys, "stdout", stream)
+        status = main(argv)
+        assert os.path.samestat(os.fstat(write_fd), os.stat(os.devnull))
+        stream.write("more output\n")
+        stream.flush()
+        monkeypatch.undo()
+    assert status == expected

@@ -770,6 +770,77 @@ def test_cross_field_rules_accept_boundaries(config: dict[str, Any]) -> None:
     VllmConfig.model_validate(config)
 
 
+C1_KEYS = ["top_k", "val_top_k", "top_p", "val_top_p"]
+C1_MESSAGES = {"top_k": TOP_K_MSG, "val_top_k": VAL_TOP_K_MSG, "top_p": TOP_P_MSG, "val_top_p": VAL_TOP_P_MSG}
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "shown"),
+    [
+        ("k", 0, "0"),
+        ("k", -2, "-2"),
+        ("k", -100, "-100"),
+        ("p", 0, "0.0"),
+        ("p", 0.0, "0.0"),
+        ("p", -1e-300, "-1e-300"),
+        ("p", 1.0000001, "1.0000001"),
+        ("p", 2, "2.0"),
+    ],
+)
+@pytest.mark.parametrize("prefix", ["", "val_"])
+def test_c1_rejects_values_just_outside_the_range(kind: str, value: float, shown: str, prefix: str) -> None:
+    """Rule C1 at its boundaries, for a field and its ``val_`` twin: the message names the field that failed."""
+    key = f"{prefix}top_{kind}"
+    found = errors(section(**{key: value}))
+    assert [(e["loc"], e["type"], e["msg"], e["input"]) for e in found] == [
+        ((key,), "config_rule_c1", C1_MESSAGES[key].format(shown), value)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("k", -1),
+        ("k", 1),
+        ("k", 2),
+        ("k", None),
+        ("p", 5e-324),
+        ("p", 1e-9),
+        ("p", 0.5),
+        ("p", 1),
+        ("p", 1.0),
+    ],
+)
+@pytest.mark.parametrize("prefix", ["", "val_"])
+def test_c1_accepts_values_at_the_edge_of_the_range(kind: str, value: float | None, prefix: str) -> None:
+    """``top_k`` -1, 1 or null and ``top_p`` in (0, 1] validate unchanged (ints for top-p become floats)."""
+    key = f"{prefix}top_{kind}"
+    model = VllmConfig.model_validate(section(**{key: value}))
+    assert getattr(model, key) == value
+
+
+@pytest.mark.parametrize(
+    ("loc", "default", "other"),
+    [
+        (("vllm_cfg", "kv_cache_dtype"), "auto", "fp8"),
+        (("vllm_cfg", "kv_cache_dtype"), "auto", "fp8_ds_mla"),
+        (("vllm_cfg", "refit_with_reload_api"), False, True),
+    ],
+)
+def test_null_reads_as_the_default_and_other_values_are_kept(
+    loc: Loc, default: object, other: object
+) -> None:
+    """A "Req. no" key with a non-null default: absent or null reads as the default, a set value is kept."""
+    absent = section()
+    assert loc[-1] not in absent["vllm_cfg"]
+    for config, expected in (
+        (absent, default),
+        (at(section(), loc, None), default),
+        (at(section(), loc, other), other),
+    ):
+        assert getattr(VllmConfig.model_validate(config).vllm_cfg, str(loc[-1])) is expected
+
+
 def test_every_violation_is_reported_at_once() -> None:
     """Cross-field violations are collected, not stopped at the first one."""
     config = section(
@@ -887,6 +958,20 @@ def test_schema_uses_aliases_and_extra_policy() -> None:
         "stop_strings",
         "vllm_cfg",
     }
+
+
+def test_schema_is_the_validation_mode_schema() -> None:
+    """The schema describes what validation accepts (null for defaulted keys, numbers in ``env_vars``)."""
+    schema = config_json_schema()
+    vllm_cfg = schema["$defs"]["VllmSpecificArgs"]["properties"]
+    assert vllm_cfg["kv_cache_dtype"]["anyOf"] == [
+        {"enum": ["auto", "fp8", "fp8_e4m3", "fp8_ds_mla"], "type": "string"},
+        {"type": "null"},
+    ]
+    assert vllm_cfg["refit_with_reload_api"]["anyOf"] == [{"type": "boolean"}, {"type": "null"}]
+    env_values = vllm_cfg["env_vars"]["anyOf"][0]["additionalProperties"]
+    assert env_values == {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "number"}]}
+    assert schema == VllmConfig.model_json_schema(by_alias=True, mode="validation")
 
 
 def test_schema_ranges_are_json_schema_keywords() -> None:

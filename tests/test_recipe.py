@@ -20,11 +20,18 @@ from rl_contracts.config.recipe import (
     LoadedRecipe,
     _omegaconf_key,
     _reason,
+    _rule_issue,
     _version_at_least,
     load_recipe,
     register_resolvers,
 )
-from rl_contracts.errors import ConfigContractError, ContractTypeError, RecipeError, RecipeLoadError
+from rl_contracts.errors import (
+    ConfigContractError,
+    ContractError,
+    ContractTypeError,
+    RecipeError,
+    RecipeLoadError,
+)
 from rl_contracts.testing.strategies import minimal_vllm_generation as valid_generation
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
@@ -750,6 +757,47 @@ def test_unknown_keys_are_warnings_with_a_hint(tmp_path: Path) -> None:
             severity="warning",
         ),
     )
+
+
+def test_unknown_list_shows_failed_elements_as_unresolved(tmp_path: Path) -> None:
+    """An element that failed resolution keeps its position in an unknown list's value as ``<unresolved>``."""
+    generation = valid_generation(my_list=[1, "${nope}", 3])
+    issues = issues_of(write(tmp_path, "r.yaml", recipe_with(generation)))
+    assert [(i.path, i.value, i.severity) for i in issues] == [
+        (f"{GEN}.my_list", "[1, <unresolved>, 3]", "warning"),
+        (f"{GEN}.my_list[1]", "'${nope}'", "error"),
+    ]
+
+
+RULE_DATA: dict[str, Any] = {"vllm_cfg": {"max_model_len": 7, "tags": ["a", "b"]}, "quant_cfg": None}
+WHOLE = "{'vllm_cfg': {'max_model_len': 7, 'tags': ['a', 'b']}, 'quant_cfg': None}"
+
+
+@pytest.mark.parametrize(
+    ("error", "path", "value"),
+    [
+        (
+            ConfigContractError("m", path="refit_transport", value="'given'"),
+            f"{GEN}.refit_transport",
+            "'given'",
+        ),
+        (ConfigContractError("m", path="vllm_cfg.max_model_len"), f"{GEN}.vllm_cfg.max_model_len", "7"),
+        (ConfigContractError("m", path="vllm_cfg.tags"), f"{GEN}.vllm_cfg.tags", "['a', 'b']"),
+        (ConfigContractError("m", path="quant_cfg"), f"{GEN}.quant_cfg", "None"),
+        (ConfigContractError("m", path="vllm_cfg.absent"), f"{GEN}.vllm_cfg.absent", "<missing>"),
+        (ConfigContractError("m", path="absent.deeper"), f"{GEN}.absent.deeper", "<missing>"),
+        (ConfigContractError("m", path=""), GEN, WHOLE),
+        (ConfigContractError("m"), GEN, WHOLE),
+        (ContractTypeError("m", argument="config"), GEN, WHOLE),
+    ],
+)
+def test_rule_error_becomes_an_issue_showing_the_value_at_its_path(
+    error: ContractError, path: str, value: str
+) -> None:
+    """A rule error is an error issue at ``{section}.{path}``; without a rendered ``.value`` the issue shows the
+    value found at that path in the resolved section (``<missing>`` when absent; the section without a path)."""
+    issue = _rule_issue(GEN, copy.deepcopy(RULE_DATA), error)
+    assert issue == ConfigIssue(path=path, value=value, reason="m", severity="error")
 
 
 def test_strict_turns_unknown_keys_into_errors(tmp_path: Path) -> None:

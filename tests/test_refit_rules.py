@@ -9,15 +9,19 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from rl_contracts.config import (
     GENERATION_WORKER_OVERRIDES,
     VllmConfig,
     VllmRefitConfig,
+    VllmVideoConfig,
     assert_reload_refit_config_supported,
     normalize_vllm_refit_config,
     resolve_generation_worker_cls,
 )
+from rl_contracts.config.models import _Violation
+from rl_contracts.config.refit_rules import _as_error, _errors_of
 from rl_contracts.errors import ConfigContractError, ContractError, ContractTypeError, UnsupportedConfigError
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import minimal_vllm_generation as section
@@ -658,3 +662,34 @@ def test_normalize_nested_error_paths_show_int_locations_in_brackets() -> None:
         normalize_vllm_refit_config({"refit_transport": "vllm_zmq_sparse", "refit_cfg": refit_cfg})
     assert info.value.path == "refit_cfg.sparse.tuning.encode_workers[1].[key]"
     assert "refit_cfg.sparse.tuning.encode_workers[1].[key]: " in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("video", "path", "value", "first"),
+    [
+        (
+            {"num_frames": 0, "temporal_patch_size": 1},
+            "refit_cfg.sampling_style",
+            "<missing>",
+            "Field required",
+        ),
+        (
+            {"sampling_style": "nemotron_vl", "num_frames": 0, "temporal_patch_size": 1},
+            "refit_cfg.num_frames",
+            "0",
+            "Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_nested_error_value_is_the_input_or_missing(
+    video: dict[str, Any], path: str, value: str, first: str
+) -> None:
+    """A nested validation error's ``.value`` is its rendered input, or ``<missing>`` for an absent key (the
+    input pydantic reports for an absent key is the whole mapping, which must not be shown as the value)."""
+    with pytest.raises(ValidationError) as info:
+        VllmVideoConfig.model_validate(video)
+    nested = _errors_of(info.value)
+    err = _as_error(_Violation("C9", ("refit_cfg",), "invalid", video, nested))
+    assert (err.path, err.value) == (path, value)
+    assert str(err).startswith(f"invalid ({len(nested)} validation error(s)): {path}: {first}")
+    assert_contract_error(err)

@@ -129,22 +129,24 @@ def _print_report(console: Console, report: FileReport) -> None:
 def _issue_table(issues: Sequence[ConfigIssue], width: int) -> Table:
     """The issues as a four-column table (severity, path, value, reason) that fits ``width`` columns.
 
-    Path and value get fixed widths (the path up to half the free space), so only the reason column wraps.
+    Path and value get fixed widths (the path up to half the free space), so only the reason column wraps: it
+    keeps at least (width - 44) // 2 >= 28 columns, so the severity column never has to shrink.  Long cells fold,
+    never cut (the path column folds its header too: a path can be shorter than "path").
     """
     value_width = min(max(len(issue.value) for issue in issues), 24)
     free = width - len("severity") - value_width - 6  # 6: the gaps between the four columns
     path_width = min(max(len(issue.path) for issue in issues), free // 2)  # free >= 62 at 100 columns
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
-    table.add_column("severity", no_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # default padding (0, 1)
+    table.add_column("severity")
     table.add_column("path", overflow="fold", width=path_width)
-    table.add_column("value", overflow="fold", width=max(value_width, len("value")))
-    table.add_column("reason", overflow="fold")
+    table.add_column("value", width=max(value_width, len("value")))
+    table.add_column("reason")
     for issue in issues:
         table.add_row(
             Text(issue.severity, style=_STYLES[issue.severity]),
             Text(issue.path),
-            Text(issue.value),
-            Text(issue.reason),
+            Text(issue.value, overflow="fold"),
+            Text(issue.reason, overflow="fold"),
         )
     return table
 
@@ -153,9 +155,9 @@ def _issue_list(issues: Sequence[ConfigIssue]) -> Table:
     """The same columns stacked per issue (severity, then path, value and reason lines) for narrow terminals."""
     table = Table.grid(padding=(0, 1))
     table.add_column(no_wrap=True)
-    table.add_column(overflow="fold")
+    table.add_column()
     for issue in issues:
-        details = Text(issue.path, style="bold")
+        details = Text(issue.path, style="bold", overflow="fold")
         details.append(f"\nvalue:  {issue.value}\nreason: {issue.reason}")
         table.add_row(Text(issue.severity, style=_STYLES[issue.severity]), details)
     return table

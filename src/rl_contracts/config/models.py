@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -32,6 +32,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     model_validator,
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
@@ -125,13 +126,14 @@ def _env_value(value: object) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _none_as(default: object) -> Callable[[object], object]:
-    """Before-validator reading ``null`` as ``default`` (the "Req. no" rule for fields with a non-null default)."""
+def _null_as_auto(value: object) -> object:
+    """Before-validator of ``kv_cache_dtype``: ``null`` reads as its default ``"auto"`` ("Req. no", SPEC §1.1)."""
+    return "auto" if value is None else value
 
-    def validate(value: object) -> object:
-        return default if value is None else value
 
-    return validate
+def _null_as_false(value: object) -> object:
+    """Before-validator of ``refit_with_reload_api``: ``null`` reads as its default ``False`` ("Req. no")."""
+    return False if value is None else value
 
 
 # Range constraints sit *inside* the strict validators (``Annotated[int, Field(ge=1), *validators]``) so pydantic
@@ -431,7 +433,7 @@ class VllmSpecificArgs(_ConfigModel):
     kv_cache_dtype: Annotated[
         _KvCacheDtype,
         BeforeValidator(_strict_str),
-        BeforeValidator(_none_as("auto"), json_schema_input_type=_KvCacheDtype | None),
+        BeforeValidator(_null_as_auto, json_schema_input_type=_KvCacheDtype | None),
     ] = "auto"
     """KV-cache dtype; null or absent reads as ``"auto"``."""
     skip_tokenizer_init: ConfigBool | None = None
@@ -467,7 +469,7 @@ class VllmSpecificArgs(_ConfigModel):
     use_deep_gemm: ConfigBool | None = None
     """Use DeepGEMM kernels."""
     refit_with_reload_api: Annotated[
-        ConfigBool, BeforeValidator(_none_as(False), json_schema_input_type=bool | None)
+        ConfigBool, BeforeValidator(_null_as_false, json_schema_input_type=bool | None)
     ] = False
     """Opt in to vLLM's native ``reload_weights`` refit (SPEC §1.4); null reads as false."""
     vllm_metrics_logger_interval: _PositiveFloat | None = None
@@ -508,33 +510,31 @@ class VllmSpecificArgs(_ConfigModel):
 # --- the generation section -----------------------------------------------------------------------------------
 
 
-def _top_k(key: str) -> AfterValidator:
-    """Rule C1 for a top-k value: ``-1`` or ``>= 1`` (``None`` never reaches the validator)."""
-
-    def check(value: int) -> int:
-        if value != -1 and value < 1:
-            raise PydanticCustomError(
-                "config_rule_c1",
-                f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. "
-                f"Got {key}={render(value)}.",
-            )
-        return value
-
-    return AfterValidator(check)
+def _check_top_k(value: int, info: ValidationInfo) -> int:
+    """Rule C1 for a top-k field (``top_k``, ``val_top_k``): ``-1`` or ``>= 1`` (``None`` never reaches it)."""
+    if value != -1 and value < 1:
+        key = info.field_name
+        raise PydanticCustomError(
+            "config_rule_c1",
+            f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. "
+            f"Got {key}={render(value)}.",
+        )
+    return value
 
 
-def _top_p(key: str) -> AfterValidator:
-    """Rule C1 for a top-p value: ``0 < p <= 1``."""
+def _check_top_p(value: float, info: ValidationInfo) -> float:
+    """Rule C1 for a top-p field (``top_p``, ``val_top_p``): ``0 < p <= 1``."""
+    if not 0 < value <= 1:
+        key = info.field_name
+        raise PydanticCustomError(
+            "config_rule_c1",
+            f"{key} valid values: i) 1.0: no filtering. ii) (0, 1]: top-p filtering. Got {key}={value!r}.",
+        )
+    return value
 
-    def check(value: float) -> float:
-        if not 0 < value <= 1:
-            raise PydanticCustomError(
-                "config_rule_c1",
-                f"{key} valid values: i) 1.0: no filtering. ii) (0, 1]: top-p filtering. Got {key}={value!r}.",
-            )
-        return value
 
-    return AfterValidator(check)
+_TOP_K = AfterValidator(_check_top_k)
+_TOP_P = AfterValidator(_check_top_p)
 
 
 class GenerationConfig(_ConfigModel):
@@ -550,15 +550,15 @@ class GenerationConfig(_ConfigModel):
     """Maximum generated tokens per sample, ≥ 1."""
     temperature: _NonNegativeFloat
     """Sampling temperature, ≥ 0."""
-    top_p: Annotated[ConfigFloat, _top_p("top_p")]
+    top_p: Annotated[ConfigFloat, _TOP_P]
     """Top-p (nucleus) sampling, 0 < p ≤ 1 (1.0: no filtering; rule C1)."""
-    top_k: Annotated[ConfigInt, _top_k("top_k")] | None
+    top_k: Annotated[ConfigInt, _TOP_K] | None
     """Top-k sampling: null or -1 for no filtering, else ≥ 1 (rule C1). Required, may be null."""
     val_temperature: _NonNegativeFloat
     """Validation sampling temperature, ≥ 0 (recipes usually interpolate ``${.temperature}``)."""
-    val_top_p: Annotated[ConfigFloat, _top_p("val_top_p")]
+    val_top_p: Annotated[ConfigFloat, _TOP_P]
     """Validation top-p, 0 < p ≤ 1 (rule C1)."""
-    val_top_k: Annotated[ConfigInt, _top_k("val_top_k")] | None
+    val_top_k: Annotated[ConfigInt, _TOP_K] | None
     """Validation top-k: null or -1 for no filtering, else ≥ 1 (rule C1). Required, may be null."""
     stop_token_ids: _TokenIdList | None
     """Token ids that stop generation, each ≥ 0. Required, may be null."""
@@ -818,5 +818,8 @@ def unknown_keys(config: BaseModel) -> list[UnknownKey]:
 
 
 def config_json_schema() -> dict[str, Any]:
-    """``VllmConfig``'s JSON Schema by alias in validation mode (what ``rl-contracts schema`` prints)."""
-    return VllmConfig.model_json_schema(by_alias=True, mode="validation")
+    """``VllmConfig``'s JSON Schema by alias in validation mode (what ``rl-contracts schema`` prints).
+
+    Both are pydantic's defaults of ``model_json_schema``.
+    """
+    return VllmConfig.model_json_schema()

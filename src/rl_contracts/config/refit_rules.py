@@ -181,7 +181,8 @@ def _nvfp4_violations(view: _ConfigView, keys: tuple[str, ...]) -> list[_Violati
 
 
 def _errors_of(exc: ValidationError) -> tuple[ErrorDetails, ...]:
-    return tuple(exc.errors(include_url=False, include_context=False))
+    """The line errors of a nested validation (only their ``type``, ``loc``, ``msg`` and ``input`` are read)."""
+    return tuple(exc.errors())
 
 
 def _refit_steps(view: _ConfigView, *, nvfp4: bool) -> Generator[_Violation, None, VllmRefitConfig | None]:
