@@ -163,9 +163,20 @@ def _issue_list(issues: Sequence[ConfigIssue]) -> Table:
     return table
 
 
+class _Console(Console):
+    """rich's console, except that a closed stdout raises ``BrokenPipeError`` for :func:`_write` to handle.
+
+    rich's own handler exits with status 1, which would turn a valid run piped into ``head`` into a failure.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _console() -> Console:
     """A console on stdout: colour only on a terminal; 120 columns when piped unless ``COLUMNS`` says otherwise."""
-    console = Console()  # on sys.stdout; only Text and fixed headers are printed, so no highlighting applies
+    console = _Console()  # on sys.stdout; only Text and fixed headers are printed, so no highlighting applies
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = _PIPE_WIDTH
     return console
