@@ -17,6 +17,7 @@ import pytest
 import torch
 from pydantic import BaseModel, ConfigDict
 
+from rl_contracts import chat
 from rl_contracts.chat import (
     DYNAMIC_MESSAGE_FIELDS,
     ROUTED_EXPERTS_FALLBACK_WARNING,
@@ -215,10 +216,14 @@ def _exchange_with(change: str) -> tuple[Any, Any]:
         response.choices[2].index = 5
     elif change == "token_ids_none":
         third.token_ids = None
+    elif change == "token_ids_missing":
+        del third.token_ids
     elif change == "token_ids_floats":
         third.token_ids = [5.0, 6.0]
     elif change == "logprobs_none":
         third.logprobs = None
+    elif change == "logprobs_missing":
+        del third.logprobs
     elif change == "logprobs_short":
         third.logprobs = third.logprobs[:1]
     elif change == "logprobs_not_sequence":
@@ -290,9 +295,19 @@ TOKEN_ERRORS: list[tuple[str, str, dict[str, Any]]] = [
         ASKED + "generation output choice_idx=2 did not include token_ids.",
         {"choice_index": 2},
     ),
+    (
+        "token_ids_missing",
+        ASKED + "generation output choice_idx=2 did not include token_ids.",
+        {"choice_index": 2},
+    ),
     ("token_ids_floats", "token_ids for choice_idx=2 that are not a sequence of ints", {"choice_index": 2}),
     (
         "logprobs_none",
+        ASKED + "generation output choice_idx=2 did not include logprobs.",
+        {"choice_index": 2, "token_count": 2},
+    ),
+    (
+        "logprobs_missing",
         ASKED + "generation output choice_idx=2 did not include logprobs.",
         {"choice_index": 2, "token_count": 2},
     ),
@@ -1104,3 +1119,84 @@ def test_token_information_for_a_long_generation() -> None:
     )
     attach_token_information_to_chat_response_choices(response, request_output)
     assert _message(response, 0).generation_log_probs == [-1.0] * count
+
+
+def test_output_without_tokens_needs_no_logprobs_attribute() -> None:
+    """An output with no generated tokens and no ``logprobs`` attribute at all gets [] and []."""
+    response, request_output = _exchange([SimpleNamespace(index=0, token_ids=[])])
+    attach_token_information_to_chat_response_choices(response, request_output)
+    message = _message(response, 0)
+    assert (message.generation_token_ids, message.generation_log_probs) == ([], [])
+
+
+class _EntryDict(dict[int, Any]):
+    """A dict subclass: a Mapping, but not the plain dict the bulk path reads."""
+
+
+def _counting_per_position_check(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Replace the per-position log-prob check by a wrapper that records the positions it is called for."""
+    positions: list[int] = []
+    original = chat._sampled_log_prob
+
+    def recording(index: int, position: int, token_id: int, entry: object) -> float:
+        positions.append(position)
+        return original(index, position, token_id, entry)
+
+    monkeypatch.setattr(chat, "_sampled_log_prob", recording)
+    return positions
+
+
+@pytest.mark.parametrize(
+    ("logprobs", "expected"),
+    [
+        ([{7: -1.0, 9: -0.1}, {8: -1e5}, {9: -math.inf}], [-1.0, -9999.0, -9999.0]),
+        ([{7: -0.0}, {8: -3}, {9: "-0.5"}], [0.0, -3.0, -0.5]),
+    ],
+)
+def test_plain_dict_positions_take_the_bulk_path(
+    logprobs: list[dict[int, Any]], expected: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain dict position entries (what vLLM returns) are floored in bulk, without a per-position check."""
+    positions = _counting_per_position_check(monkeypatch)
+    response, request_output = _exchange([_output(0, [7, 8, 9], logprobs)])
+    attach_token_information_to_chat_response_choices(response, request_output)
+    assert _message(response, 0).generation_log_probs == expected
+    assert positions == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["mapping_proxy", "dict_subclass", "absent", "none", "text", "nan", "inf"],
+)
+def test_positions_the_bulk_path_cannot_read_are_checked_one_by_one(
+    change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any other mapping, or a position the bulk path cannot floor, sends every position through the precise check,
+    which gives the same floored values or the precise error."""
+    positions = _counting_per_position_check(monkeypatch)
+    entries: list[Any] = [
+        {7: SimpleNamespace(logprob=-1.0)},
+        {8: SimpleNamespace(logprob=-1e5)},
+        {9: SimpleNamespace(logprob=-2.0)},
+    ]
+    if change == "mapping_proxy":
+        entries[2] = MappingProxyType(entries[2])
+    elif change == "dict_subclass":
+        entries[2] = _EntryDict(entries[2])
+    elif change == "absent":
+        entries[2] = {10: SimpleNamespace(logprob=-2.0)}
+    elif change == "none":
+        entries[2] = {9: None}
+    elif change == "text":
+        entries[2] = {9: SimpleNamespace(logprob="abc")}
+    else:
+        entries[2] = {9: SimpleNamespace(logprob=float(change))}
+    response, request_output = _exchange([SimpleNamespace(index=0, token_ids=[7, 8, 9], logprobs=entries)])
+    if change in ("mapping_proxy", "dict_subclass"):
+        attach_token_information_to_chat_response_choices(response, request_output)
+        assert _message(response, 0).generation_log_probs == [-1.0, -9999.0, -2.0]
+    else:
+        with pytest.raises(ChatResponseContractError) as info:
+            attach_token_information_to_chat_response_choices(response, request_output)
+        assert (info.value.choice_index, info.value.token_id) == (0, 9)
+    assert positions == [0, 1, 2]

@@ -246,3 +246,110 @@ def test_token_ids_rejects_tensors_whose_values_cannot_be_read(name: str) -> Non
         ContractTypeError, match=r"ids must be a 1-D integer sequence, got Tensor (on the meta|with layout)"
     ):
         token_ids(tensor, "ids")
+
+
+class _DuckArray:
+    """An array look-alike found by duck typing: ``tolist`` plus whichever of ``dtype``/``ndim``/``dim`` is given."""
+
+    def __init__(self, values: list[int], **attributes: object) -> None:
+        self._values = values
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    def tolist(self) -> list[int]:
+        return list(self._values)
+
+
+def _dim_must_not_be_called() -> int:
+    raise AssertionError("dim() was called although ndim is present")
+
+
+@pytest.mark.parametrize(
+    ("attributes", "dims", "description"),
+    [
+        (
+            {"dtype": np.dtype("int32"), "ndim": 1},
+            (1, "int32"),
+            "_DuckArray with dtype int32 and 1 dimensions",
+        ),
+        (
+            {"dtype": "torch.int64", "dim": lambda: 2},
+            (2, "int64"),
+            "_DuckArray with dtype int64 and 2 dimensions",
+        ),
+        (
+            {"dtype": "torch.int8", "dim": lambda: np.int64(1)},
+            (1, "int8"),
+            "_DuckArray with dtype int8 and 1 dimensions",
+        ),
+        (
+            {"dtype": "uint16", "ndim": 1, "dim": _dim_must_not_be_called},
+            (1, "uint16"),
+            "_DuckArray with dtype uint16 and 1 dimensions",
+        ),
+        (
+            {"dtype": "int32", "ndim": 0, "dim": lambda: 2},
+            (0, "int32"),
+            "_DuckArray with dtype int32 and 0 dimensions",
+        ),
+        ({"dtype": "int32", "dim": 1}, None, "_DuckArray"),
+        ({"dtype": "int32"}, None, "_DuckArray"),
+        ({"ndim": 1}, None, "_DuckArray"),
+        ({"dim": lambda: 1}, None, "_DuckArray"),
+        ({"dtype": None, "ndim": 1}, None, "_DuckArray"),
+        ({"dtype": "int32", "ndim": "1"}, None, "_DuckArray"),
+        ({"dtype": "int32", "ndim": True}, None, "_DuckArray"),
+        ({"dtype": "int32", "dim": lambda: None}, None, "_DuckArray"),
+        ({"dtype": "int32", "ndim": 1, "is_meta": True}, None, "_DuckArray on the meta device"),
+        (
+            {"dtype": "int32", "ndim": 1, "is_meta": 1},
+            (1, "int32"),
+            "_DuckArray with dtype int32 and 1 dimensions",
+        ),
+        (
+            {"dtype": "int32", "ndim": 1, "is_meta": False},
+            (1, "int32"),
+            "_DuckArray with dtype int32 and 1 dimensions",
+        ),
+    ],
+    ids=[
+        "ndim",
+        "dim_method",
+        "dim_method_numpy_int",
+        "ndim_wins_over_dim",
+        "ndim_zero_wins_over_dim",
+        "dim_not_callable",
+        "neither_ndim_nor_dim",
+        "no_dtype",
+        "no_dtype_with_dim",
+        "dtype_none",
+        "ndim_str",
+        "ndim_bool",
+        "dim_returns_none",
+        "is_meta_true",
+        "is_meta_truthy_int",
+        "is_meta_false",
+    ],
+)
+def test_array_dims_of_duck_typed_arrays(
+    attributes: dict[str, object], dims: tuple[int, str] | None, description: str
+) -> None:
+    """``ndim`` is read first, a callable ``dim()`` only when there is no ``ndim`` (older torch-like objects);
+    without a dtype or an int dimension count the object is no readable array; only ``is_meta is True`` is meta."""
+    value = _DuckArray([1, 2], **attributes)
+    assert array_dims(value) == dims
+    assert describe_array(value) == description
+
+
+def test_token_ids_reads_a_torch_like_array_through_dim() -> None:
+    """A 1-D integer array that has ``dim()`` but no ``ndim`` converts through ``tolist()``; without a dtype it is
+    rejected with the type name alone."""
+    assert token_ids(_DuckArray([4, 5], dtype="torch.int32", dim=lambda: 1), "ids") == [4, 5]
+    with pytest.raises(ContractTypeError) as info:
+        token_ids(_DuckArray([4, 5], dim=lambda: 1), "ids")
+    assert str(info.value) == "ids must be a 1-D integer sequence, got _DuckArray"
+    assert (info.value.argument, info.value.expected, info.value.actual) == (
+        "ids",
+        "a 1-D integer sequence",
+        "_DuckArray",
+    )

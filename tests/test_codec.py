@@ -89,11 +89,19 @@ def test_encode_is_layout_independent() -> None:
     assert torch.equal(base, before)
 
 
-def test_encode_rejects_non_tensors() -> None:
-    """A non-tensor raises ContractTypeError."""
-    with pytest.raises(ContractTypeError, match=r"must be a torch\.Tensor") as caught:
-        encode_routed_experts([[[1]]])  # type: ignore[arg-type]
-    assert caught.value.argument == "t"
+@pytest.mark.parametrize(
+    ("value", "actual"), [([[[1]]], "list"), (np.zeros((1, 1, 1), np.int16), "ndarray"), ("nrlre1", "str")]
+)
+def test_encode_rejects_non_tensors(value: Any, actual: str) -> None:
+    """A non-tensor raises ContractTypeError naming the argument, the expected type and the type it got."""
+    with pytest.raises(ContractTypeError) as caught:
+        encode_routed_experts(value)
+    assert str(caught.value) == f"routed_experts must be a torch.Tensor to be encoded, got {actual}"
+    assert (caught.value.argument, caught.value.expected, caught.value.actual) == (
+        "t",
+        "torch.Tensor",
+        actual,
+    )
 
 
 @pytest.mark.parametrize(
@@ -137,17 +145,43 @@ def test_encode_rejects_bad_tensors(tensor: torch.Tensor, field: str, message: s
 
 
 @pytest.mark.parametrize(
-    "tensor",
+    ("tensor", "found"),
     [
-        torch.zeros(1, 1, 2, dtype=torch.int16).to_sparse(),
-        torch.zeros(1, 1, 2, dtype=torch.int16, device="meta"),
+        (torch.zeros(1, 1, 2, dtype=torch.int16).to_sparse(), "layout torch.sparse_coo on device cpu"),
+        (torch.zeros(1, 1, 2, dtype=torch.int16, device="meta"), "layout torch.strided on device meta"),
     ],
 )
-def test_encode_rejects_tensors_without_dense_values(tensor: torch.Tensor) -> None:
-    """Sparse and meta tensors raise EnvelopeError (field 'payload') instead of a torch error."""
-    with pytest.raises(EnvelopeError, match="must be a dense tensor with values") as caught:
+def test_encode_rejects_tensors_without_dense_values(tensor: torch.Tensor, found: str) -> None:
+    """Sparse and meta tensors raise EnvelopeError (field 'payload') naming the layout and device."""
+    with pytest.raises(EnvelopeError) as caught:
         encode_routed_experts(tensor)
+    assert (
+        str(caught.value) == f"routed_experts must be a dense tensor with values to be encoded, got {found}."
+    )
     assert caught.value.field == "payload"
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype", "envelope"),
+    [
+        ([[[3, -1]]], torch.int16, "nrlre1:int16:1x1x2:AwD//w=="),
+        ([[[1]]], torch.int32, "nrlre1:int32:1x1x1:AQAAAA=="),
+        ([[[-2, 7]]], torch.int8, "nrlre1:int8:1x1x2:/gc="),
+    ],
+)
+def test_encode_on_a_big_endian_host_writes_little_endian_bytes(
+    values: list[Any], dtype: torch.dtype, envelope: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The big-endian host path converts to little-endian element bytes: the envelope is the same on every host.
+
+    Simulated on this host by forcing the big-endian flag (the conversion to '<' then keeps the bytes).
+    """
+    monkeypatch.setattr(codec, "_BIG_ENDIAN_HOST", True)
+    tensor = torch.tensor(values, dtype=dtype)
+    assert encode_routed_experts(tensor) == envelope
+    decoded = decode_routed_experts(envelope, dtype)
+    assert decoded.dtype is dtype
+    assert torch.equal(decoded, tensor)
 
 
 # --- decode ---------------------------------------------------------------------------------------------------------

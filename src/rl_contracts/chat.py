@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -395,8 +396,8 @@ def _token_information(index: int, output: object) -> tuple[list[int], list[floa
     if fast is not None:
         return generated, fast
     return generated, [
-        _sampled_log_prob(index, position, token_id, entry)
-        for position, (token_id, entry) in enumerate(zip(generated, entries, strict=True))
+        _sampled_log_prob(index, position, token_id, entries[position])
+        for position, token_id in enumerate(generated)
     ]
 
 
@@ -405,14 +406,14 @@ def _floored_log_probs(generated: list[int], entries: Sequence[Any]) -> list[flo
     per-position check of :func:`_sampled_log_prob`, which then raises the precise error."""
     if not set(map(type, entries)) <= {dict}:
         return None
-    try:
-        raw = [entry[token_id].logprob for entry, token_id in zip(entries, generated, strict=True)]
-        values = list(map(float, raw))
+    try:  # map stops at the shorter input; the caller has checked that the lengths are equal
+        candidates = map(operator.getitem, entries, generated)
+        values = list(map(float, map(operator.attrgetter("logprob"), candidates)))
     except (KeyError, AttributeError, TypeError, ValueError, OverflowError):
         return None
     if math.inf in values or any(map(math.isnan, values)):
         return None
-    return list(map(max, values, itertools.repeat(VLLM_LOGPROB_FLOOR, len(values))))
+    return list(map(max, values, itertools.repeat(VLLM_LOGPROB_FLOOR)))
 
 
 def _sampled_log_prob(index: int, position: int, token_id: int, entry: object) -> float:

@@ -82,7 +82,7 @@ def require_bool(value: object, argument: str) -> bool:
 
 def _unreadable(value: object) -> str | None:
     """Why ``tolist()`` cannot read a tensor's values (meta device, sparse or other layout), or ``None``."""
-    if getattr(value, "is_meta", False) is True:
+    if getattr(value, "is_meta", None) is True:
         return "on the meta device"
     layout = render_name(getattr(value, "layout", None))
     if (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import functools
 import io
 import sys
@@ -125,8 +126,8 @@ def _encode_body(data: np.ndarray, header: str) -> str:
     """Return ``header`` followed by the base64 of ``data`` (1-D uint8), building the text once."""
     backend = _BASE64
     if data.size <= _CHUNK_BYTES:
-        return header + backend.encode(data.data).decode("ascii")
-    head = header.encode("ascii")
+        return header + backend.encode(data.data).decode()  # base64 is ASCII, so UTF-8 decodes it as is
+    head = header.encode()
     text = np.empty(len(head) + (data.size + 2) // 3 * 4, np.uint8)  # numpy: huge pages for the staging text
     view = memoryview(text.data)
     view[: len(head)] = head
@@ -135,7 +136,7 @@ def _encode_body(data: np.ndarray, header: str) -> str:
         chunk = backend.encode(data[offset : offset + _CHUNK_BYTES].data)
         view[position : position + len(chunk)] = chunk
         position += len(chunk)
-    return str(view, "ascii")
+    return codecs.decode(view)
 
 
 def encode_routed_experts(t: torch.Tensor) -> str:
@@ -180,7 +181,7 @@ def encode_routed_experts(t: torch.Tensor) -> str:
     if _BIG_ENDIAN_HOST:
         array = array.astype(array.dtype.newbyteorder("<"))
     size, layers, topk = array.shape
-    return _encode_body(array.reshape(-1).view(np.uint8), f"{_PREFIX}:{name}:{size}x{layers}x{topk}:")
+    return _encode_body(array.ravel().view(np.uint8), f"{_PREFIX}:{name}:{size}x{layers}x{topk}:")
 
 
 def _decode_dtype(dtype: object) -> torch.dtype:
