@@ -53,6 +53,32 @@ options:
   --timeout S   seconds to wait for the server on each scrape (default: 10)
 """
 
+VALIDATE_USAGE = "usage: rl-contracts validate [-h] [--section DOTTED] [--json] [--strict] FILE [FILE ...]"
+
+VALIDATE_HELP = f"""{VALIDATE_USAGE}
+
+Load each recipe (defaults inheritance, interpolation), validate its vLLM generation section and
+report every issue. Exit status: 0 all valid or skipped, 1 any invalid, 2 any unreadable file.
+
+positional arguments:
+  FILE              recipe YAML file(s), checked in order
+
+options:
+  -h, --help        show this help message and exit
+  --section DOTTED  dotted path of the section to validate (default policy.generation; an explicit
+                    one must exist)
+  --json            print one JSON array instead of tables
+  --strict          treat unknown keys as errors
+"""
+
+SCHEMA_HELP = """usage: rl-contracts schema [-h]
+
+Print VllmConfig's JSON Schema (by alias, validation mode) to stdout.
+
+options:
+  -h, --help  show this help message and exit
+"""
+
 
 @pytest.fixture(autouse=True)
 def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,10 +103,16 @@ def same_headings(text: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("argv", "expected"), [(["--help"], TOP_HELP), (["metrics", "--help"], METRICS_HELP)]
+    ("argv", "expected"),
+    [
+        (["--help"], TOP_HELP),
+        (["validate", "--help"], VALIDATE_HELP),
+        (["schema", "--help"], SCHEMA_HELP),
+        (["metrics", "--help"], METRICS_HELP),
+    ],
 )
 def test_help_pages(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """Both help pages, exactly: program name, description, COMMAND list, every option with metavar and default."""
+    """Every help page, exactly: program name, description, COMMAND list, every option with metavar and default."""
     code, out, err = run_cli(argv, capsys)
     assert (code, err) == (0, "")
     assert same_headings(out) == expected

@@ -98,7 +98,6 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--count",
         type=_count_arg,
-        default=None,
         metavar="N",
         help="number of intervals to print after the first scrape (default: until interrupted)",
     )

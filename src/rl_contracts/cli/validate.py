@@ -246,7 +246,6 @@ def register(commands: Any) -> None:
     validate.add_argument(
         "--section",
         type=_dotted,
-        default=None,
         metavar="DOTTED",
         help=f"dotted path of the section to validate (default {DEFAULT_SECTION}; an explicit one must exist)",
     )
