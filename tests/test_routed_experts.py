@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -236,6 +237,8 @@ def test_as_tensor_rejects_ids_below_the_sentinel() -> None:
         ([[[1.0, 2.0]]], "float64"),
         ([[[True, False]]], "bool"),
         ([[[True, 2]]], "bool (a bool element among the integer expert ids)"),
+        ([[[True, 2**63]]], "bool (a bool element among the integer expert ids)"),
+        ([np.array([1, 2], np.uint8), [True, False]], "bool (a bool element among the integer expert ids)"),
         (np.array([[["a"]]]), "<U1"),
         (1.5, "torch.float32"),
         (float("nan"), "torch.float32"),
@@ -256,6 +259,42 @@ def test_as_tensor_rejects_values_that_do_not_convert(value: object) -> None:
         RoutedExpertsError, match=r"must hold integer expert ids, got dtype (unknown|object|\|S1|<U3)"
     ):
         as_routed_experts_tensor(value, device="cpu", dtype=torch.int16)
+
+
+def _conversion_error(value: object) -> str:
+    """The converter's own error for ``value``: numpy's for lists and tuples, torch.as_tensor's otherwise."""
+    try:
+        if isinstance(value, list | tuple):
+            np.asarray(value)
+        else:
+            torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        return str(exc)
+    raise AssertionError(f"{value!r} converts")
+
+
+@pytest.mark.parametrize(
+    ("value", "type_text"),
+    [
+        (object(), "object"),
+        ({"a": 1}, "dict"),
+        ("abc", "str"),
+        ([[1, 2], [3]], "list"),
+        ((1, (2, 3)), "tuple"),
+    ],
+    ids=["object", "dict", "str", "ragged_list", "ragged_tuple"],
+)
+def test_values_that_do_not_convert_name_their_type_and_the_converter_error(
+    value: object, type_text: str
+) -> None:
+    """The message names the dtype as unknown, the value's type and the converter's error (the likely cause)."""
+    with pytest.raises(RoutedExpertsError) as caught:
+        as_routed_experts_tensor(value, device="cpu", dtype=torch.int16)
+    assert str(caught.value) == (
+        "routed_experts must hold integer expert ids, got dtype unknown "
+        f"({type_text} does not convert to an array: {_conversion_error(value)})"
+    )
+    assert_contract_error(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -279,6 +318,23 @@ def test_as_tensor_uint64_above_int64_max_overflows() -> None:
             as_routed_experts_tensor(value, device="cpu", dtype=torch.int64)
         assert caught.value.max_id is not None
         assert caught.value.max_id >= 2**63
+
+
+def test_unsigned_nested_lists_are_range_checked_not_rejected() -> None:
+    """Nested lists that numpy reads as unsigned (numpy unsigned scalars, or ints above int64's max) are integer
+    sources: they convert exactly when in range and raise the overflow error, with max_id, when not."""
+    value = [[[np.uint16(300), np.uint16(7)]], [[np.uint16(0), np.uint16(1)]]]
+    assert as_routed_experts_tensor(value, device="cpu", dtype=torch.int16).tolist() == [[[300, 7]], [[0, 1]]]
+    with pytest.raises(RoutedExpertsError) as caught:
+        as_routed_experts_tensor([[[2**63, 2**63 + 1]]], device="cpu", dtype=torch.int64)
+    assert str(caught.value).startswith(
+        "routed expert id 9223372036854775809 exceeds the resolved carry dtype"
+    )
+    assert (caught.value.max_id, caught.value.dtype_name, caught.value.limit) == (
+        2**63 + 1,
+        "int64",
+        2**63 - 1,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
@@ -418,6 +474,29 @@ def test_as_tensor_rejects_bad_devices(device: Any, error: type[ContractError], 
         as_routed_experts_tensor([[[1]]], device=device, dtype=torch.int16)
 
 
+def _convert_on(device: Any) -> object:
+    return as_routed_experts_tensor([[[1]]], device=device, dtype=torch.int16)
+
+
+def _align_on(device: Any) -> object:
+    return align(routes(2), valid_length=3, padded_length=3, device=device)
+
+
+@pytest.mark.parametrize("entry", [_convert_on, _align_on], ids=["as_tensor", "pad_and_align"])
+@pytest.mark.parametrize(("device", "actual"), [(0, "int"), (b"cpu", "bytes"), (None, "NoneType")])
+def test_a_device_of_the_wrong_type_names_its_type(
+    entry: Callable[[Any], object], device: object, actual: str
+) -> None:
+    """Both entry points reject a device that is not a torch.device or a string, naming the type received."""
+    expected = "a torch.device or a device string such as 'cpu' or 'cuda:0'"
+    with pytest.raises(ContractTypeError) as caught:
+        entry(device)
+    error = caught.value
+    assert str(error) == f"device must be {expected}, got {actual}"
+    assert (error.argument, error.expected, error.actual) == ("device", expected, actual)
+    assert_contract_error(error)
+
+
 # --- §3.3 pad_and_align_routed_expert_indices ---------------------------------------------------------------------
 
 
@@ -540,6 +619,39 @@ def test_prompt_only_legacy_part_is_used_alone() -> None:
     assert stats["missing_routes"] == 1
 
 
+@pytest.mark.parametrize(
+    ("prompt", "generation", "start", "valid", "padded", "rows", "stats"),
+    [
+        (None, [[[10]], [[11]], [[12]]], 2, 4, 4, [-1, -1, 10, 0], (3, 3, 2, 1)),
+        ([[[10]], [[11]]], [[[30]], [[31]], [[32]]], 1, 5, 5, [-1, 10, 11, 30, 0], (5, 4, 1, 1)),
+        ([[[10]], [[11]]], [[[30]]], 1, 6, 7, [-1, 10, 11, 30, -1, 0, 0], (3, 5, 2, 0)),
+        ([[[10]]], [[[30]]], 5, 3, 4, [-1, -1, 0, 0], (2, 2, 2, 2)),
+    ],
+    ids=["surplus_after_start", "two_parts_after_start", "two_parts_then_missing", "start_beyond_expected"],
+)
+def test_combined_rows_are_placed_from_routes_start(
+    prompt: object,
+    generation: object,
+    start: int,
+    valid: int,
+    padded: int,
+    rows: list[int],
+    stats: tuple[int, int, int, int],
+) -> None:
+    """Combined row r (prompt rows, then generation rows) lands on row routes_start + r, only below E; the rows
+    before routes_start and after the copied ones are -1, rows from E on the default route (SPEC §3.3 step 10)."""
+    result, got = align(
+        generation,
+        prompt=prompt,
+        valid_length=valid,
+        padded_length=padded,
+        routes_start=start,
+        return_stats=True,
+    )
+    assert result.tolist() == [[[row]] for row in rows]
+    assert tuple(got.values()) == stats
+
+
 def test_int8_output_and_range_check_on_every_call() -> None:
     """routed_experts_dtype=int8 gives int8; an id of 200 raises 'exceeds the resolved carry dtype' each call."""
     result = align(routes(2), valid_length=3, padded_length=3, routed_experts_dtype=torch.int8)
@@ -645,13 +757,25 @@ def test_lengths_must_be_ints(argument: str, value: object) -> None:
     assert caught.value.argument == argument
 
 
-@pytest.mark.parametrize("argument", ["valid_length", "padded_length", "routes_start"])
-def test_lengths_must_not_be_negative(argument: str) -> None:
-    """A negative length or routes_start raises RoutedExpertsError (the reference silently clamps)."""
-    arguments: dict[str, Any] = {"valid_length": 3, "padded_length": 3, argument: -1}
-    with pytest.raises(RoutedExpertsError, match=f"{argument} must be >= 0, got -1") as caught:
+@pytest.mark.parametrize(
+    ("argument", "lengths"),
+    [
+        ("valid_length", (-1, None, None)),
+        ("padded_length", (3, -1, None)),
+        ("routes_start", (3, 4, -1)),
+    ],
+)
+def test_lengths_must_not_be_negative(argument: str, lengths: tuple[int | None, ...]) -> None:
+    """A negative length or routes_start raises RoutedExpertsError (the reference silently clamps); the error
+    carries the negative value and the lengths already checked (valid_length, then padded_length)."""
+    arguments: dict[str, Any] = {"valid_length": 3, "padded_length": 4, argument: -1}
+    with pytest.raises(RoutedExpertsError) as caught:
         align(routes(2), **arguments)
-    assert getattr(caught.value, argument) == -1
+    error = caught.value
+    assert str(error) == f"{argument} must be >= 0, got -1"
+    assert (error.valid_length, error.padded_length, error.routes_start) == lengths
+    assert (error.expected, error.routes) == (None, None)
+    assert_contract_error(error)
 
 
 HUGE = 10**5000
@@ -698,10 +822,14 @@ def test_too_large_output_is_a_routed_experts_error(padded: int, dtype: torch.dt
     "argument", ["require_complete_routed_experts", "allow_missing_routed_experts_fallback", "return_stats"]
 )
 def test_flags_must_be_bools(argument: str) -> None:
-    """Each flag must be a bool, not 0/1."""
+    """Each flag must be a bool, not 0/1; the error names the flag exactly."""
     arguments: dict[str, Any] = {"valid_length": 3, "padded_length": 3, argument: 1}
-    with pytest.raises(ContractTypeError, match=argument):
+    with pytest.raises(ContractTypeError) as caught:
         align(routes(2), **arguments)
+    error = caught.value
+    assert str(error) == f"{argument} must be a bool, got int"
+    assert (error.argument, error.expected, error.actual) == (argument, "a bool", "int")
+    assert_contract_error(error)
 
 
 def test_unsupported_carry_dtype_is_rejected_before_conversion() -> None:

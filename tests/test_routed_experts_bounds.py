@@ -4,6 +4,8 @@ Every id must lie in ``[-1, iinfo(carry).max]``: the sentinel ``-1`` and an id e
 are accepted exactly, ``-2`` and ``max + 1`` are rejected with ``.min_id``/``.max_id``, ``.dtype_name`` and
 ``.limit``.  The table covers each reduction path: torch ``aminmax`` (both bounds needed), a single torch
 reduction (only one bound needed), numpy arrays, and uint16/64 tensors (no torch reductions, reduced on numpy).
+The default route ``arange(K)`` must fit the carry dtype too (K = max + 1 is the largest top-k), and the output may
+be at most 2**63 - 1 bytes, each zero dimension counted as one.
 
 Results on a non-CPU device are checked on the meta device (shape, dtype, device) and, for their values, with a
 destination that reports a non-CPU device while storing on the host, because this machine has no accelerator.
@@ -162,6 +164,123 @@ def test_pad_and_align_bounds_carry_the_part_and_the_counts() -> None:
     )
     assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (-2, None, "int8", 127)
     assert (error.valid_length, error.padded_length, error.expected, error.num_cached_tokens) == (3, 4, 2, 3)
+    assert_contract_error(error)
+
+
+# --- default-route and output-size bounds (SPEC §3.3 step 10) -----------------------------------------------------
+
+
+def facts(valid: int, padded: int, routes: int = 1) -> str:
+    expected = min(max(valid - 1, 0), padded)
+    return (
+        f"[routes={routes}, expected={expected}, valid_length={valid}, padded_length={padded}, "
+        "num_cached_tokens=None]"
+    )
+
+
+@pytest.mark.parametrize("carry", [torch.int8, torch.int16], ids=["int8", "int16"])
+def test_the_largest_topk_whose_default_route_fits_is_accepted_and_one_more_is_rejected(
+    carry: torch.dtype,
+) -> None:
+    """With K = max + 1 the default route arange(K) ends exactly at the carry maximum; K = max + 2 needs id
+    max + 1, which raises with max_id, dtype_name, limit and the route counts."""
+    limit = LIMITS[carry]
+    topk = limit + 1
+    result = pad_and_align_routed_expert_indices(
+        None,
+        SimpleNamespace(routed_experts=np.zeros((1, 1, topk), np.uint8)),
+        valid_length=2,
+        padded_length=3,
+        device="cpu",
+        routed_experts_dtype=carry,
+    )
+    assert result is not None
+    assert result.dtype is carry
+    assert result[0].tolist() == [[0] * topk]
+    assert result[1:].tolist() == [[list(range(topk))]] * 2
+    with pytest.raises(RoutedExpertsError) as caught:
+        pad_and_align_routed_expert_indices(
+            None,
+            SimpleNamespace(routed_experts=np.zeros((1, 1, topk + 1), np.uint8)),
+            valid_length=2,
+            padded_length=3,
+            device="cpu",
+            routed_experts_dtype=carry,
+        )
+    error = caught.value
+    assert str(error) == (
+        f"routed_experts topk {topk + 1} needs default-route ids up to {topk}, which exceed the resolved carry "
+        f"dtype {carry} (max {limit}); the model's expert count was likely mis-detected (see "
+        f"rl_contracts.routed_experts.resolve_routed_experts_dtype). {facts(2, 3)}"
+    )
+    assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (None, topk, NAMES[carry], limit)
+    assert (error.routes, error.expected, error.valid_length, error.padded_length, error.routes_start) == (
+        1,
+        1,
+        2,
+        3,
+        0,
+    )
+    assert_contract_error(error)
+
+
+MAX_BYTES = 2**63 - 1
+"""The largest byte size torch's int64 storage arithmetic can hold."""
+ROWS = MAX_BYTES // 127
+"""ROWS x 127 int8 ids are exactly MAX_BYTES bytes (2**63 - 1 = 127 x 72624976668147841)."""
+
+
+@pytest.mark.parametrize(
+    ("source_shape", "padded"),
+    [((0, ROWS, 127), 0), ((0, 0, 127), ROWS), ((0, 127, 0), ROWS)],
+    ids=["no_rows", "no_layers", "no_topk"],
+)
+def test_an_output_of_exactly_the_largest_size_is_accepted(
+    source_shape: tuple[int, int, int], padded: int
+) -> None:
+    """The size check counts a zero dimension as one: max(P, 1) x max(L, 1) x max(K, 1) x itemsize may equal
+    2**63 - 1 bytes.  Such an output has no elements, so it is returned empty with its full shape."""
+    result, stats = pad_and_align_routed_expert_indices(
+        None,
+        SimpleNamespace(routed_experts=np.empty(source_shape, np.uint8)),
+        valid_length=1,
+        padded_length=padded,
+        device="cpu",
+        routed_experts_dtype=torch.int8,
+        return_stats=True,
+    )
+    assert result is not None
+    assert (tuple(result.shape), result.dtype, result.numel()) == ((padded, *source_shape[1:]), torch.int8, 0)
+    assert stats == {"actual_routes": 0, "expected_routes": 0, "missing_routes": 0, "surplus_routes": 0}
+
+
+@pytest.mark.parametrize("source_shape", [(0, 0, 127), (0, 127, 0)], ids=["no_layers", "no_topk"])
+def test_an_output_one_row_beyond_the_largest_size_is_rejected(source_shape: tuple[int, int, int]) -> None:
+    """One padded row more than the largest size raises "too large for a tensor" with the counts."""
+    padded = ROWS + 1
+    with pytest.raises(RoutedExpertsError) as caught:
+        pad_and_align_routed_expert_indices(
+            None,
+            SimpleNamespace(routed_experts=np.empty(source_shape, np.uint8)),
+            valid_length=1,
+            padded_length=padded,
+            device="cpu",
+            routed_experts_dtype=torch.int8,
+        )
+    error = caught.value
+    layers, topk = source_shape[1:]
+    assert str(error) == (
+        f"padded_length {padded} x num_moe_layers {layers} x topk {topk} is too large for a tensor "
+        f"{facts(1, padded, routes=0)}"
+    )
+    assert (error.routes, error.expected, error.valid_length, error.padded_length, error.routes_start) == (
+        0,
+        0,
+        1,
+        padded,
+        0,
+    )
+    assert (error.max_id, error.limit) == (None, None)
     assert_contract_error(error)
 
 

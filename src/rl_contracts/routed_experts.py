@@ -226,13 +226,13 @@ def _integer_source(value: object, context: _Context) -> _RouteSource:
         return tensor
     if isinstance(value, np.ndarray | np.generic):
         array = np.asarray(value)  # drops subclasses such as masked arrays: every stored id is checked
-        if array.dtype.kind not in "iu" and array.size > 0:
+        if array.dtype.kind not in ("i", "u") and array.size > 0:
             raise _not_integer(context, render_name(array.dtype))
         return array
     try:
         if isinstance(value, list | tuple):
             array = np.asarray(value)
-            if array.dtype.kind in "iu" and array.size > 0 and _has_bool_element(value):
+            if array.dtype.kind in ("i", "u") and _has_bool_element(value):
                 raise _not_integer(context, "bool (a bool element among the integer expert ids)")
         else:
             return _integer_source(torch.as_tensor(value), context)
@@ -244,7 +244,7 @@ def _integer_source(value: object, context: _Context) -> _RouteSource:
         raise _not_integer(
             context, f"unknown ({type_name(value)} does not convert to an array: {render_name(exc)})"
         ) from None
-    if array.dtype.kind not in "iu" and array.size > 0:
+    if array.dtype.kind not in ("i", "u") and array.size > 0:
         raise _not_integer(context, render_name(array.dtype))
     return array
 
@@ -326,10 +326,10 @@ def _copy_cast(destination: torch.Tensor, source: _RouteSource) -> None:
     if isinstance(source, torch.Tensor):
         destination.copy_(source)
     elif destination.device.type == "cpu":
-        np.copyto(destination.numpy(), source, casting="unsafe")
+        np.copyto(destination.numpy(), source)
     else:
         staging = torch.empty(tuple(destination.shape), dtype=destination.dtype)
-        np.copyto(staging.numpy(), source, casting="unsafe")
+        np.copyto(staging.numpy(), source)
         destination.copy_(staging)
 
 
@@ -548,15 +548,13 @@ def pad_and_align_routed_expert_indices(
         )
 
     result = torch.empty((padded, layers, topk), dtype=carry, device=target)
-    omitted_end = min(start, expected)
     copied_end = min(expected, start + routes)
-    result[:omitted_end].fill_(R3_MISSING_ROUTE_SENTINEL)
+    result[: min(start, expected)].fill_(R3_MISSING_ROUTE_SENTINEL)
     row = start
     for _, source in parts:
-        take = min(copied_end - row, int(source.shape[0]))
-        if take > 0:
-            _copy_cast(result[row : row + take], source[:take])
-            row += take
+        take = max(min(copied_end - row, int(source.shape[0])), 0)
+        _copy_cast(result[row : row + take], source[:take])  # returns at once when nothing is taken
+        row += take
     result[copied_end:expected].fill_(R3_MISSING_ROUTE_SENTINEL)
     if padded > expected:
         result[expected:] = torch.arange(topk, dtype=carry, device=target)
