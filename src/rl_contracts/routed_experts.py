@@ -448,6 +448,7 @@ def pad_and_align_routed_expert_indices(
     Divergence: the reference treats a negative ``valid_length`` as 0, lets torch raise ``RuntimeError`` when the
     parts disagree on ``[L, K]``, and checks the id range only once per process.
 
+    >>> from types import SimpleNamespace
     >>> out = SimpleNamespace(routed_experts=np.array([[[2, 1]], [[0, 3]]], np.uint8))
     >>> pad_and_align_routed_expert_indices(None, out, valid_length=3, padded_length=4, device="cpu").tolist()
     [[[2, 1]], [[0, 3]], [[0, 1]], [[0, 1]]]

@@ -809,8 +809,9 @@ def unknown_keys(config: BaseModel) -> list[UnknownKey]:
 
     Example::
 
-        >>> [(u.path, u.suggestion) for u in unknown_keys(cfg)]
-        [(('vllm_cfg', 'gpu_memory_utilisation'), 'gpu_memory_utilization')]
+        >>> refit = VllmRefitConfig.model_validate({"spars": {}})
+        >>> [(u.path, u.suggestion) for u in unknown_keys(refit)]
+        [(('spars',), 'sparse')]
     """
     out: list[UnknownKey] = []
     _walk_unknown(config, None, (), out)
