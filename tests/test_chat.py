@@ -261,7 +261,12 @@ WHILE = "while attaching token information to the OpenAI-compatible chat respons
 TOKEN_ERRORS: list[tuple[str, str, dict[str, Any]]] = [
     ("prompt_none", ASKED + "the final request output did not include prompt_token_ids.", {}),
     ("prompt_missing", ASKED + "the final request output did not include prompt_token_ids.", {}),
-    ("prompt_floats", "prompt_token_ids that are not a sequence of ints", {}),
+    (
+        "prompt_floats",
+        f"prompt_token_ids that are not a sequence of ints {WHILE}: prompt_token_ids[0] must be an int (not bool), "
+        "got float",
+        {},
+    ),
     (
         "output_index_str",
         f"vLLM returned a non-int generation output index {WHILE}: output index must be an int, got str.",
@@ -300,7 +305,12 @@ TOKEN_ERRORS: list[tuple[str, str, dict[str, Any]]] = [
         ASKED + "generation output choice_idx=2 did not include token_ids.",
         {"choice_index": 2},
     ),
-    ("token_ids_floats", "token_ids for choice_idx=2 that are not a sequence of ints", {"choice_index": 2}),
+    (
+        "token_ids_floats",
+        f"token_ids for choice_idx=2 that are not a sequence of ints {WHILE}: token_ids[0] must be an int (not "
+        "bool), got float",
+        {"choice_index": 2},
+    ),
     (
         "logprobs_none",
         ASKED + "generation output choice_idx=2 did not include logprobs.",
@@ -351,8 +361,8 @@ TOKEN_ERRORS: list[tuple[str, str, dict[str, Any]]] = [
         ASKED + "response choice choice_idx=2 has no message object to attach it to.",
         {"choice_index": 2},
     ),
-    ("outputs_not_sequence", "final_request_output.outputs that is not a sequence", {}),
-    ("choices_not_sequence", "response.choices that is not a sequence", {}),
+    ("outputs_not_sequence", f"final_request_output.outputs that is not a sequence {WHILE}: got int.", {}),
+    ("choices_not_sequence", f"response.choices that is not a sequence {WHILE}: got str.", {}),
 ]
 
 
@@ -409,8 +419,11 @@ def test_refused_third_field_restores_every_attribute() -> None:
     before = copy.deepcopy(response)
     with pytest.raises(ChatResponseContractError) as info:
         attach_token_information_to_chat_response_choices(response, request_output)
-    assert "could not set message.generation_log_probs on response choice choice_idx=1" in str(info.value)
-    assert "every attribute already set was restored" in str(info.value)
+    assert str(info.value) == (
+        f"could not set message.generation_log_probs on response choice choice_idx=1 {WHILE}: AttributeError: "
+        "message refuses attribute 'generation_log_probs'; every attribute already set was restored. The message "
+        "object must accept new attributes (e.g. a pydantic model with extra='allow')."
+    )
     assert info.value.choice_index == 1
     assert isinstance(info.value.__cause__, AttributeError)
     assert response == before

@@ -22,6 +22,7 @@ from rl_contracts.metrics import (
     _parse_prometheus,
     compute_engine_step_metrics,
     compute_spec_decode_metrics,
+    encode_counter_key,
     first_delta,
     mean_from_histogram,
 )
@@ -418,3 +419,30 @@ def test_step_metrics_bad_key_is_exact(
     args = (counters, {}) if argument == "start_counters" else ({}, counters)
     err = _snapshot_error(lambda: compute(*args))
     assert (str(err), err.key, err.value) == (f"{argument} key {shown_key} {BAD_KEY}", shown_key, shown_value)
+
+
+@pytest.mark.parametrize(
+    ("name", "part", "argument", "actual"), [(1, "x", "name", "int"), ("vllm:a", None, "part", "NoneType")]
+)
+def test_encode_counter_key_rejects_non_str_arguments(
+    name: Any, part: Any, argument: str, actual: str
+) -> None:
+    """A non-str name or part names that argument, the expected type and the type received."""
+    with pytest.raises(ContractTypeError) as info:
+        encode_counter_key(name, part)
+    assert str(info.value) == f"{argument} must be a str, got {actual}"
+    assert (info.value.argument, info.value.actual) == (argument, actual)
+    assert_contract_error(info.value)
+
+
+@pytest.mark.parametrize("name", ["", "vllm:a|count"])
+def test_encode_counter_key_rejects_names_that_would_not_decode(name: str) -> None:
+    """An empty name or one containing the separator is refused with the fix in the message."""
+    with pytest.raises(CounterSnapshotError) as info:
+        encode_counter_key(name, "sum")
+    assert str(info.value) == (
+        f"counter name must be non-empty and must not contain '|', got {name!r}; pass the bare metric name and put "
+        "the component in part"
+    )
+    assert info.value.key == name
+    assert_contract_error(info.value)

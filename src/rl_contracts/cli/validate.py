@@ -170,7 +170,6 @@ class _Console(Console):
     """
 
     def on_broken_pipe(self) -> None:
-        self.quiet = True
         raise BrokenPipeError
 
 
