@@ -85,20 +85,17 @@ def _where(modality: str | None, index: int | None) -> str:
 
 def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> tuple[int, int]:
     """SPEC §2.4 steps 1–5, with the item's position quoted in messages when known."""
+    fields: list[tuple[str, Any]] = []  # (field name, value or _MISSING)
     if isinstance(placeholder_range, Mapping):
-        values = []
         for field in ("offset", "length"):
             try:
-                values.append(placeholder_range[field])
+                fields.append((field, placeholder_range[field]))
             except KeyError:
-                values.append(_MISSING)
+                fields.append((field, _MISSING))
     elif isinstance(placeholder_range, PlaceholderRange) or (
         dataclasses.is_dataclass(placeholder_range) and not isinstance(placeholder_range, type)
     ):
-        values = [
-            getattr(placeholder_range, "offset", _MISSING),
-            getattr(placeholder_range, "length", _MISSING),
-        ]
+        fields = [(field, getattr(placeholder_range, field, _MISSING)) for field in ("offset", "length")]
     else:
         raise PlaceholderTypeError(
             "Multimodal placeholder ranges must be mappings or dataclass instances, got "
@@ -109,15 +106,15 @@ def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> 
             modality=modality,
             item_index=index,
         )
-    for field, value in zip(("offset", "length"), values, strict=True):
+    for field, value in fields:
         if value is _MISSING:
             raise PlaceholderRemapError(
                 f"Multimodal placeholder range is missing '{field}'{_where(modality, index)}",
                 modality=modality,
                 item_index=index,
             )
-    bounds = [int_or_none(value) for value in values]
-    for field, value, bound in zip(("offset", "length"), values, bounds, strict=True):
+    bounds = [(field, value, int_or_none(value)) for field, value in fields]
+    for field, value, bound in bounds:
         if bound is None:
             raise PlaceholderTypeError(
                 f"Multimodal placeholder range {field} must be an int, got {type_name(value)}"
@@ -128,7 +125,8 @@ def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> 
                 modality=modality,
                 item_index=index,
             )
-    offset, length = [bound for bound in bounds if bound is not None]  # both are ints once the loop passed
+    # Both are ints once the loop passed.
+    offset, length = [bound for _, _, bound in bounds if bound is not None]
     if offset < 0 or length < 1:
         raise PlaceholderRemapError(
             f"Multimodal placeholder range has invalid bounds: offset={render(offset)}, "
@@ -301,8 +299,7 @@ def _splice_coordinates(splice: object, template: list[int], final: list[int]) -
 
 def _powers(count: int) -> npt.NDArray[np.uint64]:
     """``BASE**j`` modulo 2**64 for ``j < count``, built by doubling (log(count) vectorised steps)."""
-    powers = np.empty(max(count, 1), dtype=np.uint64)
-    powers[0] = 1
+    powers = np.ones(count, dtype=np.uint64)  # powers[0] = BASE**0; the loop overwrites the rest
     filled = 1
     while filled < count:
         step = min(filled, count - filled)
@@ -507,12 +504,12 @@ def remap_multimodal_placeholders(
         memo = {(item.offset, item.length): item.offset for item in items}
     else:
         memo = _place(groups, items, template, final, coordinates)
-    new_offsets: list[list[int]] = [[0] * len(ranges) for _, ranges in groups]
-    for item in items:
-        new_offsets[item.modality_position][item.item_index] = memo[(item.offset, item.length)]
+    new_offsets = {
+        (item.modality_position, item.item_index): memo[(item.offset, item.length)] for item in items
+    }
     return {
         modality: [
-            _rebuilt(placeholder_range, new_offsets[position][index], modality, index)
+            _rebuilt(placeholder_range, new_offsets[position, index], modality, index)
             for index, placeholder_range in enumerate(ranges)
         ]
         for position, (modality, ranges) in enumerate(groups)
