@@ -446,3 +446,22 @@ def test_encode_counter_key_rejects_names_that_would_not_decode(name: str) -> No
     )
     assert info.value.key == name
     assert_contract_error(info.value)
+
+
+@pytest.mark.parametrize("value", [3, [("vllm:a", 1.0)], None])
+def test_snapshot_values_that_are_not_a_mapping(value: Any) -> None:
+    """A worker dict or a snapshot's ``values`` that is not a mapping is refused, naming where and the type."""
+    actual = type(value).__name__
+    with pytest.raises(ContractTypeError) as info:
+        CounterSnapshot.from_worker_dict(value)
+    assert str(info.value) == f"worker dict must be a mapping of counter keys to values, got {actual}"
+    assert (info.value.argument, info.value.expected, info.value.actual) == (
+        "d",
+        "Mapping[str, float | Sequence[float]]",
+        actual,
+    )
+    assert_contract_error(info.value)
+    with pytest.raises(
+        ValueError, match=rf"snapshot must be a mapping of counter keys to values, got {actual} "
+    ):
+        CounterSnapshot.model_validate({"values": value})
