@@ -318,10 +318,12 @@ class _ContentFinder:
     tables are built once, on the first search that needs them.
     """
 
+    _powers: npt.NDArray[np.uint64]
+    """``BASE**j`` for ``j < stop``; set by :meth:`_build`, which every hashed search runs first."""
+
     def __init__(self, final: list[int], template: list[int], stop: int) -> None:
         self._final, self._template, self._stop = final, template, stop
         self._prefix: npt.NDArray[np.uint64] | None = None
-        self._powers: npt.NDArray[np.uint64] = np.ones(1, dtype=np.uint64)
         self._template_symbols: npt.NDArray[np.uint64] | None = None
 
     def _build(self) -> npt.NDArray[np.uint64]:
@@ -330,9 +332,9 @@ class _ContentFinder:
         final = _int_array(self._final[:stop])
         if final.dtype == object:
             _, ranks = np.unique(np.concatenate([final, _int_array(self._template)]), return_inverse=True)
-            symbols = ranks.reshape(-1).astype(np.uint64)
+            symbols = ranks.astype(np.uint64)
             final, self._template_symbols = symbols[:stop], symbols[stop:]
-        self._powers = _powers(stop + 1)
+        self._powers = _powers(stop)
         prefix = np.zeros(stop + 1, dtype=np.uint64)
         np.cumsum(final.astype(np.uint64) * self._powers[:stop], out=prefix[1:])
         self._prefix = prefix
@@ -347,7 +349,7 @@ class _ContentFinder:
             if needle.dtype == object:
                 return None  # an id beyond int64, while final[:stop] holds int64 ids only
             symbols = needle.astype(np.uint64)
-        return int((symbols * self._powers[:width]).sum(dtype=np.uint64))
+        return int((symbols * self._powers[:width]).sum())
 
     def find(self, first: int, last: int, start: int, width: int) -> int | None:
         """Smallest ``q`` in ``[first, last]`` with ``final[q:q+width] == template[start:start+width]``."""
