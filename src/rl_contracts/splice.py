@@ -97,7 +97,7 @@ class PrefixSplice(BaseModel):
 def _int_array(ids: list[int]) -> npt.NDArray[Any]:
     """One numpy array for validated ids: int64, or ``object`` when some id does not fit in int64."""
     try:
-        return np.fromiter(ids, dtype=np.int64, count=len(ids))
+        return np.array(ids, dtype=np.int64)
     except OverflowError:
         return np.array(ids, dtype=object)
 
@@ -106,10 +106,7 @@ def _member_mask(values: npt.NDArray[Any], members: Sequence[int]) -> npt.NDArra
     """``values`` elementwise in ``members`` (vectorised); ids outside int64 never match an int64 array."""
     if values.dtype == object:
         return np.isin(values, np.array(list(members), dtype=object))
-    fitting = [m for m in members if _INT64_MIN <= m <= _INT64_MAX]
-    if not fitting:
-        return np.zeros(values.shape, dtype=np.bool_)
-    return np.isin(values, np.array(fitting, dtype=np.int64))
+    return np.isin(values, _int_array([m for m in members if _INT64_MIN <= m <= _INT64_MAX]))
 
 
 def _summary(name: str, ids: list[int]) -> str:
@@ -202,7 +199,7 @@ def splice_prefix_tokens(
     if count_needed == 0:
         raise SpliceError(
             "No terminator token found in template_prefix_token_ids, so there is no splice boundary to find. "
-            f"Terminators searched for: {render_list(terminators[:8], total=len(terminators))}. "
+            f"Terminators searched for: {render_list(terminators)}. "
             f"{_summary('model_prefix_token_ids', model)}; "
             f"{_summary('template_prefix_token_ids', template_prefix)}; {_summary('template_token_ids', template)}",
             terminators=terminators,
@@ -210,7 +207,7 @@ def splice_prefix_tokens(
         )
     positions = np.flatnonzero(_member_mask(_int_array(template), terminators))
     if len(positions) < count_needed:
-        decode = None if tokenizer is None else getattr(tokenizer, "decode", None)
+        decode = getattr(tokenizer, "decode", None)
         decoded = ""
         if callable(decode):
             decoded = (
@@ -219,7 +216,7 @@ def splice_prefix_tokens(
             )
         raise SpliceError(
             f"EOS token #{count_needed} not found in template_token_ids (only found {len(positions)} EOS tokens "
-            f"total, searching for terminators {render_list(terminators[:8], total=len(terminators))})! "
+            f"total, searching for terminators {render_list(terminators)})! "
             f"{_summary('template_prefix_token_ids', template_prefix)}; "
             f"{_summary('template_token_ids', template)}.{decoded}",
             terminators=terminators,
