@@ -7,6 +7,7 @@ attributes (``key``/``value`` of ``CounterSnapshotError``, ``argument``/``expect
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,16 +15,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from rl_contracts.errors import ContractTypeError, CounterSnapshotError, render, shorten
 from rl_contracts.metrics import (
     SPEC_DECODE_ACCEPTED_PER_POS,
+    SPEC_DECODE_NUM_DRAFTS,
     CounterSnapshot,
     _parse_prometheus,
+    aggregate_spec_decode_counters,
     compute_engine_step_metrics,
     compute_spec_decode_metrics,
     encode_counter_key,
     first_delta,
+    is_kept,
     mean_from_histogram,
 )
 from rl_contracts.testing import assert_contract_error
@@ -31,6 +36,7 @@ from rl_contracts.testing import assert_contract_error
 DATA = Path(__file__).parent / "data"
 NS = SimpleNamespace
 PER_POS = SPEC_DECODE_ACCEPTED_PER_POS
+DRAFTS = SPEC_DECODE_NUM_DRAFTS
 LONG = "vllm:spec_decode_" + "x" * 300
 """A kept name longer than the 200-character bound: a wrong bound (even 201) changes the message and the key."""
 SHORT_LONG = shorten(LONG, 200)
@@ -465,3 +471,253 @@ def test_snapshot_values_that_are_not_a_mapping(value: Any) -> None:
         ValueError, match=rf"snapshot must be a mapping of counter keys to values, got {actual} "
     ):
         CounterSnapshot.model_validate({"values": value})
+
+
+# ---------------------------------------------------------------------------------------------------- keys and values
+
+
+@pytest.mark.parametrize(
+    ("value", "actual"), [(None, "NoneType"), (b"vllm:prompt_tokens", "bytes"), (1, "int")]
+)
+def test_is_kept_non_str_is_exact(value: object, actual: str) -> None:
+    """is_kept refuses a non-str, naming its argument 'metric_name' and the type received."""
+    err = _type_error(lambda: is_kept(value))  # type: ignore[arg-type]
+    assert (str(err), err.argument, err.expected, err.actual) == (
+        f"metric_name must be a str, got {actual}",
+        "metric_name",
+        "a str",
+        actual,
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "kept"),
+    [
+        ("vllm:prompt_tokens|a|b", True),
+        ("vllm:request_success|finished_reason=a|b|c", True),
+        ("vllm:prompt_tokens_cached|a|b", False),
+        ("vllm:num_requests_running|spec_decode|x", False),
+    ],
+)
+def test_is_kept_looks_only_before_the_first_separator(key: str, kept: bool) -> None:
+    """The base is the key up to the first '|', however many separators follow."""
+    assert is_kept(key) is kept
+
+
+class _IndexOnly:
+    """An int in the library's sense (``__index__``) that is not a ``numbers.Real``, like a 0-d int tensor."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_counter_values_accept_index_objects() -> None:
+    """A counter held in an object with ``__index__`` (not a numbers.Real) is accepted as its float value."""
+    report: dict[str, Any] = {DRAFTS: _IndexOnly(3), PER_POS: [_IndexOnly(2)]}
+    assert CounterSnapshot.from_worker_dict(report).values == {DRAFTS: 3.0, PER_POS: (2.0,)}
+    assert aggregate_spec_decode_counters([report]) == {DRAFTS: 3.0, (PER_POS, 1): 2.0}
+
+
+def test_counter_values_normalise_negative_zero() -> None:
+    """-0.0 is a legal counter (it is not < 0) and is stored as +0.0, scalar or vector element."""
+    values = CounterSnapshot.from_worker_dict({DRAFTS: -0.0, PER_POS: [-0.0]}).values
+    scalar, vector = values[DRAFTS], values[PER_POS]
+    assert isinstance(scalar, float)
+    assert isinstance(vector, tuple)
+    assert (scalar, vector) == (0.0, (0.0,))
+    assert math.copysign(1.0, scalar) == 1.0
+    assert math.copysign(1.0, vector[0]) == 1.0
+
+
+WORKER_DICT = "worker dict"
+"""The ``where`` of CounterSnapshot.from_worker_dict errors (its argument is ``d``)."""
+
+
+def _from_worker_dict(report: dict[Any, Any]) -> object:
+    return CounterSnapshot.from_worker_dict(report)
+
+
+def _aggregate_second(report: dict[Any, Any]) -> object:
+    return aggregate_spec_decode_counters([{DRAFTS: 1}, report])
+
+
+KEY_SOURCES = [
+    pytest.param(_from_worker_dict, WORKER_DICT, "d", id="from_worker_dict"),
+    pytest.param(_aggregate_second, "worker_metrics[1]", "worker_metrics", id="aggregate"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "shown"),
+    [(1, "int 1"), (None, "NoneType None"), ((DRAFTS, 1), f"tuple ('{DRAFTS}', 1)"), (b"k", "bytes b'k'")],
+)
+@pytest.mark.parametrize(("build", "where", "argument"), KEY_SOURCES)
+def test_worker_report_non_str_key_is_exact(
+    build: Callable[[dict[Any, Any]], object], where: str, argument: str, key: object, shown: str
+) -> None:
+    """A worker report key that is not a str is a ContractTypeError naming where, the argument and the type."""
+    err = _type_error(lambda: build({key: 1}))
+    actual = shown.split(" ", 1)[0]
+    assert (str(err), err.argument, err.expected, err.actual) == (
+        f"{where} has a key that is not a str: {shown}",
+        argument,
+        "str",
+        actual,
+    )
+
+
+NOT_A_NUMBER = "must be an int or float (not bool), got"
+NEGATIVE = "engine counters only grow, so the snapshot is corrupt or was not read from a counter"
+
+
+@pytest.mark.parametrize(
+    ("value", "message", "shown"),
+    [
+        (True, f"{NOT_A_NUMBER} bool True", "True"),
+        ("1", f"{NOT_A_NUMBER} str '1'", "'1'"),
+        (None, f"{NOT_A_NUMBER} NoneType None", "None"),
+        (-1, f"must be finite and >= 0, got -1; {NEGATIVE}", "-1"),
+        (float("nan"), f"must be finite and >= 0, got nan; {NEGATIVE}", "nan"),
+        ([1, False], f"{NOT_A_NUMBER} bool False (at position 1)", "False"),
+        ((2.0, 1, -0.5), f"must be finite and >= 0, got -0.5; {NEGATIVE} (at position 2)", "-0.5"),
+        ([{"a": 1}], f"{NOT_A_NUMBER} dict {{'a': 1}} (at position 0)", "{'a': 1}"),
+    ],
+)
+@pytest.mark.parametrize(("build", "where", "argument"), KEY_SOURCES)
+def test_worker_report_bad_value_is_exact(
+    build: Callable[[dict[Any, Any]], object],
+    where: str,
+    argument: str,
+    value: object,
+    message: str,
+    shown: str,
+) -> None:
+    """A kept value that is not a finite number >= 0 names where, the shortened key, the type and the value."""
+    err = _snapshot_error(lambda: build({LONG: value}))
+    assert (str(err), err.key, err.value) == (f"{where} counter '{SHORT_LONG}' {message}", SHORT_LONG, shown)
+
+
+KEPT_HINT = (
+    "is not a kept counter key (a non-empty str naming a spec-decode family or one of ['vllm:prompt_tokens', "
+    "'vllm:generation_tokens', 'vllm:request_prompt_tokens', 'vllm:request_generation_tokens', "
+    "'vllm:request_success']); build snapshots with from_worker_dict to drop other keys"
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "shown", "key_attr"),
+    [
+        (1, "1", "1"),
+        (0, "0", "0"),
+        (None, "None", "None"),
+        ("", "''", ""),
+        ("vllm:num_requests_running", "'vllm:num_requests_running'", "vllm:num_requests_running"),
+        ("x" * 300, render("x" * 300), shorten("x" * 300, 200)),
+    ],
+)
+def test_direct_construction_unkept_key_is_exact(key: object, shown: str, key_attr: str) -> None:
+    """Direct construction refuses every key that is not a kept str; the cause carries the key and the value."""
+    with pytest.raises(ValidationError) as info:
+        CounterSnapshot.model_validate({"values": {key: 7}})
+    assert f"Value error, snapshot key {shown} {KEPT_HINT} [" in str(info.value)
+    cause = info.value.errors()[0]["ctx"]["error"]
+    assert isinstance(cause, CounterSnapshotError)
+    assert (str(cause), cause.key, cause.value) == (f"snapshot key {shown} {KEPT_HINT}", key_attr, "7")
+
+
+def test_direct_construction_bad_vector_names_the_snapshot() -> None:
+    """A bad element of a vector in direct construction is reported for 'snapshot' with its position."""
+    with pytest.raises(ValidationError) as info:
+        CounterSnapshot(values={PER_POS: (1.0, -2.0)})
+    cause = info.value.errors()[0]["ctx"]["error"]
+    assert isinstance(cause, CounterSnapshotError)
+    assert (
+        str(cause)
+        == f"snapshot counter '{PER_POS}' must be finite and >= 0, got -2.0; {NEGATIVE} (at position 1)"
+    )
+    assert (cause.key, cause.value) == (PER_POS, "-2.0")
+
+
+# ---------------------------------------------------------------------------------------------------- aggregation
+
+AGGREGATE_REPORT = "CounterSnapshot | Mapping[str, float | list[float]]"
+CONFLICT = "in an earlier report; workers run different vLLM versions or the snapshot is corrupt"
+
+
+@pytest.mark.parametrize(
+    ("workers", "actual"),
+    [("abc", "str"), ({DRAFTS: 1}, "dict"), (None, "NoneType"), (3, "int"), (b"ab", "bytes")],
+)
+def test_aggregate_non_sequence_is_exact(workers: Any, actual: str) -> None:
+    """worker_metrics that is not a sequence (or is a str or bytes) names the argument and the type received."""
+    err = _type_error(lambda: aggregate_spec_decode_counters(workers))
+    assert (str(err), err.argument, err.expected, err.actual) == (
+        f"worker_metrics must be a list of worker counter snapshots, got {actual}",
+        "worker_metrics",
+        "a list of worker counter snapshots",
+        actual,
+    )
+
+
+@pytest.mark.parametrize(
+    ("workers", "where", "actual"),
+    [
+        ([3], "worker_metrics[0]", "int"),
+        ([[(DRAFTS, 1)]], "worker_metrics[0]", "list"),
+        ([{DRAFTS: 1}, None], "worker_metrics[1]", "NoneType"),
+        ((CounterSnapshot.from_worker_dict({DRAFTS: 1}), "x"), "worker_metrics[1]", "str"),
+    ],
+)
+def test_aggregate_bad_report_is_exact(workers: Any, where: str, actual: str) -> None:
+    """A report that is neither a CounterSnapshot nor a mapping names its index, the argument and its type."""
+    err = _type_error(lambda: aggregate_spec_decode_counters(workers))
+    assert (str(err), err.argument, err.expected, err.actual) == (
+        f"{where} must be a CounterSnapshot or a mapping of counter names to values, got {actual}",
+        "worker_metrics",
+        AGGREGATE_REPORT,
+        actual,
+    )
+
+
+@pytest.mark.parametrize(
+    ("workers", "message", "value"),
+    [
+        (
+            [{LONG: 1}, {LONG: [1, 2]}],
+            f"worker_metrics[1] counter '{SHORT_LONG}' is a vector here but a scalar {CONFLICT}",
+            "(1.0, 2.0)",
+        ),
+        (
+            [{LONG: [1]}, {DRAFTS: 1}, {LONG: 2}],
+            f"worker_metrics[2] counter '{SHORT_LONG}' is a scalar here but a vector {CONFLICT}",
+            "2.0",
+        ),
+        (
+            [CounterSnapshot.from_worker_dict({LONG: 5}), CounterSnapshot.from_worker_dict({LONG: ()})],
+            f"worker_metrics[1] counter '{SHORT_LONG}' is a vector here but a scalar {CONFLICT}",
+            "()",
+        ),
+    ],
+)
+def test_aggregate_scalar_vector_conflict_is_exact(workers: Any, message: str, value: str) -> None:
+    """A name that is a scalar in one report and a vector in another names the report, key and later value."""
+    err = _snapshot_error(lambda: aggregate_spec_decode_counters(workers))
+    assert (str(err), err.key, err.value) == (message, SHORT_LONG, value)
+
+
+@pytest.mark.parametrize(
+    ("workers", "key"),
+    [
+        ([{LONG: 1.5e308}, {LONG: 1.5e308}], SHORT_LONG),
+        ([{DRAFTS: 1.0e308}, {DRAFTS: 1.0e308}], DRAFTS),
+        ([{PER_POS: [1, 1.5e308]}, {PER_POS: (0, 1.5e308)}], f"('{PER_POS}', 2)"),
+    ],
+)
+def test_aggregate_overflow_is_exact(workers: Any, key: str) -> None:
+    """A sum over workers that overflows names the aggregated key (a name or a 1-based position) and inf."""
+    err = _snapshot_error(lambda: aggregate_spec_decode_counters(workers))
+    assert str(err) == f"aggregated counter '{key}' overflows when summed (inf); {OVERFLOW}"
+    assert (err.key, err.value) == (key, "inf")

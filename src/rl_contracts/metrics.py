@@ -156,7 +156,7 @@ def is_kept(metric_name: str) -> bool:
     (True, False)
     """
     _require_str(metric_name, "metric_name")
-    base = metric_name.split(COUNTER_KEY_SEP, 1)[0]
+    base = metric_name.partition(COUNTER_KEY_SEP)[0]
     return "spec_decode" in base or base in _KEPT_NAME_SET
 
 
@@ -175,12 +175,7 @@ def _key_text(key: object) -> str:
 
 def _as_number(value: object) -> float | None:
     """``float(value)`` for a real number that is not a bool (``inf`` when it overflows), else ``None``."""
-    kind = type(value)
-    if (
-        kind is not float
-        and kind is not int
-        and (isinstance(value, bool) or not (is_int(value) or isinstance(value, numbers.Real)))
-    ):
+    if isinstance(value, bool) or not (is_int(value) or isinstance(value, numbers.Real)):
         return None
     try:
         return float(value)  # type: ignore[arg-type]
