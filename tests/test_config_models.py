@@ -478,6 +478,21 @@ def test_unknown_keys_suggest_the_closest_key_of_their_model() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("key", "suggestion"),
+    [
+        ("_draft_weight_from_refit", "_draft_weights_from_refit"),
+        ("draft_weights_from_refitt", "draft_weights_from_refit"),
+        ("tempera", None),
+    ],
+)
+def test_unknown_key_suggestion_is_the_best_match_at_cutoff_0_8(key: str, suggestion: str | None) -> None:
+    """The suggestion is the single closest known key, the ``_`` alias included; a ratio below 0.8 gets none
+    (``tempera`` is 0.78 like ``temperature``)."""
+    found = unknown_keys(VllmConfig.model_validate(section(**{key: 1})))
+    assert found == [UnknownKey((key,), key, 1, suggestion)]
+
+
 def test_unknown_keys_skip_opaque_dicts_legacy_key_and_plugin_config() -> None:
     """Opaque dicts, a null ``checkpoint_engine`` and the plugin config of the chosen transport are not unknown."""
     config = section(

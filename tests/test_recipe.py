@@ -132,14 +132,26 @@ def test_empty_defaults_mean_no_parents(tmp_path: Path, value: str) -> None:
     assert load_recipe(path).document == {"x": 1}
 
 
-@pytest.mark.parametrize("value", ["5", "{a: b.yaml}", "[1]", "['']", "''", "[a.yaml, [b.yaml]]", "true"])
-def test_bad_defaults_value_is_a_load_error(tmp_path: Path, value: str) -> None:
-    """A defaults value that is neither null, a path nor a list of paths raises ``RecipeLoadError``."""
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("5", "5"),
+        ("{a: b.yaml}", "{'a': 'b.yaml'}"),
+        ("[1]", "[1]"),
+        ("['']", "['']"),
+        ("''", "''"),
+        ("[a.yaml, [b.yaml]]", "['a.yaml', ['b.yaml']]"),
+        ("true", "True"),
+    ],
+)
+def test_bad_defaults_value_is_a_load_error(tmp_path: Path, value: str, shown: str) -> None:
+    """A defaults value that is neither null, a path nor a list of paths raises ``RecipeLoadError`` naming the
+    file and showing the value as written."""
     path = write(tmp_path, "r.yaml", f"defaults: {value}\nx: 1\n")
-    with pytest.raises(RecipeLoadError, match="defaults must be null, a path or a list of paths") as info:
+    with pytest.raises(RecipeLoadError) as info:
         load_recipe(path)
-    assert info.value.path == "defaults"
-    assert info.value.file == str(path)
+    assert info.value.message == f"{path}: defaults must be null, a path or a list of paths, got {shown}"
+    assert (info.value.path, info.value.value, info.value.file) == ("defaults", shown, str(path))
 
 
 def test_diamond_is_not_a_cycle(tmp_path: Path) -> None:

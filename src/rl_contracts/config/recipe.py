@@ -22,6 +22,7 @@ import omegaconf
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..checks import require_bool
 from ..errors import (
@@ -245,7 +246,7 @@ def _parent_paths(raw: object, file: Path) -> list[Path]:
             path=_DEFAULTS,
             value=render(raw),
         )
-    return [Path(e) if Path(e).is_absolute() else file.parent / e for e in entries]
+    return [file.parent / e for e in entries]  # an absolute entry replaces file.parent (pathlib join)
 
 
 def _strip_markers(value: Any, file: Path, path: tuple[Any, ...], replaced: list[tuple[Any, ...]]) -> Any:
@@ -438,8 +439,8 @@ def _lookup(data: Any, keys: Sequence[Any]) -> tuple[bool, Any]:
     return True, data
 
 
-def _pydantic_message(error: Any) -> str:
-    message = str(error.get("msg", "invalid value"))
+def _pydantic_message(error: ErrorDetails) -> str:
+    message = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
     return shorten(message, MAX_MESSAGE_CHARS)
@@ -458,7 +459,7 @@ def _typo_hint(data: dict[Any, Any], keys: Sequence[Any]) -> str:
 def _schema_issues(section: str, data: dict[Any, Any], exc: ValidationError) -> list[ConfigIssue]:
     """One error issue per pydantic line error, at the full dotted path, with the value as written."""
     issues = []
-    for error in exc.errors(include_url=False):
+    for error in exc.errors():
         keys = list(error["loc"])
         found, value = _lookup(data, keys)
         reason = _pydantic_message(error)
