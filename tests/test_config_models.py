@@ -1017,3 +1017,21 @@ def test_config_imports_neither_torch_nor_vllm() -> None:
         "assert 'torch' not in sys.modules and 'vllm' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(("value", "shown"), [(True, "bool"), (None, "NoneType"), ([1], "list")])
+def test_env_vars_rejection_message_names_the_type_and_the_fix(value: Any, shown: str) -> None:
+    """The ``env_vars`` rejection names the accepted types, the given type and says to quote a string."""
+    [error] = [
+        e for e in errors(with_vllm(env_vars={"FLAG": value})) if e["loc"] == ("vllm_cfg", "env_vars", "FLAG")
+    ]
+    assert error["msg"] == (
+        f"Value error, expected a str, int or float environment value (not bool or null), got {shown}; "
+        "quote the value if you mean the string"
+    )
+
+
+def test_env_vars_numbers_become_plain_strings() -> None:
+    """An int or float ``env_vars`` value becomes its ``str``; a string stays as written."""
+    config = VllmConfig.model_validate(with_vllm(env_vars={"A": 3, "B": 0.5, "C": "x"}))
+    assert config.vllm_cfg.env_vars == {"A": "3", "B": "0.5", "C": "x"}

@@ -165,3 +165,13 @@ def test_assert_contract_error_rejects_what_breaks_invariant_1(
 def test_assert_contract_error_accepts_a_library_error() -> None:
     """Every attribute, the message and the args survive pickle for a real error, so the check passes."""
     assert_contract_error(errors.RoutedExpertsError("m", routes=1, expected=2, dtype_name="int8"))
+
+
+def test_render_list_with_total_reads_only_the_shown_prefix() -> None:
+    """With ``total`` the iterator is read only for the shown elements, and ``total`` is the count (sorted too)."""
+    iterator = iter(range(20))
+    assert render_list(iterator, total=20) == "[0, 1, 2, 3, 4, 5, 6, 7] ... (20 total)"
+    assert next(iterator) == 8
+    assert render_list([2, 1], total=30) == "[2, 1] ... (30 total)"
+    assert render_list([2, 1], sort=True, total=30) == "[1, 2] ... (30 total)"
+    assert render_list(range(12), sort=True, total=5) == "[0, 1, 2, 3, 4, 5, 6, 7]"

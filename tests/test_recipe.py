@@ -1087,3 +1087,56 @@ def _with_full_key(key: object) -> BaseException:
 def test_omegaconf_key_is_a_non_empty_str_or_none(exc: BaseException, expected: str | None) -> None:
     """Only a non-empty str ``full_key`` names the failing key; anything else is None."""
     assert _omegaconf_key(exc) == expected
+
+
+def test_interpolation_cycle_between_two_mappings_is_reported_at_each_entry(tmp_path: Path) -> None:
+    """Two mappings that interpolate each other give one "contains itself" issue per cycle entry, raw value shown."""
+    kwargs = f"{GEN}.vllm_kwargs"
+    extra = {"a": {"x": f"${{{kwargs}.b}}"}, "b": {"y": f"${{{kwargs}.a}}"}}
+    issues = issues_of(write(tmp_path, "r.yaml", recipe_with(valid_generation(vllm_kwargs=extra))))
+    reason = "recursive interpolation: the value contains itself"
+    assert issues == (
+        ConfigIssue(path=f"{kwargs}.a.x.y", value=f"'${{{kwargs}.a}}'", reason=reason, severity="error"),
+        ConfigIssue(path=f"{kwargs}.b.y.x", value=f"'${{{kwargs}.b}}'", reason=reason, severity="error"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("document", "message", "path", "value"),
+    [
+        ({"policy": 5}, "policy must be a mapping (it holds policy.generation), got a int", "policy", "5"),
+        (
+            {"policy": [1, "x"]},
+            "policy must be a mapping (it holds policy.generation), got a list",
+            "policy",
+            "[1, 'x']",
+        ),
+        (
+            {"policy": {"generation": [1]}},
+            "section policy.generation must be a mapping, got a list",
+            GEN,
+            "[1]",
+        ),
+    ],
+)
+def test_section_path_through_a_non_mapping_raises_load_error(
+    tmp_path: Path, document: dict[str, Any], message: str, path: str, value: str
+) -> None:
+    """A scalar or list on the way to (or at) the section is a ``RecipeLoadError`` naming the node and its value."""
+    file = write(tmp_path, "r.yaml", document)
+    with pytest.raises(RecipeLoadError) as info:
+        load_recipe(file)
+    assert info.value.message == f"{file}: {message}"
+    assert (info.value.file, info.value.path, info.value.value) == (str(file), path, value)
+
+
+@pytest.mark.parametrize(
+    ("policy", "reason"),
+    [("???", "mandatory value is missing (???)"), ("${nope}", "Interpolation key 'nope' not found")],
+)
+def test_unresolvable_node_on_the_way_to_the_section_is_an_issue(
+    tmp_path: Path, policy: str, reason: str
+) -> None:
+    """A missing or broken node above the section is one error issue at that node, showing the raw value."""
+    issues = issues_of(write(tmp_path, "r.yaml", {"policy": policy}))
+    assert issues == (ConfigIssue(path="policy", value=repr(policy), reason=reason, severity="error"),)

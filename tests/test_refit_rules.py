@@ -287,7 +287,10 @@ def test_config_argument_type(function: Any, config: Any) -> None:
     """A ``config`` that is neither a ``VllmConfig`` nor a mapping is a ``ContractTypeError``."""
     with pytest.raises(ContractTypeError) as info:
         function(config)
-    assert info.value.argument == "config"
+    expected = "a VllmConfig or a mapping of the generation section"
+    actual = type(config).__name__
+    assert (info.value.argument, info.value.expected, info.value.actual) == ("config", expected, actual)
+    assert info.value.message == f"config must be {expected}, got {actual}"
     assert_contract_error(info.value)
 
 

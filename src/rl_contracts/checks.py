@@ -154,6 +154,6 @@ def token_ids(value: object, argument: str) -> list[int]:
     if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence):
         raise ContractTypeError.for_value(argument, "a sequence of ints", value)
     items = list(value)
-    if set(map(type, items)) <= {int}:
+    if {int}.issuperset(map(type, items)):
         return items
     return [require_int(item, f"{argument}[{index}]") for index, item in enumerate(items)]

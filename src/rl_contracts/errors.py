@@ -100,13 +100,11 @@ def render_list(items: Iterable[object], *, sort: bool = False, total: int | Non
     """
     if sort:
         ordered: list[object] = sorted(items)  # type: ignore[type-var]
-        head, count = ordered[:MAX_LIST_ITEMS], len(ordered)
+        head, count = ordered[:MAX_LIST_ITEMS], len(ordered) if total is None else total
     else:
         iterator = iter(items)
         head = list(itertools.islice(iterator, MAX_LIST_ITEMS))
-        count = len(head) + (sum(1 for _ in iterator) if total is None else 0)
-    if total is not None:
-        count = total
+        count = len(head) + sum(1 for _ in iterator) if total is None else total
     body = "[" + ", ".join(render(item) for item in head) + "]"
     return body if count <= MAX_LIST_ITEMS else f"{body} ... ({count} total)"
 

@@ -123,7 +123,7 @@ def _env_value(value: object) -> str:
             f"expected a str, int or float environment value (not bool or null), got {type_name(value)}; "
             "quote the value if you mean the string"
         )
-    return value if isinstance(value, str) else str(value)
+    return str(value)
 
 
 def _null_as_auto(value: object) -> object:
@@ -766,9 +766,9 @@ def _known_keys(model_cls: type[BaseModel]) -> list[str]:
     return keys
 
 
-def _is_plugin_path(key: object) -> bool:
+def _is_plugin_path(key: str) -> bool:
     """Whether ``key`` has the ``module.path:ClassName`` form of a custom checkpoint-engine transport."""
-    if not isinstance(key, str) or key.count(":") != 1:
+    if key.count(":") != 1:
         return False
     module, _, class_name = key.partition(":")
     return (

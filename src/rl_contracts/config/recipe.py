@@ -162,6 +162,11 @@ def _is_under(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith((root + ".", root + "[")) for root in roots)
 
 
+def _raw(node: DictConfig | ListConfig) -> Any:
+    """The node as plain containers, interpolations and ``???`` left as written."""
+    return OmegaConf.to_container(node)
+
+
 def _kind(value: object) -> str:
     if isinstance(value, dict | DictConfig):
         return "mapping"
@@ -393,10 +398,11 @@ class _Resolver:
 
     def container(self, node: DictConfig | ListConfig, path: str, stack: tuple[int, ...]) -> Any:
         if isinstance(node, ListConfig):
-            items = cast("list[Any]", OmegaConf.to_container(node, resolve=False))
+            items: list[Any] = _raw(node)
             return [self.leaf(node, i, raw, path, stack) for i, raw in enumerate(items)]
         out: dict[Any, Any] = {}
-        for key, raw_value in cast("dict[Any, Any]", OmegaConf.to_container(node, resolve=False)).items():
+        mapping: dict[Any, Any] = _raw(node)
+        for key, raw_value in mapping.items():
             value = self.leaf(node, key, raw_value, path, stack)
             if value is not _UNRESOLVED:
                 out[key] = value
@@ -534,14 +540,14 @@ def _locate(
         except (RecursionError, MemoryError):
             raise
         except Exception as exc:
-            raw = OmegaConf.to_container(node, resolve=False)
+            raw = OmegaConf.to_container(node)
             resolver.fail(here, raw.get(part) if isinstance(raw, dict) else None, _reason(exc))
             return False
         if node is None:
             return None
         path = here
     if not isinstance(node, DictConfig):
-        shown = OmegaConf.to_container(node, resolve=False) if isinstance(node, ListConfig) else node
+        shown = OmegaConf.to_container(node) if isinstance(node, ListConfig) else node
         raise RecipeLoadError(
             f"{render_name(file)}: section {render_name(section)} must be a mapping, got a {_kind(node)}",
             file=file,
