@@ -7,10 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from omegaconf import OmegaConf
+from omegaconf.errors import GrammarParseError
 from pydantic import BaseModel, ValidationError, field_validator, model_validator
 
-from rl_contracts.config.recipe import ConfigIssue, _lookup, _pydantic_message, _schema_issues, load_recipe
-from rl_contracts.errors import RecipeError
+import rl_contracts.config.recipe as recipe_module
+from rl_contracts.config.models import VllmConfig
+from rl_contracts.config.recipe import (
+    ConfigIssue,
+    LoadedRecipe,
+    _lookup,
+    _pydantic_message,
+    _schema_issues,
+    load_recipe,
+)
+from rl_contracts.errors import ConfigContractError, RecipeError, RecipeLoadError
 from rl_contracts.testing.strategies import minimal_vllm_generation as valid_generation
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
@@ -197,3 +208,416 @@ def test_schema_issue_at_a_path_not_in_the_data_shows_the_input() -> None:
         ("s.either.int", "'x'"),
         ("s.either.list[int]", "'x'"),
     ]
+
+
+# ---------------------------------------------------------------------------------------------- load errors
+
+
+def load_error(path: Path | str, section: str | None = None) -> RecipeLoadError:
+    """The ``RecipeLoadError`` that loading ``path`` must raise."""
+    with pytest.raises(RecipeLoadError) as info:
+        load_recipe(path, section=section)
+    return info.value
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# (file text, message after "{file}: ", path, value, line, column)
+_BAD_FILES: list[tuple[str, str, str | None, str | None, int | None, int | None]] = [
+    (
+        "a: [1, 2\nb: 3\n",
+        "YAML syntax error at line 2, column 2: did not find expected ',' or ']' "
+        "(while parsing a flow sequence started at line 1, column 4)",
+        None,
+        None,
+        2,
+        2,
+    ),
+    (
+        "a: 1\n  b: 2\n",
+        "YAML syntax error at line 2, column 4: mapping values are not allowed in this context",
+        None,
+        None,
+        2,
+        4,
+    ),
+    ("a: *nope\n", "YAML syntax error at line 1, column 4: found undefined alias", None, None, 1, 4),
+    (
+        "a: 1\na: 2\n",
+        "YAML syntax error at line 2, column 1: found duplicate key a "
+        "(while constructing a mapping started at line 1, column 1)",
+        None,
+        None,
+        2,
+        1,
+    ),
+    (
+        "a:\n  b: ${foo\n",
+        "invalid interpolation syntax at a.b: no viable alternative at input '${foo'",
+        "a.b",
+        None,
+        None,
+        None,
+    ),
+    ("5\n", "the recipe root must be a mapping (Invalid loaded object type: int)", None, None, None, None),
+    ("- 1\n- 2\n", "the recipe root must be a mapping, got a list", None, "list", None, None),
+    ("a:\n  _override_: 3\n", "a._override_ must be true or false, got 3", "a._override_", "3", None, None),
+    (
+        "0: {_override_: 3}\n",
+        "[0]._override_ must be true or false, got 3",
+        "[0]._override_",
+        "3",
+        None,
+        None,
+    ),
+    (
+        "a:\n  - _override_: 'yes'\n",
+        "a.None._override_ must be true or false, got 'yes'",
+        "a.None._override_",
+        "'yes'",
+        None,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message", "path", "value", "line", "column"), _BAD_FILES)
+def test_unreadable_recipe_text_raises_a_load_error(
+    tmp_path: Path,
+    text: str,
+    message: str,
+    path: str | None,
+    value: str | None,
+    line: int | None,
+    column: int | None,
+) -> None:
+    """Syntax errors, non-mapping roots and bad markers: exact message, ``file``, ``path``, ``value``, position."""
+    file = write(tmp_path, "r.yaml", text)
+    error = load_error(file)
+    assert error.message == f"{file}: {message}"
+    assert (error.file, error.path, error.value, error.line, error.column) == (
+        str(file),
+        path,
+        value,
+        line,
+        column,
+    )
+
+
+def test_undecodable_file_cannot_be_parsed(tmp_path: Path) -> None:
+    file = tmp_path / "r.yaml"
+    file.write_bytes(b"a: \xff\xfe\n")
+    error = load_error(file)
+    assert error.message == (
+        f"{file}: cannot parse the file: 'utf-8' codec can't decode byte 0xff in position 3: invalid start byte"
+    )
+    assert (error.file, error.path, error.value) == (str(file), None, None)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    """A missing file and a directory name the file and the OS reason."""
+    missing = tmp_path / "nope.yaml"
+    error = load_error(missing)
+    assert (error.message, error.file, error.path, error.value) == (
+        f"{missing}: no such file",
+        str(missing),
+        None,
+        None,
+    )
+    folder = tmp_path / "dir.yaml"
+    folder.mkdir()
+    error = load_error(folder)
+    assert (error.message, error.file) == (f"{folder}: cannot read the file: Is a directory", str(folder))
+
+
+def test_missing_parent_names_the_child(tmp_path: Path) -> None:
+    child = write(tmp_path, "child.yaml", "defaults: nope.yaml\n")
+    error = load_error(child)
+    parent = tmp_path / "nope.yaml"
+    assert error.message == f"{child}: parent recipe '{parent}' named in defaults does not exist"
+    assert (error.file, error.path, error.value) == (str(child), "defaults", f"'{parent}'")
+
+
+def test_defaults_cycle_lists_the_chain(tmp_path: Path) -> None:
+    one = write(tmp_path, "c1.yaml", "defaults: c2.yaml\n")
+    two = write(tmp_path, "c2.yaml", "defaults: c1.yaml\n")
+    error = load_error(one)
+    chain = f"['{one}', '{two}', '{one}']"
+    assert error.message == f"{one}: defaults cycle: the file appears again in its own ancestry {chain}"
+    assert (error.file, error.path, error.value) == (str(one), "defaults", chain)
+
+
+def test_unresolvable_paths(tmp_path: Path) -> None:
+    """A NUL byte in the recipe path or in a parent path: the parent case names the child and ``defaults``."""
+    bad = f"{tmp_path}/a\0b.yaml"
+    error = load_error(bad)
+    assert (error.message, error.file, error.path) == (
+        f"{bad}: cannot resolve the path: embedded null byte",
+        bad,
+        None,
+    )
+    child = write(tmp_path, "child.yaml", 'defaults: "x\\0y.yaml"\n')
+    error = load_error(child)
+    assert error.message == f"{tmp_path}/x\0y.yaml: cannot resolve the path: embedded null byte"
+    assert (error.file, error.path) == (str(child), "defaults")
+
+
+@pytest.mark.parametrize(
+    ("parent", "child", "where", "was", "now"),
+    [
+        ("a: [1]\n", "a: {x: 1}\n", "a", "list", "mapping"),
+        ("0: [1]\n", "0: {x: 1}\n", "[0]", "list", "mapping"),
+        ("a: {b: {x: 1}}\n", "a: {b: [1]}\n", "a.b", "mapping", "list"),
+    ],
+)
+def test_list_meeting_a_mapping_cannot_merge(
+    tmp_path: Path, parent: str, child: str, where: str, was: str, now: str
+) -> None:
+    """The conflict names the later file and the path; only a mapping over a list gets the marker remedy."""
+    write(tmp_path, "p.yaml", parent)
+    file = write(tmp_path, "r.yaml", f"defaults: p.yaml\n{child}")
+    error = load_error(file)
+    remedy = "; mark the mapping with _override_: true to replace the list" if now == "mapping" else ""
+    assert error.message == (
+        f"{file}: cannot merge {where}: a {now} here where the recipe it inherits from has a {was}{remedy}"
+    )
+    assert (error.file, error.path, error.value) == (str(file), where, None)
+
+
+def test_conflict_between_two_parents_names_the_second_parent(tmp_path: Path) -> None:
+    write(tmp_path, "p1.yaml", "a: [1]\n")
+    second = write(tmp_path, "p2.yaml", "a: {x: 1}\n")
+    error = load_error(write(tmp_path, "r.yaml", "defaults: [p1.yaml, p2.yaml]\n"))
+    assert (error.file, error.path) == (str(second), "a")
+    assert error.message.startswith(f"{second}: cannot merge a: a mapping here")
+
+
+def test_failed_merge_reports_the_omegaconf_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "p.yaml", "a: 1\n")
+    file = write(tmp_path, "r.yaml", "defaults: p.yaml\nb: 2\n")
+
+    def refuse(*configs: object) -> object:
+        raise ValueError("merge refused\nfull_key: a")
+
+    monkeypatch.setattr(OmegaConf, "unsafe_merge", refuse)
+    error = load_error(file)
+    assert (error.message, error.file, error.path) == (
+        f"{file}: cannot merge onto its defaults: merge refused",
+        str(file),
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("parent", "child", "document"),
+    [
+        ("a: 5\n", "a: {b: {_override_: true, x: 1}}\n", {"a": {"b": {"x": 1}}}),
+        ("a: 5\n", "a: {b: {c: {_override_: true, x: 1}}}\n", {"a": {"b": {"c": {"x": 1}}}}),
+        ("a: {b: 5, c: 1}\n", "a: {b: {_override_: true, x: 1}}\n", {"a": {"b": {"x": 1}, "c": 1}}),
+        ("a: 5\nc: {d: 1}\n", "_override_: true\nb: 2\n", {"b": 2}),
+        ("a: {b: {y: 2}}\n", "a: {b: {_override_: false, x: 1}}\n", {"a": {"b": {"y": 2, "x": 1}}}),
+        ("a: {b: {y: 2}}\n", "a: {b: {_override_: true, x: 1}}\n", {"a": {"b": {"x": 1}}}),
+    ],
+)
+def test_override_marker_replaces_at_any_depth_and_is_removed(
+    tmp_path: Path, parent: str, child: str, document: dict[str, Any]
+) -> None:
+    """``_override_: true`` replaces the inherited value (the root included), even under a scalar parent value."""
+    write(tmp_path, "p.yaml", parent)
+    loaded = load_recipe(write(tmp_path, "r.yaml", f"defaults: p.yaml\n{child}"))
+    assert loaded.document == document
+
+
+def _raising_load(exc: BaseException) -> Any:
+    def load(path: object) -> object:
+        raise exc
+
+    return load
+
+
+_MARK = yaml.Mark("r.yaml", 0, 2, 4, None, None)
+_OTHER_MARK = yaml.Mark("r.yaml", 0, 0, 1, None, None)
+
+
+@pytest.mark.parametrize(
+    ("exc", "message", "line", "column"),
+    [
+        (yaml.MarkedYAMLError(), "YAML syntax error: invalid YAML", None, None),
+        (yaml.MarkedYAMLError(problem="bad thing"), "YAML syntax error: bad thing", None, None),
+        (
+            yaml.MarkedYAMLError(context_mark=_OTHER_MARK, problem="bad thing", problem_mark=_MARK),
+            "YAML syntax error at line 3, column 5: bad thing",
+            3,
+            5,
+        ),
+        (
+            yaml.MarkedYAMLError(context="while x", context_mark=_MARK, problem="bad thing"),
+            "YAML syntax error at line 3, column 5: bad thing (while x)",
+            3,
+            5,
+        ),
+        (
+            yaml.MarkedYAMLError(context="while x", problem="bad thing", problem_mark=_MARK),
+            "YAML syntax error at line 3, column 5: bad thing (while x)",
+            3,
+            5,
+        ),
+        (
+            GrammarParseError("no viable alternative"),
+            "invalid interpolation syntax at <root>: no viable alternative",
+            None,
+            None,
+        ),
+        (OSError(5, ""), "cannot read the file: OSError", None, None),
+        (PermissionError(13, "Permission denied"), "cannot read the file: Permission denied", None, None),
+    ],
+)
+def test_parser_errors_without_positions(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    exc: BaseException,
+    message: str,
+    line: int | None,
+    column: int | None,
+) -> None:
+    """A YAML error without marks, problem or context, a keyless interpolation error, an OS error without text."""
+    file = write(tmp_path, "r.yaml", "a: 1\n")
+    monkeypatch.setattr(OmegaConf, "load", _raising_load(exc))
+    error = load_error(file)
+    assert error.message == f"{file}: {message}"
+    assert (error.file, error.path, error.value, error.line, error.column) == (
+        str(file),
+        None,
+        None,
+        line,
+        column,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- section checks
+
+
+def _generation_text(body: str) -> str:
+    return "policy:\n  generation:\n" + "".join(f"    {line}\n" for line in body.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("body", "section", "issue", "summary_section"),
+    [
+        (
+            "backend: null",
+            None,
+            ConfigIssue(
+                path=f"{GEN}.backend",
+                value="None",
+                reason="backend is required (set backend: vllm to validate this section)",
+                severity="error",
+            ),
+            GEN,
+        ),
+        (
+            "backend: 5",
+            None,
+            ConfigIssue(
+                path=f"{GEN}.backend",
+                value="5",
+                reason="backend must be a string such as 'vllm', got int",
+                severity="error",
+            ),
+            GEN,
+        ),
+        (
+            "backend: vllm",
+            "x.y",
+            ConfigIssue(path="x.y", value="<missing>", reason="section x.y not found", severity="error"),
+            "x.y",
+        ),
+        (
+            "x: {}",
+            "policy.generation.y",
+            ConfigIssue(
+                path="policy.generation.y",
+                value="<missing>",
+                reason="section policy.generation.y not found",
+                severity="error",
+            ),
+            "policy.generation.y",
+        ),
+    ],
+)
+def test_section_errors_name_the_file_and_section(
+    tmp_path: Path, body: str, section: str | None, issue: ConfigIssue, summary_section: str
+) -> None:
+    file = write(tmp_path, "r.yaml", _generation_text(body))
+    with pytest.raises(RecipeError) as info:
+        load_recipe(file, section=section)
+    assert info.value.issues == (issue,)
+    assert info.value.file == str(file)
+    assert info.value.message == (
+        f"{file}: section {summary_section} has 1 error(s): {[f'{issue.path}: {issue.reason}']!r}"
+    )
+
+
+def test_unresolvable_section_names_the_file_and_section(tmp_path: Path) -> None:
+    file = write(tmp_path, "r.yaml", "policy:\n  generation: ${nope.x}\n")
+    error = recipe_error(file)
+    reason = "Interpolation key 'nope.x' not found"
+    assert error.issues == (ConfigIssue(path=GEN, value="'${nope.x}'", reason=reason, severity="error"),)
+    assert (error.file, error.message) == (
+        str(file),
+        f"{file}: section {GEN} has 1 error(s): {[f'{GEN}: {reason}']!r}",
+    )
+
+
+@pytest.mark.parametrize("section", [None, "policy.generation"])
+def test_skipped_recipes_keep_file_section_and_document(tmp_path: Path, section: str | None) -> None:
+    file = write(tmp_path, "r.yaml", _generation_text("backend: sglang"))
+    note = ConfigIssue(
+        path=f"{GEN}.backend",
+        value="'sglang'",
+        reason="backend 'sglang' is not validated (only 'vllm' is)",
+        severity="warning",
+    )
+    assert load_recipe(file, section=section) == LoadedRecipe(
+        str(file), GEN, "skipped", {"policy": {"generation": {"backend": "sglang"}}}, None, (note,)
+    )
+    other = write(tmp_path, "sft.yaml", "policy: {}\n")
+    missing = ConfigIssue(
+        path=GEN,
+        value="<missing>",
+        reason="no generation section (not a generation recipe)",
+        severity="warning",
+    )
+    assert load_recipe(other) == LoadedRecipe(str(other), GEN, "skipped", {"policy": {}}, None, (missing,))
+
+
+def test_list_section_is_a_load_error(tmp_path: Path) -> None:
+    file = write(tmp_path, "r.yaml", "policy:\n  generation: [1, 2]\n")
+    error = load_error(file)
+    assert error.message == f"{file}: section {GEN} must be a mapping, got a list"
+    assert (error.file, error.path, error.value) == (str(file), GEN, "[1, 2]")
+
+
+def test_contract_errors_from_validation_become_issues(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``ContractError`` raised by validation or the refit check becomes an issue showing the value as written."""
+    path = write_recipe(tmp_path, valid_generation())
+    tp = f"{GEN}.vllm_cfg.tensor_parallel_size"
+    value = repr(valid_generation()["vllm_cfg"]["tensor_parallel_size"])
+
+    def reject(*args: object, **kwargs: object) -> None:
+        raise ConfigContractError("tp rejected", path="vllm_cfg.tensor_parallel_size")
+
+    monkeypatch.setattr(recipe_module, "assert_reload_refit_config_supported", reject)
+    assert recipe_error(path).issues == (
+        ConfigIssue(path=tp, value=value, reason="tp rejected", severity="error"),
+    )
+    monkeypatch.setattr(VllmConfig, "model_validate", classmethod(reject))
+    error = recipe_error(path)
+    assert error.issues == (ConfigIssue(path=tp, value=value, reason="tp rejected", severity="error"),)
+    assert error.message == f"{path}: section {GEN} has 1 error(s): ['{tp}: tp rejected']"
