@@ -96,7 +96,7 @@ def render_list(items: Iterable[object], *, sort: bool = False, total: int | Non
     """Render ids, indices or keys as a list literal of at most 8 elements, then ``... (N total)``.
 
     ``sort=True`` sorts the elements first (they must be mutually comparable).  ``total`` gives the count when
-    ``items`` is a lazy prefix of a longer collection.
+    ``items`` is a lazy prefix of a longer collection; a list or tuple is counted with ``len``, without a pass.
     """
     if sort:
         ordered: list[object] = sorted(items)  # type: ignore[type-var]
@@ -104,7 +104,12 @@ def render_list(items: Iterable[object], *, sort: bool = False, total: int | Non
     else:
         iterator = iter(items)
         head = list(itertools.islice(iterator, MAX_LIST_ITEMS))
-        count = len(head) + sum(1 for _ in iterator) if total is None else total
+        if total is not None:
+            count = total
+        elif isinstance(items, list | tuple):
+            count = len(items)  # no pass over a long list just to count it
+        else:
+            count = len(head) + sum(1 for _ in iterator)
     body = "[" + ", ".join(render(item) for item in head) + "]"
     return body if count <= MAX_LIST_ITEMS else f"{body} ... ({count} total)"
 

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .checks import ContractInt, int_or_none, require_int, token_ids
-from .errors import MAX_LIST_ITEMS, ContractTypeError, SpliceError, render, render_list, type_name
+from .errors import ContractTypeError, SpliceError, render, render_list, type_name
 from .protocols import TokenizerLike
 
 __all__ = ["PrefixSplice", "replace_prefix_tokens", "splice_prefix_tokens"]
@@ -110,7 +110,7 @@ def _member_mask(values: npt.NDArray[Any], members: Sequence[int]) -> npt.NDArra
 
 
 def _summary(name: str, ids: list[int]) -> str:
-    return f"{name}={render_list(ids[:MAX_LIST_ITEMS], total=len(ids))}"
+    return f"{name}={render_list(ids)}"
 
 
 def _int_collection(value: object, argument: str) -> list[int]:

@@ -162,7 +162,7 @@ def _is_under(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith((root + ".", root + "[")) for root in roots)
 
 
-def _raw(node: DictConfig | ListConfig) -> Any:
+def _raw(node: omegaconf.Container) -> Any:
     """The node as plain containers, interpolations and ``???`` left as written."""
     return OmegaConf.to_container(node)
 
@@ -236,7 +236,8 @@ def _read(path: Path, named_by: Path | None) -> dict[Any, Any]:
             file=file,
             value=_kind(loaded),
         )
-    return cast("dict[Any, Any]", OmegaConf.to_container(loaded, resolve=False))
+    root: dict[Any, Any] = _raw(loaded)
+    return root
 
 
 def _parent_paths(raw: object, file: Path) -> list[Path]:
@@ -318,14 +319,14 @@ def _merge(base: dict[Any, Any], over: dict[Any, Any], file: Path) -> dict[Any, 
         )
     try:
         merged = OmegaConf.unsafe_merge(OmegaConf.create(base), OmegaConf.create(clean))  # both are fresh
-        plain = OmegaConf.to_container(merged, resolve=False)
+        plain: dict[Any, Any] = _raw(merged)
     except (RecursionError, MemoryError):
         raise
     except Exception as exc:
         raise RecipeLoadError(
             f"{render_name(file)}: cannot merge onto its defaults: {_reason(exc)}", file=os.fspath(file)
         ) from None
-    return cast("dict[Any, Any]", plain)
+    return plain
 
 
 def _compose(path: Path, ancestry: tuple[Path, ...], named_by: Path | None) -> dict[Any, Any]:
@@ -527,7 +528,7 @@ def _locate(
                 f"got a {_kind(node)}",
                 file=file,
                 path=path,
-                value=render(OmegaConf.to_container(node) if isinstance(node, ListConfig) else node),
+                value=render(_raw(node) if isinstance(node, ListConfig) else node),
             )
         here = _join(path, part)
         if part not in node.keys():  # noqa: SIM118 -- `in` on a DictConfig is False for a ??? value
@@ -540,14 +541,14 @@ def _locate(
         except (RecursionError, MemoryError):
             raise
         except Exception as exc:
-            raw = OmegaConf.to_container(node)
+            raw = _raw(node)
             resolver.fail(here, raw.get(part) if isinstance(raw, dict) else None, _reason(exc))
             return False
         if node is None:
             return None
         path = here
     if not isinstance(node, DictConfig):
-        shown = OmegaConf.to_container(node) if isinstance(node, ListConfig) else node
+        shown = _raw(node) if isinstance(node, ListConfig) else node
         raise RecipeLoadError(
             f"{render_name(file)}: section {render_name(section)} must be a mapping, got a {_kind(node)}",
             file=file,
