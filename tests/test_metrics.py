@@ -15,7 +15,8 @@ import numpy as np
 import pydantic
 import pytest
 
-from rl_contracts.errors import ContractError, ContractTypeError, CounterSnapshotError, shorten
+from rl_contracts._messages import shorten
+from rl_contracts.errors import ContractError, ContractTypeError, CounterSnapshotError
 from rl_contracts.metrics import (
     COUNTER_KEY_SEP,
     FINISHED_REASON_LABEL,

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rl_contracts.errors import ContractTypeError, CounterSnapshotError, render, shorten
+from rl_contracts._messages import render, shorten
+from rl_contracts.errors import ContractTypeError, CounterSnapshotError
 from rl_contracts.metrics import (
     SPEC_DECODE_ACCEPTED_PER_POS,
     SPEC_DECODE_NUM_DRAFTS,

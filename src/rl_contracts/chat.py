@@ -25,16 +25,10 @@ from typing import Any, TypeVar
 
 import torch
 
+from ._messages import render, render_list, render_name, type_name
 from .checks import int_or_none, token_ids
 from .codec import encode_routed_experts
-from .errors import (
-    ChatResponseContractError,
-    ContractTypeError,
-    render,
-    render_list,
-    render_name,
-    type_name,
-)
+from .errors import ChatResponseContractError, ContractTypeError
 from .protocols import ChatResponseLike, LoggerLike, RequestOutputLike
 from .routed_experts import (
     ROUTED_EXPERTS_DTYPE_NAMES,

@@ -13,7 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from .errors import ContractTypeError, render_name, type_name
+from ._messages import render_name, type_name
+from .errors import ContractTypeError
 
 __all__ = [
     "ContractInt",

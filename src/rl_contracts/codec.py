@@ -28,7 +28,8 @@ import numpy as np
 import torch
 from numpy.lib import format as npy_format
 
-from .errors import ContractTypeError, EnvelopeError, render, render_name, type_name
+from ._messages import render, render_name, type_name
+from .errors import ContractTypeError, EnvelopeError
 from .routed_experts import (
     _CARRY_DTYPES,
     _RERAISED,

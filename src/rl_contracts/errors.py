@@ -5,22 +5,19 @@ Each concrete class also subclasses the built-in the reference raises in the sam
 structured attributes (``None`` when they do not apply), survive a ``pickle`` round-trip, and their message is at
 most :data:`MAX_MESSAGE_CHARS` characters whatever the input size (SPEC §0.3, §0.4).
 
-Every message in the library is composed with :func:`shorten`, :func:`render`, :func:`render_name` and
-:func:`render_list`; nothing else formats long lists.
+Messages are composed by the private :mod:`rl_contracts._messages`; :data:`MAX_MESSAGE_CHARS` is the bound.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from typing_extensions import Self
 
+from ._messages import MAX_MESSAGE_CHARS, shorten, type_name
+
 __all__ = [
-    "MAX_LIST_ITEMS",
     "MAX_MESSAGE_CHARS",
-    "MAX_VALUE_CHARS",
     "ChatResponseContractError",
     "ConfigContractError",
     "ContractError",
@@ -36,82 +33,7 @@ __all__ = [
     "RoutedExpertsError",
     "SpliceError",
     "UnsupportedConfigError",
-    "render",
-    "render_list",
-    "render_name",
-    "shorten",
-    "type_name",
 ]
-
-MAX_MESSAGE_CHARS = 2000
-"""Upper bound on the length of every error message."""
-MAX_VALUE_CHARS = 200
-"""Upper bound on one interpolated value."""
-MAX_LIST_ITEMS = 8
-"""How many elements of a long list a message shows before ``... (N total)``."""
-
-
-def shorten(text: str, n: int) -> str:
-    """Return ``text`` when it has at most ``n`` characters, else its first ``n - 3`` followed by ``...``."""
-    return text if len(text) <= n else text[: max(n - 3, 0)] + "..."
-
-
-def _render_int(value: int) -> str:
-    try:
-        return shorten(str(value), MAX_VALUE_CHARS)
-    except ValueError:  # beyond sys.get_int_max_str_digits()
-        return f"<int of {value.bit_length()} bits>"
-
-
-def render(value: object) -> str:
-    """Render one interpolated value: ints in decimal, anything else as ``shorten(repr(value), 200)``.
-
-    A ``repr`` that raises is rendered as ``<unrepresentable {type}>`` so a hostile object can never mask the
-    error being reported.
-    """
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _render_int(value)
-    try:
-        text = repr(value)
-    except Exception:
-        return f"<unrepresentable {type_name(value)}>"
-    return shorten(text, MAX_VALUE_CHARS)
-
-
-def render_name(value: object) -> str:
-    """Render a name (modality, dtype, label, quoted string) as ``shorten(str(value), 200)``."""
-    try:
-        text = str(value)
-    except Exception:
-        return f"<unrepresentable {type_name(value)}>"
-    return shorten(text, MAX_VALUE_CHARS)
-
-
-def type_name(value: object) -> str:
-    """The ``__name__`` of ``value``'s class, shortened."""
-    return shorten(type(value).__name__, MAX_VALUE_CHARS)
-
-
-def render_list(items: Iterable[object], *, sort: bool = False, total: int | None = None) -> str:
-    """Render ids, indices or keys as a list literal of at most 8 elements, then ``... (N total)``.
-
-    ``sort=True`` sorts the elements first (they must be mutually comparable).  ``total`` gives the count when
-    ``items`` is a lazy prefix of a longer collection; a list or tuple is counted with ``len``, without a pass.
-    """
-    if sort:
-        ordered: list[object] = sorted(items)  # type: ignore[type-var]
-        head, count = ordered[:MAX_LIST_ITEMS], len(ordered) if total is None else total
-    else:
-        iterator = iter(items)
-        head = list(itertools.islice(iterator, MAX_LIST_ITEMS))
-        if total is not None:
-            count = total
-        elif isinstance(items, list | tuple):
-            count = len(items)  # no pass over a long list just to count it
-        else:
-            count = len(head) + sum(1 for _ in iterator)
-    body = "[" + ", ".join(render(item) for item in head) + "]"
-    return body if count <= MAX_LIST_ITEMS else f"{body} ... ({count} total)"
 
 
 def _rebuild(cls: type[ContractError], message: str, attributes: dict[str, Any]) -> ContractError:

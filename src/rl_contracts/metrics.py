@@ -23,15 +23,9 @@ from typing import Annotated, Any, Final, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, WithJsonSchema, field_serializer, field_validator
 
+from ._messages import render, render_name, shorten, type_name
 from .checks import int_or_none, is_int
-from .errors import (
-    ContractTypeError,
-    CounterSnapshotError,
-    render,
-    render_name,
-    shorten,
-    type_name,
-)
+from .errors import ContractTypeError, CounterSnapshotError
 from .protocols import MetricLike
 
 __all__ = [

@@ -22,16 +22,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ._messages import render, render_list, render_name, shorten, type_name
 from .checks import ContractInt, int_or_none, is_int, token_ids
-from .errors import (
-    PlaceholderRemapError,
-    PlaceholderTypeError,
-    render,
-    render_list,
-    render_name,
-    shorten,
-    type_name,
-)
+from .errors import PlaceholderRemapError, PlaceholderTypeError
 from .splice import PrefixSplice, _int_array
 
 __all__ = ["PlaceholderRange", "placeholder_range_bounds", "remap_multimodal_placeholders"]

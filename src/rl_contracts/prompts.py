@@ -15,15 +15,9 @@ from typing import Any, Protocol, final, overload
 
 from typing_extensions import NotRequired, TypedDict
 
+from ._messages import render, render_list, type_name
 from .checks import array_dims, describe_array, int_or_none, require_int, token_ids
-from .errors import (
-    ContractTypeError,
-    PromptFormatError,
-    RolloutPromptMismatchError,
-    render,
-    render_list,
-    type_name,
-)
+from .errors import ContractTypeError, PromptFormatError, RolloutPromptMismatchError
 
 __all__ = [
     "OLDER_MEDIA_KEYS",

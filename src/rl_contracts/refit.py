@@ -8,15 +8,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from .errors import (
-    MAX_LIST_ITEMS,
-    MAX_MESSAGE_CHARS,
-    ContractTypeError,
-    render,
-    render_name,
-    shorten,
-    type_name,
-)
+from ._messages import MAX_LIST_ITEMS, render, render_name, shorten, type_name
+from .errors import MAX_MESSAGE_CHARS, ContractTypeError
 
 __all__ = [
     "GROUPED_MOE_EXPERT_WEIGHT_SUFFIXES",

@@ -19,8 +19,9 @@ from typing import Literal, TypedDict, overload
 import numpy as np
 import torch
 
+from ._messages import render, render_list, render_name, type_name
 from .checks import int_or_none, require_bool, require_int
-from .errors import ContractTypeError, RoutedExpertsError, render, render_list, render_name, type_name
+from .errors import ContractTypeError, RoutedExpertsError
 
 __all__ = [
     "G_ROUTED_EXPERTS_RANGE_CHECKED",

@@ -16,8 +16,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._messages import render, render_list, type_name
 from .checks import ContractInt, int_or_none, require_int, token_ids
-from .errors import ContractTypeError, SpliceError, render, render_list, type_name
+from .errors import ContractTypeError, SpliceError
 from .protocols import TokenizerLike
 
 __all__ = ["PrefixSplice", "replace_prefix_tokens", "splice_prefix_tokens"]

@@ -30,7 +30,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import ContractError, shorten
+from .._messages import shorten
+from ..errors import ContractError
 from ..metrics import (
     AggregatedCounters,
     _parse_prometheus,

@@ -37,8 +37,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
+from .._messages import render, type_name
 from ..checks import ContractInt, as_int
-from ..errors import render, type_name
 
 __all__ = [
     "VLLM_REFIT_SELECTORS",

@@ -24,6 +24,7 @@ from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
+from .._messages import render, render_list, render_name, shorten, type_name
 from ..checks import require_bool
 from ..errors import (
     MAX_MESSAGE_CHARS,
@@ -32,11 +33,6 @@ from ..errors import (
     ContractTypeError,
     RecipeError,
     RecipeLoadError,
-    render,
-    render_list,
-    render_name,
-    shorten,
-    type_name,
 )
 from .models import VllmConfig, unknown_keys
 from .refit_rules import assert_reload_refit_config_supported

@@ -17,14 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..errors import (
-    ConfigContractError,
-    ContractTypeError,
-    UnsupportedConfigError,
-    render,
-    shorten,
-    type_name,
-)
+from .._messages import render, shorten, type_name
+from ..errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
 from .models import (
     _MISSING,
     VLLM_REFIT_SELECTORS,
