@@ -49,7 +49,7 @@ def test_errors_survive_pickle_with_message_and_attributes(
 ) -> None:
     """A pickle round-trip keeps the class, the message and every structured attribute."""
     del builtins
-    values = {name: f"v-{i}" for i, name in enumerate(cls._attributes)}
+    values = {name: f"v-{i}" for i, name in enumerate(cls.attribute_names)}
     err = cls("a message", **values)
     clone = pickle.loads(pickle.dumps(err))
     assert type(clone) is cls

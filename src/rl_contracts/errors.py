@@ -44,33 +44,33 @@ class ContractError(Exception):
     """Root of every error the library raises; never raised directly.
 
     ``str(err)`` and ``err.args[0]`` are both the (bounded) message.  Subclasses list their structured
-    attributes in ``_attributes``; an attribute that does not apply is ``None``.
+    attributes in ``attribute_names``; an attribute that does not apply is ``None``.
     """
 
-    _attributes: ClassVar[tuple[str, ...]] = ()
+    attribute_names: ClassVar[tuple[str, ...]] = ()
     message: str
 
     def __init__(self, message: str, **attributes: Any) -> None:
-        unknown = set(attributes) - set(self._attributes)
+        unknown = set(attributes) - set(self.attribute_names)
         if unknown:
             raise TypeError(f"{type(self).__name__} has no attributes {sorted(unknown)}")
         message = shorten(str(message), MAX_MESSAGE_CHARS)
         super().__init__(message)
         self.message = message
-        for name in self._attributes:
+        for name in self.attribute_names:
             setattr(self, name, attributes.get(name))
 
     def __str__(self) -> str:
         return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.message, {n: getattr(self, n) for n in self._attributes}))
+        return (_rebuild, (type(self), self.message, {n: getattr(self, n) for n in self.attribute_names}))
 
 
 class ContractTypeError(ContractError, TypeError):
     """An argument of the wrong Python type (a ``str`` where a collection is expected, a bool for an int)."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("argument", "expected", "actual")
+    attribute_names: ClassVar[tuple[str, ...]] = ("argument", "expected", "actual")
     argument: str | None
     expected: str | None
     actual: str | None
@@ -87,7 +87,7 @@ class ContractTypeError(ContractError, TypeError):
 class PlaceholderTypeError(ContractTypeError):
     """A placeholder range that is not a mapping, dataclass instance or ``PlaceholderRange``, or a non-int field."""
 
-    _attributes: ClassVar[tuple[str, ...]] = (
+    attribute_names: ClassVar[tuple[str, ...]] = (
         "argument",
         "expected",
         "actual",
@@ -105,7 +105,7 @@ class PlaceholderTypeError(ContractTypeError):
 class PlaceholderRemapError(ContractError, ValueError):
     """A placeholder range that is invalid, out of bounds, overlapping, straddling the splice, or not found."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("modality", "item_index", "offset", "length")
+    attribute_names: ClassVar[tuple[str, ...]] = ("modality", "item_index", "offset", "length")
     modality: str | None
     item_index: int | None
     offset: int | None
@@ -118,7 +118,7 @@ class SpliceError(ContractError, ValueError, AssertionError):
     Also an ``AssertionError`` because the reference raises one here.
     """
 
-    _attributes: ClassVar[tuple[str, ...]] = ("terminators", "count_needed", "count_seen")
+    attribute_names: ClassVar[tuple[str, ...]] = ("terminators", "count_needed", "count_seen")
     terminators: tuple[int, ...] | None
     count_needed: int | None
     count_seen: int | None
@@ -127,7 +127,7 @@ class SpliceError(ContractError, ValueError, AssertionError):
 class RoutedExpertsError(ContractError, ValueError):
     """Route tensors with a bad shape, dtype or id range, or wrong route counts in strict mode."""
 
-    _attributes: ClassVar[tuple[str, ...]] = (
+    attribute_names: ClassVar[tuple[str, ...]] = (
         "routes",
         "expected",
         "valid_length",
@@ -157,14 +157,14 @@ class EnvelopeError(ContractError, ValueError):
     ``field`` is one of ``"prefix"``, ``"dtype"``, ``"shape"``, ``"payload"``, ``"length"`` or ``"value"``.
     """
 
-    _attributes: ClassVar[tuple[str, ...]] = ("field",)
+    attribute_names: ClassVar[tuple[str, ...]] = ("field",)
     field: str | None
 
 
 class RolloutPromptMismatchError(ContractError, ValueError):
     """The prompt vLLM processed differs from the learner's prompt."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("expected_length", "actual_length", "first_mismatch_index")
+    attribute_names: ClassVar[tuple[str, ...]] = ("expected_length", "actual_length", "first_mismatch_index")
     expected_length: int | None
     actual_length: int | None
     first_mismatch_index: int | None
@@ -173,7 +173,7 @@ class RolloutPromptMismatchError(ContractError, ValueError):
 class PromptFormatError(ContractError, ValueError):
     """Inconsistent generation batch data (shapes, lengths, row counts, ``sample_idx``)."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("key", "row", "value")
+    attribute_names: ClassVar[tuple[str, ...]] = ("key", "row", "value")
     key: str | None
     row: int | None
     value: str | None
@@ -182,7 +182,7 @@ class PromptFormatError(ContractError, ValueError):
 class ChatResponseContractError(ContractError, RuntimeError):
     """Chat response choices and generation outputs that do not match."""
 
-    _attributes: ClassVar[tuple[str, ...]] = (
+    attribute_names: ClassVar[tuple[str, ...]] = (
         "choice_index",
         "token_id",
         "token_count",
@@ -201,7 +201,7 @@ class ChatResponseContractError(ContractError, RuntimeError):
 class CounterSnapshotError(ContractError, ValueError):
     """Counter values that are non-finite, negative, of the wrong kind, or unparseable."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("key", "value")
+    attribute_names: ClassVar[tuple[str, ...]] = ("key", "value")
     key: str | None
     value: str | None
 
@@ -209,7 +209,7 @@ class CounterSnapshotError(ContractError, ValueError):
 class ConfigContractError(ContractError, ValueError):
     """A config rejection outside schema validation; ``path`` is relative to the generation section."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("path", "value")
+    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value")
     path: str | None
     value: str | None
 
@@ -221,7 +221,7 @@ class UnsupportedConfigError(ConfigContractError, AssertionError):
 class RecipeError(ConfigContractError):
     """A recipe whose content is invalid; ``issues`` holds every issue at once (warnings included)."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("path", "value", "file", "issues")
+    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file", "issues")
     file: str | None
     issues: tuple[Any, ...] | None
 
@@ -229,7 +229,7 @@ class RecipeError(ConfigContractError):
 class RecipeLoadError(ConfigContractError):
     """A recipe that cannot be read: I/O error, YAML syntax error, non-mapping root, cycle or missing parent."""
 
-    _attributes: ClassVar[tuple[str, ...]] = ("path", "value", "file", "line", "column")
+    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file", "line", "column")
     file: str | None
     line: int | None
     column: int | None
