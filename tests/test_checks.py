@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from pydantic import BaseModel, ValidationError
 
 from rl_contracts.checks import (
@@ -14,9 +16,14 @@ from rl_contracts.checks import (
     as_int,
     describe_array,
     int_or_none,
+    is_collection,
     is_int,
+    is_sequence,
+    is_text,
     require_bool,
+    require_collection,
     require_int,
+    require_sequence,
     token_ids,
 )
 from rl_contracts.errors import ContractTypeError
@@ -353,3 +360,140 @@ def test_token_ids_reads_a_torch_like_array_through_dim() -> None:
         "a 1-D integer sequence",
         "_DuckArray",
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (np.array(5), 5),
+        (torch.tensor(5), 5),
+        (torch.tensor(7, dtype=torch.uint8), 7),
+        (np.array(2.0), None),
+        (torch.tensor(2.0), None),
+        (torch.tensor(True), None),
+        (np.array(True), None),
+        (torch.tensor([5]), None),
+        (np.array([5]), None),
+    ],
+    ids=[
+        "np_0d_int",
+        "torch_0d_int",
+        "torch_0d_uint8",
+        "np_0d_float",
+        "torch_0d_float",
+        "torch_0d_bool",
+        "np_0d_bool",
+        "torch_1elem",
+        "np_1elem",
+    ],
+)
+def test_int_or_none_on_arrays(value: object, expected: int | None) -> None:
+    """Only 0-d integer arrays and tensors are ints: bool, float and one-element 1-D ones are not (torch would index them)."""
+    assert int_or_none(value) == expected
+    if expected is None:
+        with pytest.raises(ContractTypeError) as info:
+            require_int(value, "n")
+        assert info.value.argument == "n"
+        assert "dimensions" in (info.value.actual or "")
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "sequence", "collection"),
+    [
+        ("ab", True, False, False),
+        (b"ab", True, False, False),
+        (bytearray(b"ab"), True, False, False),
+        ([1], False, True, True),
+        ((1,), False, True, True),
+        (range(2), False, True, True),
+        ({1}, False, False, True),
+        ({"a": 1}, False, False, True),
+        ({"a": 1}.keys(), False, False, True),
+        (iter([1]), False, False, True),
+        (np.array([1, 2]), False, False, True),
+        (np.array(2.0), False, False, False),
+        (torch.tensor(2.0), False, False, False),
+        (torch.tensor([2.0]), False, False, True),
+        (5, False, False, False),
+        (None, False, False, False),
+    ],
+)
+def test_text_sequence_and_collection_predicates(
+    value: object, text: bool, sequence: bool, collection: bool
+) -> None:
+    """Text is never a sequence or collection; 0-d arrays and tensors are no collection although they have __iter__."""
+    assert (is_text(value), is_sequence(value), is_collection(value)) == (text, sequence, collection)
+
+
+@pytest.mark.parametrize(
+    ("value", "actual"),
+    [
+        ("ab", "str"),
+        (bytearray(b"ab"), "bytearray"),
+        (5, "int"),
+        (np.array(2.0), "ndarray with dtype float64 and 0 dimensions"),
+        (torch.tensor(2.0), "Tensor with dtype float32 and 0 dimensions"),
+    ],
+)
+def test_require_collection_rejects_text_scalars_and_0d_arrays(value: object, actual: str) -> None:
+    """require_collection raises ContractTypeError with the argument, the fix and the actual type (dtype for arrays)."""
+    with pytest.raises(ContractTypeError) as info:
+        require_collection(value, "keys", "a collection of keys")
+    assert (info.value.argument, info.value.expected, info.value.actual) == (
+        "keys",
+        "a collection of keys",
+        actual,
+    )
+    assert "keys must be a collection of keys" in str(info.value)
+
+
+def test_require_collection_lists_any_iterable_once() -> None:
+    """require_collection returns a new list of the items, consuming an iterator exactly once."""
+    source = [3, 1]
+    listed = require_collection(source, "keys", "a collection")
+    assert listed == source
+    assert listed is not source
+    assert require_collection(iter((1, 2)), "keys", "a collection") == [1, 2]
+    assert require_collection({"b": 0, "a": 1}, "keys", "a collection") == ["b", "a"]
+
+
+def test_require_sequence_returns_the_sequence_itself() -> None:
+    """require_sequence passes a sequence through unchanged and rejects text, sets and 0-d arrays."""
+    rows = [1, 2]
+    assert require_sequence(rows, "rows", "a list of rows") is rows
+    for bad in ("ab", {1}, np.array(1)):
+        with pytest.raises(ContractTypeError) as info:
+            require_sequence(bad, "rows", "a list of rows")
+        assert (info.value.argument, info.value.expected) == ("rows", "a list of rows")
+
+
+def test_token_ids_rejects_0d_bool_and_masked_arrays() -> None:
+    """0-d arrays/tensors, bool arrays and a masked array whose tolist() holds None raise ContractTypeError."""
+    masked = np.ma.array([1, 2], mask=[False, True])
+    for bad, fragment in (
+        (np.array(2), "0 dimensions"),
+        (torch.tensor(2), "0 dimensions"),
+        (np.array([True, False]), "dtype bool"),
+        (torch.tensor([True]), "dtype bool"),
+        (masked, "tolist() holds NoneType"),
+    ):
+        with pytest.raises(ContractTypeError) as info:
+            token_ids(bad, "ids")
+        assert info.value.argument == "ids"
+        assert fragment in str(info.value)
+
+
+def test_token_ids_rejects_a_matrix_and_accepts_plain_subclasses() -> None:
+    """An ``np.matrix`` row is 2-D and rejected; a 1-D ndarray subclass converts to plain ints."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        matrix = np.matrix([[5, 6]])
+    with pytest.raises(ContractTypeError, match="2 dimensions"):
+        token_ids(matrix, "ids")
+
+    class Tagged(np.ndarray):
+        """An ndarray subclass that adds nothing."""
+
+    out = token_ids(np.array([5, 6]).view(Tagged), "ids")
+    assert out == [5, 6]
+    assert {type(x) for x in out} == {int}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import warnings
 from typing import Any
 
 import numpy as np
@@ -559,5 +560,34 @@ def test_row_tolist_returning_a_non_list_is_rejected() -> None:
     """A row whose ``tolist()`` is not a list raises PromptFormatError naming input_ids, the row and the type."""
     with pytest.raises(PromptFormatError) as info:
         format_prompt_for_vllm_generation({"input_ids": _TupleBatch(), "input_lengths": [2, 1]}, 1)
-    assert str(info.value) == "generation batch 'input_ids'[1, :1].tolist() returned tuple, not a list"
+    assert "'input_ids'[1, :1].tolist() returned tuple" in str(info.value)
     assert (info.value.key, info.value.row, info.value.value) == ("input_ids", 1, "tuple")
+
+
+def test_matrix_rows_are_rejected_not_emitted_nested() -> None:
+    """An ``np.matrix`` batch keeps its row slices 2-D, so it raises instead of emitting ``[[5, 6]]`` (issue 12)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)  # numpy discourages matrix itself
+        matrix = np.matrix([[5, 6, 7]])
+    with pytest.raises(PromptFormatError) as info:
+        format_prompt_for_vllm_generation({"input_ids": matrix, "input_lengths": [2]})
+    assert "returned a list holding list" in str(info.value)
+    assert "numpy.asarray(input_ids)" in str(info.value)
+    assert (info.value.key, info.value.row, info.value.value) == ("input_ids", 0, "a list holding list")
+
+
+def test_rows_of_an_ndarray_subclass_come_out_as_flat_python_ints() -> None:
+    """A 1-D-slicing ndarray subclass gives rows of plain ``int`` (not numpy scalars or nested lists)."""
+
+    class Tagged(np.ndarray):
+        """An ndarray subclass that adds nothing."""
+
+    batch = np.array([[5, 6, 7], [8, 9, 0]]).view(Tagged)
+    prompts = format_prompt_for_vllm_generation({"input_ids": batch, "input_lengths": [3, 2]})
+    assert prompts == [{"prompt_token_ids": [5, 6, 7]}, {"prompt_token_ids": [8, 9]}]
+    assert {
+        type(token)
+        for prompt in prompts
+        if "prompt_token_ids" in prompt
+        for token in prompt["prompt_token_ids"]
+    } == {int}

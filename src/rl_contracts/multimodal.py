@@ -23,9 +23,10 @@ import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ._messages import render, render_list, render_name, shorten, type_name
+from ._token_arrays import int_array
 from .checks import ContractInt, int_or_none, is_int, token_ids
 from .errors import PlaceholderRemapError, PlaceholderTypeError
-from .splice import PrefixSplice, _int_array
+from .splice import PrefixSplice
 
 __all__ = ["PlaceholderRange", "placeholder_range_bounds", "remap_multimodal_placeholders"]
 
@@ -322,9 +323,9 @@ class _ContentFinder:
     def _build(self) -> npt.NDArray[np.uint64]:
         """Prefix hashes of ``final[:stop]``; ids beyond int64 are replaced by exact dense ranks."""
         stop = self._stop
-        final = _int_array(self._final[:stop])
+        final = int_array(self._final[:stop])
         if final.dtype == object:
-            _, ranks = np.unique(np.concatenate([final, _int_array(self._template)]), return_inverse=True)
+            _, ranks = np.unique(np.concatenate([final, int_array(self._template)]), return_inverse=True)
             symbols = ranks.astype(np.uint64)
             final, self._template_symbols = symbols[:stop], symbols[stop:]
         self._powers = _powers(stop)
@@ -338,7 +339,7 @@ class _ContentFinder:
         if self._template_symbols is not None:
             symbols = self._template_symbols[start : start + width]
         else:
-            needle = _int_array(self._template[start : start + width])
+            needle = int_array(self._template[start : start + width])
             if needle.dtype == object:
                 return None  # an id beyond int64, while final[:stop] holds int64 ids only
             symbols = needle.astype(np.uint64)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, final, overload
 from typing_extensions import NotRequired, TypedDict
 
 from ._messages import render, render_list, type_name
-from .checks import array_dims, describe_array, int_or_none, require_int, token_ids
+from .checks import array_dims, describe_array, int_or_none, is_sequence, require_int, token_ids
 from .errors import ContractTypeError, PromptFormatError, RolloutPromptMismatchError
 
 __all__ = [
@@ -294,7 +294,7 @@ def _rows(
     rows = data.get(key)
     if rows is None:
         return None
-    if isinstance(rows, str | bytes | bytearray) or not isinstance(rows, Sequence) or len(rows) != batch:
+    if not is_sequence(rows) or len(rows) != batch:
         count = f" with {len(rows)} entries" if isinstance(rows, Sequence) else ""
         raise PromptFormatError(
             f"generation batch '{key}' must be a list with exactly one entry per row (B={render(batch)}), "
@@ -357,6 +357,11 @@ def _row_media(media: _Media, row: int) -> dict[str, Any]:
     return mm
 
 
+def _odd_type(ids: list[Any]) -> str:
+    """The type name of the first element of ``ids`` that is not an ``int``."""
+    return next(type_name(item) for item in ids if type(item) is not int)
+
+
 def _prompt(
     input_ids: Any, row: int, length: int, contents: Sequence[Any] | None, media: _Media
 ) -> VllmPrompt:
@@ -365,12 +370,14 @@ def _prompt(
     if content is not None:
         return TextPrompt(prompt=content, multi_modal_data=mm)
     ids = input_ids[row, :length].tolist()
-    if not isinstance(ids, list):
+    if not isinstance(ids, list) or not {int}.issuperset(map(type, ids)):
+        found = type_name(ids) if not isinstance(ids, list) else f"a list holding {_odd_type(ids)}"
         raise PromptFormatError(
-            f"generation batch 'input_ids'[{row}, :{length}].tolist() returned {type_name(ids)}, not a list",
+            f"generation batch 'input_ids'[{row}, :{length}].tolist() returned {found}, not a flat list of ints; "
+            "an ndarray subclass such as numpy.matrix keeps rows 2-D: pass numpy.asarray(input_ids)",
             key="input_ids",
             row=row,
-            value=type_name(ids),
+            value=found,
         )
     prompt = TokensPrompt(prompt_token_ids=ids)
     if mm:

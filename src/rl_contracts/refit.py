@@ -9,6 +9,7 @@ import heapq
 from collections.abc import Iterable
 
 from ._messages import MAX_LIST_ITEMS, render, render_name, shorten, type_name
+from .checks import require_collection
 from .errors import MAX_MESSAGE_CHARS, ContractTypeError
 
 __all__ = [
@@ -42,9 +43,7 @@ def format_refit_key_error(label: str, keys: Iterable[str]) -> str:
     """
     if not isinstance(label, str):
         raise ContractTypeError.for_value("label", "a str", label)
-    if isinstance(keys, str | bytes | bytearray) or not isinstance(keys, Iterable):
-        raise ContractTypeError.for_value("keys", "a collection of str keys (not a bare str)", keys)
-    items = list(keys)
+    items = require_collection(keys, "keys", "a collection of str keys (not a bare str)")
     if set(map(type, items)) - {str}:  # the common all-str case costs no Python-level loop
         for item in items:
             if not isinstance(item, str):

@@ -13,18 +13,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._messages import render, render_list, type_name
-from .checks import ContractInt, int_or_none, require_int, token_ids
+from ._token_arrays import int_array, member_mask
+from .checks import ContractInt, int_or_none, require_collection, require_int, token_ids
 from .errors import ContractTypeError, SpliceError
 from .protocols import TokenizerLike
 
 __all__ = ["PrefixSplice", "replace_prefix_tokens", "splice_prefix_tokens"]
 
 _FIELDS = ("token_ids", "model_cut_end", "template_cut_start")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class PrefixSplice(BaseModel):
@@ -95,21 +94,6 @@ class PrefixSplice(BaseModel):
         return hash((tuple(self.token_ids), self.model_cut_end, self.template_cut_start))
 
 
-def _int_array(ids: list[int]) -> npt.NDArray[Any]:
-    """One numpy array for validated ids: int64, or ``object`` when some id does not fit in int64."""
-    try:
-        return np.array(ids, dtype=np.int64)
-    except OverflowError:
-        return np.array(ids, dtype=object)
-
-
-def _member_mask(values: npt.NDArray[Any], members: Sequence[int]) -> npt.NDArray[np.bool_]:
-    """``values`` elementwise in ``members`` (vectorised); ids outside int64 never match an int64 array."""
-    if values.dtype == object:
-        return np.isin(values, np.array(list(members), dtype=object))
-    return np.isin(values, _int_array([m for m in members if _INT64_MIN <= m <= _INT64_MAX]))
-
-
 def _summary(name: str, ids: list[int]) -> str:
     return f"{name}={render_list(ids)}"
 
@@ -119,9 +103,11 @@ def _int_collection(value: object, argument: str) -> list[int]:
     single = int_or_none(value)
     if single is not None:
         return [single]
-    if isinstance(value, bool | str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
-        raise ContractTypeError.for_value(argument, "an int or a collection of ints (not bool or str)", value)
-    return [require_int(item, f"{argument}[{index}]") for index, item in enumerate(value)]
+    expected = "an int or a collection of ints (not bool or str)"
+    if isinstance(value, bool | Mapping):
+        raise ContractTypeError.for_value(argument, expected, value)
+    items = require_collection(value, argument, expected)
+    return [require_int(item, f"{argument}[{index}]") for index, item in enumerate(items)]
 
 
 def _decoded(decode: Any, ids: list[int]) -> str:
@@ -196,7 +182,7 @@ def splice_prefix_tokens(
 
     terminators = _terminator_set(tokenizer, eos, explicit)
     ends_with_terminator = model[-1] in set(terminators)
-    count_needed = int(np.count_nonzero(_member_mask(_int_array(template_prefix), terminators)))
+    count_needed = int(np.count_nonzero(member_mask(int_array(template_prefix), terminators)))
     if count_needed == 0:
         raise SpliceError(
             "No terminator token found in template_prefix_token_ids, so there is no splice boundary to find. "
@@ -206,7 +192,7 @@ def splice_prefix_tokens(
             terminators=terminators,
             count_needed=0,
         )
-    positions = np.flatnonzero(_member_mask(_int_array(template), terminators))
+    positions = np.flatnonzero(member_mask(int_array(template), terminators))
     if len(positions) < count_needed:
         decode = getattr(tokenizer, "decode", None)
         decoded = ""
