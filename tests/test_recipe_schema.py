@@ -1,0 +1,137 @@
+"""Tests of the editor JSON Schemas (``rl_contracts.config.recipe_schema``, SPEC §1.8 second release).
+
+The sample recipes are checked twice: each file as written (what an editor's YAML language server sees, parsed by
+OmegaConf's loader so that ``1e-6`` is a number, as in YAML 1.2) and the composed document of its ``defaults:``
+chain, resolved (``load_recipe(path).document``), which is what the trainer reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from omegaconf import OmegaConf
+
+from rl_contracts.config import config_json_schema, load_recipe, register_resolvers
+from rl_contracts.config.recipe_schema import (
+    GENERATION_SCHEMA_ID,
+    JSON_SCHEMA_DIALECT,
+    RECIPE_SCHEMA_ID,
+    generation_json_schema,
+    recipe_json_schema,
+)
+
+SAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "nemo_rl_recipes"
+SAMPLE_FILES = sorted(SAMPLES.rglob("*.yaml"))
+VALIDATOR = jsonschema.Draft202012Validator(recipe_json_schema())
+
+
+def errors_of(document: object) -> list[tuple[str, str]]:
+    """Every schema error of ``document`` as (dotted path, message)."""
+    return [
+        (".".join(str(part) for part in error.absolute_path), error.message)
+        for error in VALIDATOR.iter_errors(document)
+    ]
+
+
+def test_the_sample_set_is_complete() -> None:
+    """The shared folder holds the 16 sample recipes the checks below read."""
+    assert len(SAMPLE_FILES) == 16
+
+
+@pytest.mark.parametrize("schema", [recipe_json_schema(), generation_json_schema()])
+def test_schemas_are_draft_2020_12_with_a_stable_id(schema: dict[str, Any]) -> None:
+    """Both schemas declare draft 2020-12, are valid under its meta-schema and carry an id that never varies."""
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == JSON_SCHEMA_DIALECT == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"] in {RECIPE_SCHEMA_ID, GENERATION_SCHEMA_ID}
+    assert list(schema)[:2] == ["$schema", "$id"]
+
+
+def test_ids_are_pinned() -> None:
+    """The ids are the published ones (an editor configuration may refer to them)."""
+    assert (RECIPE_SCHEMA_ID, GENERATION_SCHEMA_ID) == (
+        "urn:rl-contracts:schema:recipe:1",
+        "urn:rl-contracts:schema:vllm-generation:1",
+    )
+
+
+def test_generation_schema_is_vllm_config_schema_plus_the_header() -> None:
+    """The generation schema is VllmConfig's schema unchanged, with ``$schema`` and ``$id`` added."""
+    schema = generation_json_schema()
+    assert {
+        key: value for key, value in schema.items() if key not in ("$schema", "$id")
+    } == config_json_schema()
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_every_sample_file_as_written_validates(path: Path) -> None:
+    """Each sample recipe file, a partial override of its chain with interpolations, has no schema error."""
+    assert errors_of(OmegaConf.to_container(OmegaConf.load(path))) == []
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_every_composed_sample_validates(path: Path) -> None:
+    """Each sample's composed and resolved document has no schema error."""
+    register_resolvers()
+    document = load_recipe(path).document
+    resolved = OmegaConf.to_container(OmegaConf.create(document), resolve=True)
+    assert errors_of(resolved) == []
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ({"cluster": {"num_nodes": "two"}}, "cluster.num_nodes"),
+        ({"cluster": {"gpus_per_node": -1}}, "cluster.gpus_per_node"),
+        ({"grpo": {"use_dynamic_sampling": "yes"}}, "grpo.use_dynamic_sampling"),
+        ({"grpo": {"batch_multiplier": True}}, "grpo.batch_multiplier"),
+        ({"loss_fn": {"reference_policy_kl_penalty": "0.01"}}, "loss_fn.reference_policy_kl_penalty"),
+        ({"policy": {"megatron_cfg": {"enabled": 1}}}, "policy.megatron_cfg.enabled"),
+        ({"policy": {"train_global_batch_size": 1.5}}, "policy.train_global_batch_size"),
+        ({"policy": {"generation": {"top_k": "abc"}}}, "policy.generation.top_k"),
+        (
+            {"policy": {"generation": {"backend": "vllm", "temperature": "hot"}}},
+            "policy.generation.temperature",
+        ),
+        (
+            {"policy": {"generation": {"vllm_cfg": {"gpu_memory_utilization": 1.5}}}},
+            "policy.generation.vllm_cfg",
+        ),
+        ({"generation": {"stop_token_ids": [-1]}}, "generation.stop_token_ids"),
+        ({"policy": {"generation": ["vllm"]}}, "policy.generation"),
+        ({"defaults": 3}, "defaults"),
+        (
+            {"env": {"reward_model": {"resources": {"num_nodes": "x"}}}},
+            "env.reward_model.resources.num_nodes",
+        ),
+        ({"data_plane": {"enabled": "no"}}, "data_plane.enabled"),
+    ],
+)
+def test_wrong_values_are_reported_at_their_key(document: dict[str, Any], path: str) -> None:
+    """A value of the wrong type or range in a typed section is one error at (or just above) its key."""
+    found = errors_of(document)
+    assert [where for where, _ in found] == [path]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {},
+        {"policy": {"generation": None}},
+        {"policy": {"generation": "${other.generation}"}},
+        {"cluster": {"num_nodes": "${oc.env:NUM_NODES}", "gpus_per_node": "???"}},
+        {"policy": {"generation": {"max_new_tokens": "${policy.max_total_sequence_length}"}}},
+        {"policy": {"generation": {"stop_token_ids": ["${data.eos}"]}}},
+        {"policy": {"generation": {"backend": "megatron", "top_k": "abc"}}},
+        {"sft": {"anything": [1, "x"]}, "logger": {"wandb": None}},
+        {"policy": {"generation": {"vllm_cfg": {"gpu_memory_utilisation": 0.3}}}},
+        {"defaults": ["a.yaml", "b.yaml"]},
+    ],
+)
+def test_partial_files_interpolations_and_open_sections_pass(document: dict[str, Any]) -> None:
+    """No key is required, interpolations and ``???`` stand for any typed value, other backends and keys are open
+    (unknown keys are validate's business, not the editor schema's)."""
+    assert errors_of(document) == []
