@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from typing import Any
 
@@ -167,3 +168,215 @@ def test_render_list_with_total_reads_only_the_shown_prefix() -> None:
     assert next(iterator) == 8
     assert render_list([2, 1], total=30) == "[2, 1] ... (30 total)"
     assert render_list(range(12), total=5) == "[0, 1, 2, 3, 4, 5, 6, 7]"
+
+
+# --- Across Ray (SPEC §0.3, second release) -------------------------------------------------------------------
+
+
+class _StandInRayError(Exception):
+    """Stands in for ``ray.exceptions.RayError``."""
+
+
+class _StandInRayTaskError(_StandInRayError):
+    """Stands in for ``ray.exceptions.RayTaskError``: a traceback text and the cause object."""
+
+    def __init__(self, function_name: str, traceback_str: str, cause: BaseException) -> None:
+        super().__init__(function_name, traceback_str, cause)
+        self.function_name = function_name
+        self.traceback_str = traceback_str
+        self.cause = cause
+
+    def __str__(self) -> str:
+        return f"\x1b[36mray::{self.function_name}()\x1b[39m (pid=4242)\n{self.traceback_str}"
+
+
+def _ray_wrapped(cause: BaseException, traceback_lines: int = 120) -> BaseException:
+    """The driver-side exception built the way Ray builds ``RayTaskError(X)``: a class made at run time."""
+    traceback_str = (
+        "".join(
+            f'\x1b[31m  File "/tmp/actor.py", line {i}, in check\x1b[0m\n' for i in range(traceback_lines)
+        )
+        + f"{type(cause).__name__}: {cause}"
+    )
+    outer = _StandInRayTaskError("Checker.check", traceback_str, cause)
+    text = str(outer)
+
+    def init(self: Any, cause: BaseException) -> None:
+        self.cause = cause
+        self.args = (cause,)
+
+    def getattr_(self: Any, name: str) -> Any:
+        return getattr(self.cause, name)
+
+    dual = type(
+        f"RayTaskError({type(cause).__name__})",
+        (_StandInRayTaskError, type(cause)),
+        {"__init__": init, "__getattr__": getattr_, "__str__": lambda self: text},
+    )
+    return dual(cause)  # type: ignore[no-any-return]
+
+
+def _library_error(cls: type[ContractError]) -> ContractError:
+    """An instance of ``cls`` with every structured attribute set and a message at the 2,000-character cap."""
+    return cls("m" * 5000, **{name: f"value-{i}" for i, name in enumerate(cls.attribute_names)})
+
+
+ALL_CLASSES = [cls for cls, _ in HIERARCHY]
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES)
+def test_contract_error_returns_a_library_error_itself(cls: type[ContractError]) -> None:
+    """contract_error(exc) is exc when exc's class is one of the library's."""
+    err = _library_error(cls)
+    assert errors.contract_error(err) is err
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES)
+def test_stand_in_wrapper_breaks_the_contract_as_ray_does(cls: type[ContractError]) -> None:
+    """The stand-in is caught by the cause's class but has an unbounded str, the cause as args[0], no pickle."""
+    cause = _library_error(cls)
+    wrapped = _ray_wrapped(cause)
+    assert isinstance(wrapped, cls)
+    assert isinstance(wrapped, _StandInRayTaskError)
+    assert len(str(wrapped)) > MAX_MESSAGE_CHARS
+    assert "\x1b[31m" in str(wrapped)
+    assert wrapped.args[0] is cause
+    for name in cls.attribute_names:
+        assert getattr(wrapped, name) == getattr(cause, name)
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        pickle.dumps(wrapped)
+    with pytest.raises(AssertionError, match=r"is a wrapper, not a library class; check contract_error"):
+        assert_contract_error(wrapped)
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES)
+def test_contract_error_unwraps_the_ray_dual_class(cls: type[ContractError]) -> None:
+    """contract_error of RayTaskError(X) is the cause: own class, bounded message, attributes, and it pickles."""
+    cause = _library_error(cls)
+    found = errors.contract_error(_ray_wrapped(cause))
+    assert found is cause
+    assert type(found) is cls
+    assert_contract_error(found)
+    assert len(str(found)) == MAX_MESSAGE_CHARS
+
+
+def test_contract_error_unwraps_nested_wrappers_and_cause_chains() -> None:
+    """A wrapper of a wrapper, a plain RayTaskError and a `raise ... from` chain all lead to the library error."""
+    cause = errors.RoutedExpertsError("routes", routes=3, expected=4)
+    nested = _StandInRayTaskError(
+        "outer", "trace", _ray_wrapped(cause)
+    )  # a task that re-raised an actor's error
+    assert errors.contract_error(nested) is cause
+    plain = _StandInRayTaskError("f", "trace", cause)
+    assert errors.contract_error(plain) is cause
+
+    def rollout() -> None:
+        try:
+            raise cause
+        except errors.RoutedExpertsError as inner:
+            raise RuntimeError("rollout failed") from inner
+
+    with pytest.raises(RuntimeError) as info:
+        rollout()
+    assert errors.contract_error(info.value) is cause
+
+
+def test_contract_error_follows_ray_cause_before_dunder_cause() -> None:
+    """When both links hold a library error, Ray's `cause` wins; a non-exception `cause` is skipped."""
+    by_ray = errors.EnvelopeError("ray", field="prefix")
+    by_chain = errors.EnvelopeError("chain", field="dtype")
+    wrapper = _StandInRayTaskError("f", "trace", by_ray)
+    wrapper.__cause__ = by_chain
+    assert errors.contract_error(wrapper) is by_ray
+    odd = RuntimeError("odd")
+    odd.cause = "not an exception"  # type: ignore[attr-defined]
+    odd.__cause__ = by_chain
+    assert errors.contract_error(odd) is by_chain
+
+
+def test_contract_error_is_none_without_a_library_error() -> None:
+    """A foreign exception, a chain without a library error and a cause cycle all give None."""
+    assert errors.contract_error(ValueError("plain")) is None
+    first, second = RuntimeError("a"), RuntimeError("b")
+    first.__cause__, second.__cause__ = second, first
+    assert errors.contract_error(first) is None
+    self_caused = _StandInRayTaskError("f", "trace", ValueError("v"))
+    self_caused.cause = self_caused
+    assert errors.contract_error(self_caused) is None
+
+
+def _chain_to(error: BaseException, links: int) -> BaseException:
+    """``error`` behind ``links`` RuntimeErrors chained with ``raise ... from``."""
+    current = error
+    for i in range(links):
+        outer = RuntimeError(f"hop {i}")
+        outer.__cause__ = current
+        current = outer
+    return current
+
+
+def test_contract_error_depth_is_bounded() -> None:
+    """At most MAX_CAUSE_DEPTH exceptions are inspected: the exception itself and the next 31 along the chain."""
+    err = errors.PromptFormatError("p", key="k")
+    assert errors.contract_error(_chain_to(err, errors.MAX_CAUSE_DEPTH - 1)) is err
+    assert errors.contract_error(_chain_to(err, errors.MAX_CAUSE_DEPTH)) is None
+
+
+def test_contract_error_does_not_return_a_foreign_mixin_subclass() -> None:
+    """A ContractError subclass mixing in a foreign class is not returned itself; one built on ours only is."""
+
+    class Foreign(Exception):
+        pass
+
+    class Mixed(errors.EnvelopeError, Foreign):
+        pass
+
+    class Derived(errors.EnvelopeError):
+        pass
+
+    assert errors.contract_error(Mixed("m")) is None
+    derived = Derived("d", field="value")
+    assert errors.contract_error(derived) is derived
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES)
+def test_details_lists_class_message_and_every_attribute(cls: type[ContractError]) -> None:
+    """details() is {"error", "message", **attributes} in attribute_names order, values unchanged."""
+    err = _library_error(cls)
+    record = err.details()
+    assert list(record) == ["error", "message", *cls.attribute_names]
+    assert record["error"] == cls.__name__
+    assert record["message"] == str(err)
+    for name in cls.attribute_names:
+        assert record[name] == getattr(err, name)
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_details_of_an_unwrapped_ray_error_names_the_library_class() -> None:
+    """details() of what contract_error returns names the cause's class, not Ray's wrapper class."""
+    wrapped = _ray_wrapped(errors.CounterSnapshotError("bad counter", key="vllm:prompt_tokens", value="-1"))
+    found = errors.contract_error(wrapped)
+    assert found is not None
+    assert found.details() == {
+        "error": "CounterSnapshotError",
+        "message": "bad counter",
+        "key": "vllm:prompt_tokens",
+        "value": "-1",
+    }
+
+
+def test_attribute_names_are_public_tuples_of_declared_attributes() -> None:
+    """Every class's attribute_names is a tuple of str, and an instance has each as an attribute (None unset)."""
+    classes: list[type[ContractError]] = [ContractError, *ALL_CLASSES]
+    for cls in classes:
+        assert isinstance(cls.attribute_names, tuple)
+        err = cls("x")
+        for name in cls.attribute_names:
+            assert isinstance(name, str)
+            assert getattr(err, name) is None
+
+
+def test_assert_contract_error_rejects_none() -> None:
+    """None, what contract_error returns for a foreign exception, fails the invariant with a clear reason."""
+    with pytest.raises(AssertionError, match="no library error"):
+        assert_contract_error(errors.contract_error(ValueError("plain")))
