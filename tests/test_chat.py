@@ -731,6 +731,22 @@ def test_routes_start_is_checked_even_without_choices(routes_start: Any, cls: ty
         )
 
 
+@pytest.mark.parametrize(
+    ("device", "cls", "fragment"),
+    [
+        (None, ContractTypeError, "device must be"),
+        (0, ContractTypeError, "got int"),
+        ("gpu!", RoutedExpertsError, "'gpu!'"),
+    ],
+)
+def test_device_is_checked_even_without_choices(device: Any, cls: type[ContractError], fragment: str) -> None:
+    """A bad ``device`` raises even when there is no choice to align, and the response stays untouched."""
+    response = SimpleNamespace(choices=[])
+    with pytest.raises(cls, match=re.escape(fragment)):
+        attach_routed_experts_to_chat_response_choices(response, SimpleNamespace(outputs=[]), device=device)
+    assert response == SimpleNamespace(choices=[])
+
+
 HUGE = 10**5000
 """An int whose decimal form Python refuses to build (more than 4,300 digits)."""
 HUGE_TEXT = "<int of 16610 bits>"

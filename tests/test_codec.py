@@ -423,7 +423,10 @@ def test_decode_legacy_empty_list_of_rows() -> None:
         (None, "type NoneType", "payload"),
         (b"abc", "type bytes", "payload"),
         ({"a": 1}, "type dict", "payload"),
-        ([[[2**70]]], "type list", "payload"),
+        ([[[2**70]]], f"value {2**70}", "value"),
+        ([[[-1, 2**63]]], f"value {2**63}", "value"),  # numpy promotes this list to float64
+        ([[[3, -(2**63) - 1]]], f"value {-(2**63) - 1}", "value"),
+        (np.array([[[1]]], dtype=object), "type ndarray", "payload"),
     ],
 )
 def test_decode_legacy_rejections(payload: object, found: str, field: str) -> None:

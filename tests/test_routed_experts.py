@@ -252,13 +252,33 @@ def test_as_tensor_rejects_non_integer_sources(value: object, dtype_text: str) -
     assert str(caught.value) == f"routed_experts must hold integer expert ids, got dtype {dtype_text}"
 
 
-@pytest.mark.parametrize("value", [object(), "abc", [[1, 2], [3]], {"a": 1}, [2**70], b"\x01"])
+@pytest.mark.parametrize("value", [object(), "abc", [[1, 2], [3]], {"a": 1}, b"\x01"])
 def test_as_tensor_rejects_values_that_do_not_convert(value: object) -> None:
     """Objects that do not convert to an array raise RoutedExpertsError naming their type."""
     with pytest.raises(
         RoutedExpertsError, match=r"must hold integer expert ids, got dtype (unknown|object|\|S1|<U3)"
     ):
         as_routed_experts_tensor(value, device="cpu", dtype=torch.int16)
+
+
+@pytest.mark.parametrize(
+    ("value", "attribute", "bad"),
+    [
+        ([[[-1, 2**63]]], "max_id", 2**63),  # numpy promotes this list to float64
+        ([[[2**64, 3]]], "max_id", 2**64),  # ... and this one to object
+        ([[[np.uint64(2**64 - 1), -1]]], "max_id", 2**64 - 1),
+        ([[[-(2**63) - 1, 0]]], "min_id", -(2**63) - 1),
+    ],
+)
+def test_as_tensor_reports_ids_numpy_cannot_hold_exactly(value: object, attribute: str, bad: int) -> None:
+    """Nested ints beyond int64/uint64 raise the range error with the real id, not a promoted dtype."""
+    with pytest.raises(RoutedExpertsError) as caught:
+        as_routed_experts_tensor(value, device="cpu", dtype=torch.int16)
+    assert getattr(caught.value, attribute) == bad
+    assert f"routed expert id {bad} " in str(caught.value)
+    assert "dtype float64" not in str(caught.value)
+    if attribute == "max_id":
+        assert "exceeds the resolved carry dtype torch.int16 (max 32767)" in str(caught.value)
 
 
 def _conversion_error(value: object) -> str:

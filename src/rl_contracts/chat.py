@@ -26,17 +26,12 @@ from typing import Any, TypeVar
 import torch
 
 from ._messages import render, render_list, render_name, type_name
+from ._routes import WIRE_DTYPE_NAMES, carry_dtype, non_negative, torch_device
 from .checks import int_or_none, token_ids
 from .codec import encode_routed_experts
 from .errors import ChatResponseContractError, ContractTypeError
 from .protocols import ChatResponseLike, LoggerLike, RequestOutputLike
-from .routed_experts import (
-    ROUTED_EXPERTS_DTYPE_NAMES,
-    ROUTED_EXPERTS_FALLBACK_DTYPE,
-    _carry_dtype,
-    _non_negative,
-    pad_and_align_routed_expert_indices,
-)
+from .routed_experts import ROUTED_EXPERTS_FALLBACK_DTYPE, pad_and_align_routed_expert_indices
 
 __all__ = [
     "DYNAMIC_MESSAGE_FIELDS",
@@ -176,8 +171,9 @@ def attach_routed_experts_to_chat_response_choices(
     Divergence: the reference silently keeps the last of duplicate output indices and does not check choice
     duplicates; it mutates choices before it reports unmatched ones, leaving a partial mutation.
     """
-    _carry_dtype(routed_experts_dtype, ROUTED_EXPERTS_DTYPE_NAMES)
-    start = _non_negative(routes_start, "routes_start", "routes_start")
+    carry_dtype(routed_experts_dtype, WIRE_DTYPE_NAMES)
+    start = non_negative(routes_start, "routes_start", "routes_start")
+    torch_device(device)  # checked even when there is no choice to align
     if logger is not None and not callable(getattr(logger, "warning", None)):
         raise ContractTypeError(
             f"logger must have a callable warning(msg, *args), got {type_name(logger)}",

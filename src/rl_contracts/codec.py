@@ -29,15 +29,15 @@ import torch
 from numpy.lib import format as npy_format
 
 from ._messages import render, render_name, type_name
-from .errors import ContractTypeError, EnvelopeError
-from .routed_experts import (
-    _CARRY_DTYPES,
-    _RERAISED,
-    ROUTED_EXPERTS_DTYPE_NAMES,
-    _has_bool_element,
-    _holds_values,
-    _non_negative,
+from ._routes import (
+    CARRY_DTYPE_NAMES,
+    ENVIRONMENT_ERRORS,
+    WIRE_DTYPE_NAMES,
+    holds_values,
+    nested_ids,
+    non_negative,
 )
+from .errors import ContractTypeError, EnvelopeError
 
 __all__ = ["decode_routed_experts", "decode_vllm_routed_experts", "encode_routed_experts"]
 
@@ -166,13 +166,13 @@ def encode_routed_experts(t: torch.Tensor) -> str:
             f"routed_experts must have shape [tokens, num_moe_layers, topk], got {render(tuple(t.shape))}.",
             field="shape",
         )
-    name = ROUTED_EXPERTS_DTYPE_NAMES.get(t.dtype)
+    name = WIRE_DTYPE_NAMES.get(t.dtype)
     if name is None:
         raise EnvelopeError(
             f"Unsupported routed_experts dtype {render_name(t.dtype)}; expected one of ['int16', 'int32', 'int8'].",
             field="dtype",
         )
-    if not _holds_values(t):
+    if not holds_values(t):
         raise EnvelopeError(
             f"routed_experts must be a dense tensor with values to be encoded, got layout {t.layout} on device "
             f"{render_name(t.device)}.",
@@ -186,7 +186,7 @@ def encode_routed_experts(t: torch.Tensor) -> str:
 
 
 def _decode_dtype(dtype: object) -> torch.dtype:
-    if isinstance(dtype, torch.dtype) and dtype in _CARRY_DTYPES:
+    if isinstance(dtype, torch.dtype) and dtype in CARRY_DTYPE_NAMES:
         return dtype
     raise EnvelopeError(f"Unsupported routed_experts dtype {render_name(dtype)}.", field="dtype")
 
@@ -195,9 +195,10 @@ def _first_out_of_range(array: np.ndarray, low: int, high: int) -> int | None:
     """The first value of ``array`` in C order outside ``[low, high]``, or ``None``; skipped when the dtype proves it."""
     if array.size == 0:
         return None
-    info = np.iinfo(array.dtype)
-    if int(info.min) >= low and int(info.max) <= high:
-        return None
+    if array.dtype.kind != "O":  # an object array holds exact Python ints of no fixed range
+        info = np.iinfo(array.dtype)
+        if int(info.min) >= low and int(info.max) <= high:
+            return None
     if int(array.min()) >= low and int(array.max()) <= high:
         return None
     outside = (array < low) | (array > high)
@@ -213,25 +214,25 @@ def _to_tensor(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _legacy_array(payload: object) -> np.ndarray | str:
-    """Convert a legacy payload to a numpy array, or return the ``{found}`` text of the conversion failure."""
-    if isinstance(payload, torch.Tensor) and not _holds_values(payload):
+    """Convert a legacy payload to a numpy array, or return the ``{found}`` text of the conversion failure.
+
+    Nested lists keep ids numpy cannot hold in one integer dtype exact (an object array of ints), so the first
+    out-of-range value is reported as it is, not as the float64 numpy would promote it to.
+    """
+    if isinstance(payload, torch.Tensor) and not holds_values(payload):
         return f"type {type_name(payload)}"
     try:
         if isinstance(payload, torch.Tensor):
             return payload.detach().cpu().numpy()
-        array = np.asarray(payload)
-        if (
-            isinstance(payload, list | tuple)
-            and array.dtype.kind in ("i", "u")
-            and array.size
-            and _has_bool_element(payload)
-        ):
-            return "dtype bool"
-    except _RERAISED:
+        if not isinstance(payload, list | tuple):
+            array = np.asarray(payload)
+            return f"type {type_name(payload)}" if array.dtype.kind == "O" else array
+        array, holds_bool = nested_ids(payload)
+    except ENVIRONMENT_ERRORS:
         raise
     except (TypeError, ValueError, RuntimeError, OverflowError, IndexError):
         return f"type {type_name(payload)}"
-    return array
+    return "dtype bool" if holds_bool else array
 
 
 def _decode_legacy(payload: object, dtype: torch.dtype) -> torch.Tensor:
@@ -251,7 +252,7 @@ def _decode_legacy(payload: object, dtype: torch.dtype) -> torch.Tensor:
     kind = converted.dtype.kind
     if converted.size and kind in ("b", "f", "c"):
         raise reject(f"dtype {render_name(converted.dtype)}", "dtype")
-    if converted.size and kind not in ("i", "u"):
+    if converted.size and kind not in ("i", "u", "O"):  # "O": exact ints from nested_ids
         raise reject(f"type {type_name(payload)}", "payload")
     if converted.ndim != 3:
         raise reject(f"shape {render(tuple(converted.shape))}", "shape")
@@ -385,7 +386,7 @@ def decode_vllm_routed_experts(
             (``"length"``); an id that does not fit (``"value"``).
     """
     target = _decode_dtype(dtype)
-    start = _non_negative(prompt_start, "prompt_start", "routes_start")
+    start = non_negative(prompt_start, "prompt_start", "routes_start")
     if not isinstance(payload, str):
         raise ContractTypeError(
             f"vLLM routed_experts payload must be a base64 string, got {type_name(payload)}",
@@ -407,7 +408,7 @@ def decode_vllm_routed_experts(
             shape, _, numpy_dtype = npy_format.read_array_header_2_0(header)
         else:
             raise ValueError(f"unsupported .npy format version {version}")
-    except _RERAISED:
+    except ENVIRONMENT_ERRORS:
         raise
     except Exception as exc:  # numpy parses an untrusted header: any parse failure is a bad payload
         raise _npy_error(f"is not a valid .npy file: {render_name(exc)}", "payload") from None
@@ -430,7 +431,7 @@ def decode_vllm_routed_experts(
         )
     try:
         array = npy_format.read_array(io.BytesIO(raw), allow_pickle=False)
-    except _RERAISED:
+    except ENVIRONMENT_ERRORS:
         raise
     except Exception as exc:  # e.g. an empty array with a dimension beyond int64, which the header allows
         raise _npy_error(f"is not a valid .npy file: {render_name(exc)}", "payload") from None

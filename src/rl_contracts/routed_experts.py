@@ -20,8 +20,17 @@ import numpy as np
 import torch
 
 from ._messages import render, render_list, render_name, type_name
+from ._routes import (
+    CARRY_DTYPE_NAMES,
+    ENVIRONMENT_ERRORS,
+    WIRE_DTYPE_NAMES,
+    carry_dtype,
+    nested_ids,
+    non_negative,
+    torch_device,
+)
 from .checks import int_or_none, require_bool, require_int
-from .errors import ContractTypeError, RoutedExpertsError
+from .errors import RoutedExpertsError
 
 __all__ = [
     "G_ROUTED_EXPERTS_RANGE_CHECKED",
@@ -41,17 +50,12 @@ R3_MISSING_ROUTE_SENTINEL: int = -1
 ROUTED_EXPERTS_FALLBACK_DTYPE: torch.dtype = torch.int16
 """The default carry dtype everywhere."""
 
-ROUTED_EXPERTS_DTYPE_NAMES: Mapping[torch.dtype, str] = MappingProxyType(
-    {torch.int8: "int8", torch.int16: "int16", torch.int32: "int32"}
-)
+ROUTED_EXPERTS_DTYPE_NAMES: Mapping[torch.dtype, str] = WIRE_DTYPE_NAMES
 """The wire dtypes of the routed-experts envelope and their names (read-only)."""
 
 G_ROUTED_EXPERTS_RANGE_CHECKED: bool = False
 """Informational only: becomes ``True`` after the first successful id-range check; never disables a check."""
 
-_CARRY_DTYPES: Mapping[torch.dtype, str] = MappingProxyType(
-    {**ROUTED_EXPERTS_DTYPE_NAMES, torch.int64: "int64"}
-)
 _INT32_EXPERTS_LIMIT = 2**31
 _MAX_BYTES = 2**63 - 1  # torch's storage-size arithmetic is int64
 
@@ -68,10 +72,10 @@ _TORCH_INT_DTYPES: Mapping[torch.dtype, np.dtype[np.integer]] = MappingProxyType
     }
 )
 _TORCH_NO_REDUCTIONS = frozenset({torch.uint16, torch.uint32, torch.uint64})  # torch implements no min/max
-_RERAISED = (RecursionError, MemoryError, torch.OutOfMemoryError)  # environment errors propagate unchanged
 
 _RouteSource = np.ndarray | torch.Tensor
-"""A validated source of expert ids: an integer (or empty) numpy array or dense torch tensor, not yet cast."""
+"""A validated source of expert ids, not yet cast: an integer (or empty) numpy array or dense torch tensor, or an
+object array of exact Python ints that numpy could not hold in an integer dtype (always out of range)."""
 
 
 class RouteStats(TypedDict):
@@ -154,67 +158,17 @@ def get_num_routed_experts(hf_config: object) -> int | None:
     return None
 
 
-def _carry_dtype(dtype: object, allowed: Mapping[torch.dtype, str] = _CARRY_DTYPES) -> torch.dtype:
-    """Return ``dtype`` when it is one of ``allowed`` (default: int8/16/32/64), else raise (§3.2 step 1)."""
-    if isinstance(dtype, torch.dtype) and dtype in allowed:
-        return dtype
-    raise RoutedExpertsError(
-        f"Unsupported routed_experts carry dtype {render_name(dtype)}; expected one of "
-        f"{sorted(allowed.values())}.",
-        dtype_name=render_name(dtype),
-    )
-
-
-def _non_negative(value: object, argument: str, attribute: str, **attributes: int | None) -> int:
-    """``value`` as a plain int ``>= 0``: ``ContractTypeError`` if not an int, ``RoutedExpertsError`` if negative.
-
-    The ``RoutedExpertsError`` carries the negative value as its attribute ``attribute``, plus ``attributes``.
-    """
-    number = require_int(value, argument)
-    if number < 0:
-        raise RoutedExpertsError(
-            f"{argument} must be >= 0, got {render(number)}", **{**attributes, attribute: number}
-        )
-    return number
-
-
-def _torch_device(device: object) -> torch.device:
-    """Return ``device`` as a ``torch.device``; a non-str/non-device or an unparsable string is rejected."""
-    if isinstance(device, torch.device):
-        return device
-    if not isinstance(device, str):
-        raise ContractTypeError.for_value(
-            "device", "a torch.device or a device string such as 'cpu' or 'cuda:0'", device
-        )
-    try:
-        return torch.device(device)
-    except RuntimeError:
-        raise RoutedExpertsError(
-            f"device '{render_name(device)}' is not a valid torch device string (expected e.g. 'cpu' or 'cuda:0')"
-        ) from None
-
-
 def _not_integer(context: _Context, found: str) -> RoutedExpertsError:
     return context.error(f"routed_experts must hold integer expert ids, got dtype {found}")
-
-
-def _holds_values(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` is dense (strided, not nested) and off the meta device, so its values can be read."""
-    return tensor.layout == torch.strided and not tensor.is_nested and tensor.device.type != "meta"
-
-
-def _has_bool_element(value: list[object] | tuple[object, ...]) -> bool:
-    """Whether a nested list/tuple holds a bool anywhere (numpy would silently read ``True`` as 1)."""
-    elements = np.array(value, dtype=object).ravel().tolist()
-    return not {bool, np.bool_}.isdisjoint(map(type, elements))
 
 
 def _integer_source(value: object, context: _Context) -> _RouteSource:
     """Convert ``value`` without changing any id to an integer numpy array or dense tensor (§3.2 step 2).
 
     Numpy arrays stay numpy arrays; tensors are used as they are (detached); nested lists and tuples go through
-    numpy (no per-element Python loop, no warning for lists of arrays); anything else through ``torch.as_tensor``.
-    A source with zero elements is accepted whatever its dtype.
+    numpy (no per-element Python loop, no warning for lists of arrays) and keep ids numpy cannot hold in one
+    integer dtype exact (:func:`~rl_contracts._routes.nested_ids`); anything else goes through
+    ``torch.as_tensor``.  A source with zero elements is accepted whatever its dtype.
     """
     if isinstance(value, torch.Tensor):
         if value.layout != torch.strided or value.is_nested:
@@ -231,13 +185,10 @@ def _integer_source(value: object, context: _Context) -> _RouteSource:
             raise _not_integer(context, render_name(array.dtype))
         return array
     try:
-        if isinstance(value, list | tuple):
-            array = np.asarray(value)
-            if array.dtype.kind in ("i", "u") and _has_bool_element(value):
-                raise _not_integer(context, "bool (a bool element among the integer expert ids)")
-        else:
+        if not isinstance(value, list | tuple):
             return _integer_source(torch.as_tensor(value), context)
-    except _RERAISED:
+        array, holds_bool = nested_ids(value)
+    except ENVIRONMENT_ERRORS:
         raise
     except (TypeError, ValueError, RuntimeError, OverflowError, IndexError) as exc:
         if isinstance(exc, RoutedExpertsError):
@@ -245,14 +196,11 @@ def _integer_source(value: object, context: _Context) -> _RouteSource:
         raise _not_integer(
             context, f"unknown ({type_name(value)} does not convert to an array: {render_name(exc)})"
         ) from None
-    if array.dtype.kind not in ("i", "u") and array.size > 0:
+    if holds_bool:
+        raise _not_integer(context, "bool (a bool element among the integer expert ids)")
+    if array.dtype.kind not in ("i", "u", "O") and array.size > 0:
         raise _not_integer(context, render_name(array.dtype))
     return array
-
-
-def _source_dtype_range(source: _RouteSource) -> tuple[int, int]:
-    info = np.iinfo(_TORCH_INT_DTYPES[source.dtype] if isinstance(source, torch.Tensor) else source.dtype)
-    return int(info.min), int(info.max)
 
 
 def _exact_bounds(source: _RouteSource, need_min: bool, need_max: bool) -> tuple[int | None, int | None]:
@@ -282,15 +230,19 @@ def _check_id_range(source: _RouteSource, dtype: torch.dtype, context: _Context)
     if (source.numel() if isinstance(source, torch.Tensor) else source.size) == 0:
         return
     limit = int(torch.iinfo(dtype).max)
-    low_bound, high_bound = _source_dtype_range(source)
-    min_id, max_id = _exact_bounds(source, low_bound < R3_MISSING_ROUTE_SENTINEL, high_bound > limit)
+    if isinstance(source, np.ndarray) and source.dtype.kind == "O":
+        need_min = need_max = True  # exact Python ints: no dtype bounds them
+    else:
+        info = np.iinfo(_TORCH_INT_DTYPES[source.dtype] if isinstance(source, torch.Tensor) else source.dtype)
+        need_min, need_max = int(info.min) < R3_MISSING_ROUTE_SENTINEL, int(info.max) > limit
+    min_id, max_id = _exact_bounds(source, need_min, need_max)
     if max_id is not None and max_id > limit:
         raise context.error(
             f"routed expert id {render(max_id)} exceeds the resolved carry dtype {dtype} (max {limit}); the "
             "model's expert count was likely mis-detected (see "
             "rl_contracts.routed_experts.resolve_routed_experts_dtype).",
             max_id=max_id,
-            dtype_name=_CARRY_DTYPES[dtype],
+            dtype_name=CARRY_DTYPE_NAMES[dtype],
             limit=limit,
         )
     if min_id is not None and min_id < R3_MISSING_ROUTE_SENTINEL:
@@ -298,7 +250,7 @@ def _check_id_range(source: _RouteSource, dtype: torch.dtype, context: _Context)
             f"routed expert id {render(min_id)} is below the missing-route sentinel -1; routed_experts must "
             "hold expert ids >= 0 or the sentinel -1.",
             min_id=min_id,
-            dtype_name=_CARRY_DTYPES[dtype],
+            dtype_name=CARRY_DTYPE_NAMES[dtype],
             limit=limit,
         )
     G_ROUTED_EXPERTS_RANGE_CHECKED = True
@@ -356,8 +308,8 @@ def as_routed_experts_tensor(
     >>> as_routed_experts_tensor(np.array([[[3, 1]]], np.uint8), device="cpu", dtype=torch.int8).tolist()
     [[[3, 1]]]
     """
-    carry = _carry_dtype(dtype)
-    target = _torch_device(device)
+    carry = carry_dtype(dtype)
+    target = torch_device(device)
     source = _integer_source(value, _NO_CONTEXT)
     _check_id_range(source, carry, _NO_CONTEXT)
     result = torch.empty(tuple(source.shape), dtype=carry, device=target)
@@ -454,102 +406,204 @@ def pad_and_align_routed_expert_indices(
     >>> pad_and_align_routed_expert_indices(None, out, valid_length=3, padded_length=4, device="cpu").tolist()
     [[[2, 1]], [[0, 3]], [[0, 1]], [[0, 1]]]
     """
-    valid = _non_negative(valid_length, "valid_length", "valid_length")
-    padded = _non_negative(padded_length, "padded_length", "padded_length", valid_length=valid)
-    start = _non_negative(
-        routes_start, "routes_start", "routes_start", valid_length=valid, padded_length=padded
+    alignment = _Alignment.checked(
+        request_output,
+        valid_length=valid_length,
+        padded_length=padded_length,
+        routes_start=routes_start,
+        strict=require_complete_routed_experts,
+        fallback=allow_missing_routed_experts_fallback,
+        with_stats=return_stats,
+        carry=routed_experts_dtype,
+        device=device,
     )
-    strict = require_bool(require_complete_routed_experts, "require_complete_routed_experts")
-    fallback = require_bool(allow_missing_routed_experts_fallback, "allow_missing_routed_experts_fallback")
-    with_stats = require_bool(return_stats, "return_stats")
-    carry = _carry_dtype(routed_experts_dtype)
-    target = _torch_device(device)
-
-    expected = min(max(valid - 1, 0), padded)
-    cached = getattr(request_output, "num_cached_tokens", None)
-    attributes: dict[str, int | None] = {
-        "valid_length": valid,
-        "padded_length": padded,
-        "routes_start": start,
-        "expected": expected,
-        "num_cached_tokens": int_or_none(cached),
-    }
-    start_text = f"routes_start={render(start)}, " if start else ""
-    counts = (
-        f"valid_length={render(valid)}, padded_length={render(padded)}, num_cached_tokens={render(cached)}"
+    parts = _route_parts(request_output, completion_output, alignment)
+    stats = _route_stats(
+        alignment.expected,
+        alignment.start,
+        sum(int(source.shape[0]) for _, source in parts) if parts else None,
     )
-    facts = f"expected={render(expected)}, {counts}" + (f", routes_start={render(start)}" if start else "")
+    if not parts:
+        return (None, stats) if alignment.with_stats else None
+    _check_route_counts(stats, alignment)
+    result = _fill_rows(parts, stats, alignment)
+    return (result, stats) if alignment.with_stats else result
 
+
+@dataclass(frozen=True)
+class _Alignment:
+    """The checked arguments of one pad-and-align call, and the facts its error messages and attributes carry."""
+
+    valid: int
+    padded: int
+    start: int
+    strict: bool
+    fallback: bool
+    with_stats: bool
+    carry: torch.dtype
+    device: torch.device
+    cached: object
+    """``request_output.num_cached_tokens`` as read (quoted in messages only)."""
+
+    @classmethod
+    def checked(
+        cls,
+        request_output: object,
+        *,
+        valid_length: object,
+        padded_length: object,
+        routes_start: object,
+        strict: object,
+        fallback: object,
+        with_stats: object,
+        carry: object,
+        device: object,
+    ) -> _Alignment:
+        """Check every argument (§3.3 step 1), in the order of the signature."""
+        valid = non_negative(valid_length, "valid_length", "valid_length")
+        padded = non_negative(padded_length, "padded_length", "padded_length", valid_length=valid)
+        start = non_negative(
+            routes_start, "routes_start", "routes_start", valid_length=valid, padded_length=padded
+        )
+        return cls(
+            valid=valid,
+            padded=padded,
+            start=start,
+            strict=require_bool(strict, "require_complete_routed_experts"),
+            fallback=require_bool(fallback, "allow_missing_routed_experts_fallback"),
+            with_stats=require_bool(with_stats, "return_stats"),
+            carry=carry_dtype(carry),
+            device=torch_device(device),
+            cached=getattr(request_output, "num_cached_tokens", None),
+        )
+
+    @property
+    def expected(self) -> int:
+        """``E``: the last valid token has no route, and no route lies beyond the padding."""
+        return min(max(self.valid - 1, 0), self.padded)
+
+    @property
+    def counts(self) -> str:
+        return (
+            f"valid_length={render(self.valid)}, padded_length={render(self.padded)}, "
+            f"num_cached_tokens={render(self.cached)}"
+        )
+
+    @property
+    def facts(self) -> str:
+        """The context appended to conversion and shape errors."""
+        start = f", routes_start={render(self.start)}" if self.start else ""
+        return f"expected={render(self.expected)}, {self.counts}{start}"
+
+    def attributes(self, routes: int | None) -> dict[str, int | None]:
+        return {
+            "routes": routes,
+            "valid_length": self.valid,
+            "padded_length": self.padded,
+            "routes_start": self.start,
+            "expected": self.expected,
+            "num_cached_tokens": int_or_none(self.cached),
+        }
+
+
+def _route_parts(
+    request_output: object, completion_output: object, alignment: _Alignment
+) -> list[tuple[str, _RouteSource]]:
+    """The present route parts, prompt first, each converted, range-checked and 3-D, agreeing on ``[L, K]``.
+
+    §3.3 steps 2-4; the parts are not yet cast, so each is copied exactly once, into the output.
+    """
     parts: list[tuple[str, _RouteSource]] = []
     for name, owner in (("prompt_routed_experts", request_output), ("routed_experts", completion_output)):
         value = getattr(owner, name, None)
         if value is not None:
-            context = _Context(f" [{name}: {facts}]", attributes)
+            context = _Context(f" [{name}: {alignment.facts}]", alignment.attributes(None))
             source = _integer_source(value, context)
-            _check_id_range(source, carry, context)
+            _check_id_range(source, alignment.carry, context)
             parts.append((name, source))
     for name, source in parts:
         if source.ndim != 3:
-            raise _Context(f" [{facts}]", attributes).error(
+            raise _Context(f" [{alignment.facts}]", alignment.attributes(None)).error(
                 "vLLM routed_experts must have shape [tokens, num_moe_layers, topk], got "
                 f"{render(tuple(source.shape))} ({name})"
             )
-    routes = sum(int(source.shape[0]) for _, source in parts)
-    attributes["routes"] = routes
     if len(parts) == 2 and tuple(parts[0][1].shape[1:]) != tuple(parts[1][1].shape[1:]):
+        routes = sum(int(source.shape[0]) for _, source in parts)
         raise RoutedExpertsError(
             "prompt_routed_experts and routed_experts disagree on [num_moe_layers, topk]: "
             f"{render_list(parts[0][1].shape[1:])} vs {render_list(parts[1][1].shape[1:])} "
-            f"[routes={routes}, {facts}]",
-            **attributes,
+            f"[routes={routes}, {alignment.facts}]",
+            **alignment.attributes(routes),
         )
+    return parts
 
-    stats: RouteStats = {
-        "actual_routes": 0,
+
+def _route_stats(expected: int, start: int, routes: int | None) -> RouteStats:
+    """The route counts of §3.3 steps 5-7 for ``routes`` combined rows starting at token ``start``.
+
+    ``routes=None`` (no part present) counts nothing as missing or surplus.
+    """
+    if routes is None:
+        return {"actual_routes": 0, "expected_routes": expected, "missing_routes": 0, "surplus_routes": 0}
+    return {
+        "actual_routes": routes,
         "expected_routes": expected,
-        "missing_routes": 0,
-        "surplus_routes": 0,
+        "missing_routes": min(start, expected) + max(expected - start - routes, 0),
+        "surplus_routes": min(routes, max(start + routes - (expected + 1), 0)),
     }
-    if not parts:
-        return (None, stats) if with_stats else None
-    stats["actual_routes"] = routes
-    stats["missing_routes"] = min(start, expected) + max(expected - start - routes, 0)
-    stats["surplus_routes"] = min(routes, max(start + routes - (expected + 1), 0))
-    if strict and stats["missing_routes"] > 0 and not fallback:
+
+
+def _check_route_counts(stats: RouteStats, alignment: _Alignment) -> None:
+    """Strict mode (§3.3 steps 8-9): missing routes without the fallback, or more than one surplus route."""
+    if not alignment.strict:
+        return
+    routes, expected = stats["actual_routes"], stats["expected_routes"]
+    head = f"routes={routes}, " + (f"routes_start={render(alignment.start)}, " if alignment.start else "")
+    if stats["missing_routes"] > 0 and not alignment.fallback:
         raise RoutedExpertsError(
-            f"vLLM returned incomplete routed_experts for router replay: routes={routes}, {start_text}"
-            f"expected_at_least={render(expected)}, {counts}. This usually means the generation backend did "
-            "not return routed experts for every non-final token in the prompt+response sequence.",
-            **attributes,
+            f"vLLM returned incomplete routed_experts for router replay: {head}"
+            f"expected_at_least={render(expected)}, {alignment.counts}. This usually means the generation "
+            "backend did not return routed experts for every non-final token in the prompt+response sequence.",
+            **alignment.attributes(routes),
         )
-    if strict and stats["surplus_routes"] > 0:
+    if stats["surplus_routes"] > 0:
         raise RoutedExpertsError(
-            f"vLLM returned too many routed_experts routes for router replay: routes={routes}, {start_text}"
-            f"expected={render(expected)}, max_allowed={render(expected + 1)}, {counts}. Router replay allows at "
-            "most one surplus final-token route.",
-            **attributes,
+            f"vLLM returned too many routed_experts routes for router replay: {head}"
+            f"expected={render(expected)}, max_allowed={render(expected + 1)}, {alignment.counts}. Router "
+            "replay allows at most one surplus final-token route.",
+            **alignment.attributes(routes),
         )
 
+
+def _fill_rows(
+    parts: list[tuple[str, _RouteSource]], stats: RouteStats, alignment: _Alignment
+) -> torch.Tensor:
+    """Allocate the output once and fill its four row classes (§3.3 step 10), each with one slice operation.
+
+    Raises ``RoutedExpertsError`` first when the default route ``arange(K)`` does not fit the carry dtype or the
+    output would exceed torch's int64 size arithmetic.
+    """
+    routes, expected, start = stats["actual_routes"], stats["expected_routes"], alignment.start
+    carry, padded = alignment.carry, alignment.padded
     layers, topk = (int(size) for size in parts[0][1].shape[1:])
     limit = int(torch.iinfo(carry).max)
     if topk - 1 > limit:
         raise RoutedExpertsError(
             f"routed_experts topk {topk} needs default-route ids up to {topk - 1}, which exceed the resolved carry "
             f"dtype {carry} (max {limit}); the model's expert count was likely mis-detected (see "
-            f"rl_contracts.routed_experts.resolve_routed_experts_dtype). [routes={routes}, {facts}]",
-            **attributes,
+            f"rl_contracts.routed_experts.resolve_routed_experts_dtype). [routes={routes}, {alignment.facts}]",
+            **alignment.attributes(routes),
             max_id=topk - 1,
-            dtype_name=_CARRY_DTYPES[carry],
+            dtype_name=CARRY_DTYPE_NAMES[carry],
             limit=limit,
         )
     if max(padded, 1) * max(layers, 1) * max(topk, 1) * carry.itemsize > _MAX_BYTES:
         raise RoutedExpertsError(
             f"padded_length {render(padded)} x num_moe_layers {layers} x topk {topk} is too large for a "
-            f"tensor [routes={routes}, {facts}]",
-            **attributes,
+            f"tensor [routes={routes}, {alignment.facts}]",
+            **alignment.attributes(routes),
         )
-
-    result = torch.empty((padded, layers, topk), dtype=carry, device=target)
+    result = torch.empty((padded, layers, topk), dtype=carry, device=alignment.device)
     copied_end = min(expected, start + routes)
     result[: min(start, expected)].fill_(R3_MISSING_ROUTE_SENTINEL)
     row = start
@@ -559,5 +613,5 @@ def pad_and_align_routed_expert_indices(
         row += take
     result[copied_end:expected].fill_(R3_MISSING_ROUTE_SENTINEL)
     if padded > expected:
-        result[expected:] = torch.arange(topk, dtype=carry, device=target)
-    return (result, stats) if with_stats else result
+        result[expected:] = torch.arange(topk, dtype=carry, device=alignment.device)
+    return result
