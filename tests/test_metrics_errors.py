@@ -23,7 +23,6 @@ from rl_contracts.metrics import (
     SPEC_DECODE_ACCEPTED_PER_POS,
     SPEC_DECODE_NUM_DRAFTS,
     CounterSnapshot,
-    _parse_prometheus,
     aggregate_spec_decode_counters,
     compute_engine_step_metrics,
     compute_spec_decode_metrics,
@@ -31,6 +30,7 @@ from rl_contracts.metrics import (
     first_delta,
     is_kept,
     mean_from_histogram,
+    parse_prometheus_text,
 )
 from rl_contracts.testing import assert_contract_error
 
@@ -269,8 +269,8 @@ SERVER_PAGES = ["vllm_server_metrics_sample.prom", "server_metrics_after_two_cha
 )
 def test_parse_prometheus_counts_vllm_families(text: str, families: int) -> None:
     """Every vllm: family counts, kept or not and of any type; the CLI refuses a page where the count is 0."""
-    snapshot, count = _parse_prometheus(text)
-    assert count == families
+    snapshot, names = parse_prometheus_text(text)
+    assert len(names) == families
     assert snapshot == CounterSnapshot.from_prometheus_text(text)
 
 
@@ -280,7 +280,7 @@ def test_parse_prometheus_counts_the_families_of_a_recorded_page(page: str) -> N
     text = (DATA / page).read_text()
     declared = sum(line.startswith("# TYPE vllm:") for line in text.splitlines())
     assert declared > 10
-    assert _parse_prometheus(text)[1] == declared
+    assert len(parse_prometheus_text(text).vllm_families) == declared
 
 
 # ---------------------------------------------------------------------------------------------------- deltas

@@ -34,10 +34,10 @@ from .._messages import shorten
 from ..errors import ContractError
 from ..metrics import (
     AggregatedCounters,
-    _parse_prometheus,
     aggregate_spec_decode_counters,
     compute_engine_step_metrics,
     compute_spec_decode_metrics,
+    parse_prometheus_text,
 )
 
 __all__ = ["register", "run"]
@@ -202,12 +202,12 @@ def _scrape(url: str, timeout: float) -> AggregatedCounters:
     except UnicodeDecodeError:
         raise _ScrapeError(f"{url} did not serve Prometheus text (not UTF-8)") from None
     try:
-        snapshot, vllm_families = _parse_prometheus(text)
+        page = parse_prometheus_text(text)
     except ContractError as error:
         raise _ScrapeError(f"{url} did not serve a usable Prometheus page: {error}") from None
-    if vllm_families == 0:
+    if not page.vllm_families:
         raise _ScrapeError(f"{url} holds no vllm: metric family; is it a vLLM server's /metrics page?")
-    return aggregate_spec_decode_counters([snapshot])
+    return aggregate_spec_decode_counters([page.snapshot])
 
 
 def _timestamp(seconds: float) -> str:

@@ -1,0 +1,98 @@
+"""From a source's series to snapshot values: the series key, and the sum over every other label (SPEC §6.3).
+
+Both live sources (vLLM metric objects and Prometheus text) name a series by its metric name plus, when present,
+its ``finished_reason`` label, and add up every series that shares a key: scalars add, vectors add element-wise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .._messages import render, shorten, type_name
+from ..errors import CounterSnapshotError
+from ._values import FrozenCounters, check_sum, counter_value, counter_vector, key_text
+from .keys import encode_counter_key
+from .names import COUNTER_KEY_SEP, FINISHED_REASON_LABEL
+
+__all__ = ["Accumulator", "check_metric_name", "series_key"]
+
+
+def check_metric_name(name: object, where: str) -> str:
+    """Return ``name`` when it is a non-empty ``str`` without ``|``, else raise ``CounterSnapshotError``."""
+    if not isinstance(name, str) or not name or COUNTER_KEY_SEP in name:
+        raise CounterSnapshotError(
+            f"{where} name must be a non-empty str without '{COUNTER_KEY_SEP}', got {type_name(name)} "
+            f"{render(name)}",
+            key=key_text(name),
+        )
+    return name
+
+
+def series_key(name: str, labels: Mapping[str, object]) -> str:
+    """The snapshot key of a series: its name, plus ``|finished_reason=<reason>`` when that label is present."""
+    if FINISHED_REASON_LABEL not in labels:
+        return name
+    return encode_counter_key(name, f"{FINISHED_REASON_LABEL}={labels[FINISHED_REASON_LABEL]}")
+
+
+class Accumulator:
+    """Sums scalars and per-position vectors by snapshot key, refusing a key that gets both kinds.
+
+    Every value is checked as it is added; :meth:`result` checks the sums and returns them in first-seen order.
+    ``where`` starts every message (``"vLLM metric"``, ``"Prometheus"``).
+    """
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.scalars: dict[str, float] = {}
+        self.vectors: dict[str, dict[int, float]] = {}
+        self.order: dict[str, None] = {}
+
+    def add_scalar(self, key: str, value: object) -> None:
+        """Add a scalar counter under ``key``."""
+        number = counter_value(value, key, self.where)
+        self._claim(key, self.vectors)
+        self.scalars[key] = self.scalars.get(key, 0.0) + number
+
+    def add_position(self, key: str, position: int, value: object) -> None:
+        """Add one element (0-based ``position``) of the vector under ``key``."""
+        number = counter_value(value, key, self.where)
+        self._claim(key, self.scalars)
+        slots = self.vectors.setdefault(key, {})
+        slots[position] = slots.get(position, 0.0) + number
+
+    def add_vector(self, key: str, values: Sequence[object]) -> None:
+        """Add a whole vector under ``key``, element-wise (the shorter one is padded with zeros)."""
+        numbers = counter_vector(values, key, self.where)
+        self._claim(key, self.scalars)
+        slots = self.vectors.setdefault(key, {})
+        for position, number in enumerate(numbers):
+            slots[position] = slots.get(position, 0.0) + number
+
+    def result(self) -> FrozenCounters:
+        """The summed values: scalars as floats, vectors as tuples whose missing positions are 0."""
+        out: dict[str, float | tuple[float, ...]] = {}
+        for key in self.order:
+            if key in self.scalars:
+                out[key] = self._checked_sum(key, self.scalars[key])
+            else:
+                slots = self.vectors[key]
+                vector = [0.0] * max((position + 1 for position in slots), default=0)
+                for position, total in slots.items():
+                    vector[position] = self._checked_sum(key, total)
+                out[key] = tuple(vector)
+        return FrozenCounters(out)
+
+    def _checked_sum(self, key: str, total: float) -> float:
+        check_sum(key, total, self.where)
+        return total
+
+    def _claim(self, key: str, other: Mapping[str, object]) -> None:
+        """Record ``key`` in first-seen order; ``other`` is the store of the other kind, which must not hold it."""
+        if key in other:
+            raise CounterSnapshotError(
+                f"{self.where} counter '{shorten(key, 200)}' is reported both as a scalar and as a per-position "
+                "vector; one series cannot be both",
+                key=shorten(key, 200),
+            )
+        self.order.setdefault(key)

@@ -1,0 +1,127 @@
+"""Counter value checks shared by every metrics entry point, and the frozen mapping snapshots hold.
+
+A counter value is a finite real number ``>= 0`` that is not a bool; a bad one raises
+:class:`~rl_contracts.errors.CounterSnapshotError` naming where it was found, the (shortened) key and the value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from .._messages import render, shorten, type_name
+from ..checks import is_int
+from ..errors import ContractTypeError, CounterSnapshotError
+
+__all__ = [
+    "FrozenCounters",
+    "as_number",
+    "check_sum",
+    "counter_value",
+    "counter_vector",
+    "is_vector",
+    "key_text",
+    "require_str",
+]
+
+
+def require_str(value: object, argument: str) -> None:
+    """Raise ``ContractTypeError`` naming ``argument`` unless ``value`` is a ``str``."""
+    if not isinstance(value, str):
+        raise ContractTypeError.for_value(argument, "a str", value)
+
+
+def key_text(key: object) -> str:
+    """A counter key as messages and ``.key`` show it: a ``str`` shortened to 200 characters, else its repr."""
+    return shorten(key, 200) if isinstance(key, str) else render(key)
+
+
+def as_number(value: object) -> float | None:
+    """``float(value)`` for a real number that is not a bool (``inf`` when it overflows), else ``None``."""
+    if isinstance(value, bool) or not (is_int(value) or isinstance(value, numbers.Real)):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return math.inf
+
+
+def counter_value(value: object, key: object, where: str) -> float:
+    """Check one counter value (finite, ``>= 0``, a number but not a bool) and return it as a float.
+
+    Raises ``CounterSnapshotError`` with ``.key`` and ``.value``; ``where`` starts the message.
+    """
+    number = as_number(value)
+    if number is None:
+        raise CounterSnapshotError(
+            f"{where} counter '{key_text(key)}' must be an int or float (not bool), got {type_name(value)} "
+            f"{render(value)}",
+            key=key_text(key),
+            value=render(value),
+        )
+    if not math.isfinite(number) or number < 0:
+        raise CounterSnapshotError(
+            f"{where} counter '{key_text(key)}' must be finite and >= 0, got {render(value)}; engine counters "
+            "only grow, so the snapshot is corrupt or was not read from a counter",
+            key=key_text(key),
+            value=render(value),
+        )
+    return number + 0.0  # normalises -0.0
+
+
+def counter_vector(value: Sequence[object], key: object, where: str) -> tuple[float, ...]:
+    """Check every element of a per-position vector as :func:`counter_value`; the message adds the position."""
+    result = []
+    for index, item in enumerate(value):
+        try:
+            result.append(counter_value(item, key, where))
+        except CounterSnapshotError as err:
+            raise CounterSnapshotError(
+                f"{err.message} (at position {index})", key=err.key, value=err.value
+            ) from None
+    return tuple(result)
+
+
+def is_vector(value: object) -> bool:
+    """Whether a counter value is a per-position vector (a list or a tuple)."""
+    return isinstance(value, list | tuple)
+
+
+def check_sum(key: object, total: float, where: str) -> None:
+    """Raise ``CounterSnapshotError`` when a sum of valid counters overflowed to ``inf``."""
+    if not math.isfinite(total):
+        raise CounterSnapshotError(
+            f"{where} counter '{key_text(key)}' overflows when summed ({render(total)}); the inputs are not "
+            "engine counters",
+            key=key_text(key),
+            value=render(total),
+        )
+
+
+class FrozenCounters(Mapping[str, "float | tuple[float, ...]"]):
+    """A read-only, hashable, picklable mapping of already validated counter values."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, float | tuple[float, ...]]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> float | tuple[float, ...]:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenCounters, (dict(self._data),))

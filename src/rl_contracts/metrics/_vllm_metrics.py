@@ -1,0 +1,82 @@
+"""Snapshot values from the objects ``vllm.LLM.get_metrics()`` returns (SPEC §6.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .._messages import render, shorten, type_name
+from ..errors import ContractTypeError, CounterSnapshotError
+from ._series import Accumulator, check_metric_name, series_key
+from ._values import FrozenCounters, is_vector
+from .keys import is_kept
+from .names import COUNTER_KEY_SEP, FINISHED_REASON_LABEL, HISTOGRAM_COUNT_PART, HISTOGRAM_SUM_PART
+
+__all__ = ["read_vllm_metrics"]
+
+
+def read_vllm_metrics(metrics: object) -> FrozenCounters:
+    """Sum the kept metric objects of ``metrics`` by snapshot key (see ``CounterSnapshot.from_vllm_metrics``)."""
+    objects = _metric_objects(metrics)
+    accumulator = Accumulator("vLLM metric")
+    for index, metric in enumerate(objects):
+        _add_metric(accumulator, metric, f"metrics[{index}]")
+    return accumulator.result()
+
+
+def _metric_objects(metrics: object) -> Iterable[object]:
+    if isinstance(metrics, str | bytes | bytearray | Mapping) or not isinstance(metrics, Iterable):
+        raise ContractTypeError.for_value(
+            "metrics", "an iterable of vLLM metric objects (from LLM.get_metrics())", metrics
+        )
+    return metrics
+
+
+def _add_metric(accumulator: Accumulator, metric: object, where: str) -> None:
+    """Add one object: skipped unless its name is kept, else its vector, scalar or histogram parts."""
+    name = check_metric_name(getattr(metric, "name", None), where)
+    if not is_kept(name):
+        return
+    key = _flat_key(name, getattr(metric, "labels", None), f"metric {where}")
+    values = getattr(metric, "values", None)
+    value = getattr(metric, "value", None)
+    count, total = getattr(metric, "count", None), getattr(metric, "sum", None)
+    if values is not None:
+        if not is_vector(values):
+            raise CounterSnapshotError(
+                f"metric {where} '{shorten(key, 200)}' has values of type {type_name(values)}; a vLLM "
+                "Vector holds a list of per-position counts",
+                key=shorten(key, 200),
+                value=render(values),
+            )
+        accumulator.add_vector(key, values)
+    elif value is not None:
+        accumulator.add_scalar(key, value)
+    elif count is not None and total is not None:
+        accumulator.add_scalar(key + COUNTER_KEY_SEP + HISTOGRAM_COUNT_PART, count)
+        accumulator.add_scalar(key + COUNTER_KEY_SEP + HISTOGRAM_SUM_PART, total)
+    else:
+        raise CounterSnapshotError(
+            f"metric {where} '{shorten(key, 200)}' ({type_name(metric)}) has none of 'values', 'value' "
+            "or 'count' and 'sum'; expected a vLLM Counter, Gauge, Histogram or Vector",
+            key=shorten(key, 200),
+        )
+
+
+def _flat_key(name: str, labels: object, where: str) -> str:
+    """:func:`series_key` after checking that ``labels`` is a mapping whose ``finished_reason`` is a ``str``."""
+    if not isinstance(labels, Mapping):
+        raise CounterSnapshotError(
+            f"{where} '{shorten(name, 200)}' must have labels as a mapping of label names to strings, got "
+            f"{type_name(labels)}",
+            key=shorten(name, 200),
+            value=render(labels),
+        )
+    reason = labels.get(FINISHED_REASON_LABEL)
+    if FINISHED_REASON_LABEL in labels and not isinstance(reason, str):
+        raise CounterSnapshotError(
+            f"{where} '{shorten(name, 200)}' has a {FINISHED_REASON_LABEL} label that is not a str: "
+            f"{render(reason)}",
+            key=shorten(name, 200),
+            value=render(reason),
+        )
+    return series_key(name, labels)

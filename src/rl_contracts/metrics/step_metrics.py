@@ -1,0 +1,170 @@
+"""Per-step engine and speculative-decoding metrics from two aggregated counter snapshots (SPEC §6.6, §6.7)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Final
+
+from .._messages import render
+from ..checks import int_or_none
+from ..errors import ContractTypeError, CounterSnapshotError
+from ._values import counter_value, key_text
+from .deltas import first_delta, mean_from_histogram
+from .keys import encode_counter_key
+from .names import (
+    FINISHED_REASON_LABEL,
+    GENERATION_LENGTH_HISTOGRAMS,
+    GENERATION_TOKEN_COUNTERS,
+    OK_FINISH_REASONS,
+    PROMPT_LENGTH_HISTOGRAMS,
+    PROMPT_TOKEN_COUNTERS,
+    REQUEST_SUCCESS_COUNTERS,
+    SPEC_DECODE_ACCEPTED_PER_POS,
+    SPEC_DECODE_NUM_ACCEPTED_TOKENS,
+    SPEC_DECODE_NUM_DRAFT_TOKENS,
+    SPEC_DECODE_NUM_DRAFTS,
+    AggregatedCounters,
+)
+
+__all__ = ["compute_engine_step_metrics", "compute_spec_decode_metrics"]
+
+_MAX_POSITION: Final = sys.maxsize
+"""Largest position in an aggregated key: a position is a list index + 1, and output keys print it in decimal."""
+
+_Delta = dict[str | tuple[str, int], float]
+
+
+def compute_engine_step_metrics(
+    start_counters: AggregatedCounters,
+    end_counters: AggregatedCounters,
+) -> dict[str, float]:
+    """Compute per-step vLLM engine token, sequence-length and outcome metrics (the engine's own accounting).
+
+    The delta covers the keys of ``end_counters`` only: ``end[k] - start.get(k, 0.0)``, kept only when it is
+    ``>= 0`` (a series that went backwards because its engine restarted is omitted, never negative; a key new in
+    ``end`` reports its full value).  Output, in this order, each only when its series is present (an absent series
+    is omitted, never a plausible 0.0): ``vllm/prompt_tokens``, ``vllm/generation_tokens``,
+    ``vllm/prompt_length_mean``, ``vllm/generation_length_mean`` (``None`` means no request finished, so omitted),
+    ``vllm/generations_ok`` (reasons in :data:`~rl_contracts.metrics.OK_FINISH_REASONS`) and
+    ``vllm/generations_failed`` (every other reason, an empty one included).  Both outcome keys appear, even at
+    0.0, once any ``finished_reason`` key is in the delta.  ``({}, {})`` gives ``{}``.
+
+    Raises ``ContractTypeError`` when an argument is not a mapping; ``CounterSnapshotError`` for a key that is not
+    a ``str`` or ``(str, int >= 1)`` or a value that is not a finite number ``>= 0`` (bools included).
+
+    Divergence: the reference accepts negative, NaN and bool values in the snapshots it receives.
+
+    >>> compute_engine_step_metrics({"vllm:prompt_tokens": 1000}, {"vllm:prompt_tokens": 1400})
+    {'vllm/prompt_tokens': 400.0}
+    """
+    start = _checked_counters(start_counters, "start_counters")
+    end = _checked_counters(end_counters, "end_counters")
+    delta = _growth(start, end)
+    metrics: dict[str, float] = {}
+    for output, found in (
+        ("vllm/prompt_tokens", first_delta(delta, PROMPT_TOKEN_COUNTERS)),
+        ("vllm/generation_tokens", first_delta(delta, GENERATION_TOKEN_COUNTERS)),
+        ("vllm/prompt_length_mean", mean_from_histogram(delta, PROMPT_LENGTH_HISTOGRAMS)),
+        ("vllm/generation_length_mean", mean_from_histogram(delta, GENERATION_LENGTH_HISTOGRAMS)),
+    ):
+        if found is not None:
+            metrics[output] = float(found)
+    metrics.update(_outcomes(delta))
+    return metrics
+
+
+def compute_spec_decode_metrics(
+    start_counters: AggregatedCounters,
+    end_counters: AggregatedCounters,
+) -> dict[str, float]:
+    """Compute delta and derived metrics for speculative decoding.
+
+    The delta covers the union of keys, ``end.get(k, 0.0) - start.get(k, 0.0)``, and keeps negative values (unlike
+    :func:`compute_engine_step_metrics`; both semantics are the reference's).  With ``D``, ``T`` and ``A`` the
+    deltas of drafts, draft tokens and accepted tokens (0.0 when absent), the output is, in this order:
+    ``vllm/spec_num_drafts`` (D), ``vllm/spec_num_draft_tokens`` (T), ``vllm/spec_num_accepted_tokens`` (A),
+    ``vllm/spec_acceptance_length`` (``1 + A / D``, 1.0 when ``D <= 0``), ``vllm/spec_acceptance_rate``
+    (``A / T``, 0.0 when ``T <= 0``) - these five always - then ``vllm/{metric}-{pos}`` for every tuple key sorted
+    by ``(metric, pos)``, then, only when ``D > 0``, ``vllm/spec_acceptance_rate-pos-{pos}`` =
+    ``delta[(SPEC_DECODE_ACCEPTED_PER_POS, pos)] / D`` sorted by position.  Division by zero never happens.
+
+    Raises as :func:`compute_engine_step_metrics`.
+
+    Divergence: the reference derives a per-position rate from every tuple key; this derives it only from the
+    accepted-per-position family, the only vector vLLM emits, so results agree in practice.
+
+    >>> m = compute_spec_decode_metrics(
+    ...     {"vllm:spec_decode_num_drafts": 100, "vllm:spec_decode_num_accepted_tokens": 200},
+    ...     {"vllm:spec_decode_num_drafts": 200, "vllm:spec_decode_num_accepted_tokens": 440},
+    ... )
+    >>> m["vllm/spec_acceptance_length"]
+    3.4
+    """
+    start = _checked_counters(start_counters, "start_counters")
+    end = _checked_counters(end_counters, "end_counters")
+    delta = {key: end.get(key, 0.0) - start.get(key, 0.0) for key in {**start, **end}}
+    drafts = delta.get(SPEC_DECODE_NUM_DRAFTS, 0.0)
+    draft_tokens = delta.get(SPEC_DECODE_NUM_DRAFT_TOKENS, 0.0)
+    accepted = delta.get(SPEC_DECODE_NUM_ACCEPTED_TOKENS, 0.0)
+    metrics = {
+        "vllm/spec_num_drafts": float(drafts),
+        "vllm/spec_num_draft_tokens": float(draft_tokens),
+        "vllm/spec_num_accepted_tokens": float(accepted),
+        "vllm/spec_acceptance_length": 1.0 + accepted / drafts if drafts > 0 else 1.0,
+        "vllm/spec_acceptance_rate": accepted / draft_tokens if draft_tokens > 0 else 0.0,
+    }
+    positions = sorted(key for key in delta if isinstance(key, tuple))
+    for metric, position in positions:
+        metrics[f"vllm/{metric}-{position}"] = float(delta[(metric, position)])
+    if drafts > 0:
+        for metric, position in positions:
+            if metric == SPEC_DECODE_ACCEPTED_PER_POS:
+                metrics[f"vllm/spec_acceptance_rate-pos-{position}"] = delta[(metric, position)] / drafts
+    return metrics
+
+
+def _checked_counters(counters: object, argument: str) -> _Delta:
+    """Validate an aggregated snapshot (keys ``str`` or ``(str, int >= 1)``, values finite ``>= 0``)."""
+    if not isinstance(counters, Mapping):
+        raise ContractTypeError.for_value(
+            argument, "a mapping of counter keys to floats (from aggregate_spec_decode_counters)", counters
+        )
+    return {
+        _checked_key(key, value, argument): counter_value(value, key, argument)
+        for key, value in counters.items()
+    }
+
+
+def _checked_key(key: object, value: object, argument: str) -> str | tuple[str, int]:
+    if isinstance(key, str):
+        return key
+    position = int_or_none(key[1]) if isinstance(key, tuple) and len(key) == 2 else None
+    if position is not None and isinstance(key[0], str) and 1 <= position <= _MAX_POSITION:  # type: ignore[index]
+        return (key[0], position)  # type: ignore[index]
+    raise CounterSnapshotError(
+        f"{argument} key {render(key)} must be a str or a (name, position >= 1) tuple, as "
+        "aggregate_spec_decode_counters returns (a position is at most sys.maxsize)",
+        key=key_text(key),
+        value=render(value),
+    )
+
+
+def _growth(start: _Delta, end: _Delta) -> _Delta:
+    """``end - start`` over the keys of ``end``, omitting every series that went backwards (an engine restart)."""
+    return {key: value - start.get(key, 0.0) for key, value in end.items() if value >= start.get(key, 0.0)}
+
+
+def _outcomes(delta: _Delta) -> dict[str, float]:
+    """``generations_ok`` and ``generations_failed`` from the first success family with ``finished_reason`` keys."""
+    for name in REQUEST_SUCCESS_COUNTERS:
+        prefix = encode_counter_key(name, FINISHED_REASON_LABEL + "=")
+        outcomes = [
+            (k[len(prefix) :], v) for k, v in delta.items() if isinstance(k, str) and k.startswith(prefix)
+        ]
+        if outcomes:
+            return {
+                "vllm/generations_ok": float(sum(v for r, v in outcomes if r in OK_FINISH_REASONS)),
+                "vllm/generations_failed": float(sum(v for r, v in outcomes if r not in OK_FINISH_REASONS)),
+            }
+    return {}
