@@ -20,6 +20,7 @@ from .errors import (
     RoutedExpertsError,
     SpliceError,
     UnsupportedConfigError,
+    WeightVersionError,
 )
 
 __version__ = "0.1.0"
@@ -40,5 +41,6 @@ __all__ = [
     "RoutedExpertsError",
     "SpliceError",
     "UnsupportedConfigError",
+    "WeightVersionError",
     "__version__",
 ]

@@ -35,6 +35,7 @@ __all__ = [
     "RoutedExpertsError",
     "SpliceError",
     "UnsupportedConfigError",
+    "WeightVersionError",
     "contract_error",
 ]
 
@@ -255,6 +256,29 @@ class RecipeLoadError(ConfigContractError):
     file: str | None
     line: int | None
     column: int | None
+
+
+class WeightVersionError(ContractError, ValueError):
+    """Per-token weight-version spans that are missing, malformed, or carry a label the rollout does not allow.
+
+    ``span_index`` is the first bad span (``None`` when the fault is the whole list), ``version``/``start``/``end``
+    its fields, ``token_count`` the output's token count and ``output_index`` the completion output's ``index``.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        "output_index",
+        "span_index",
+        "version",
+        "start",
+        "end",
+        "token_count",
+    )
+    output_index: int | None
+    span_index: int | None
+    version: str | None
+    start: int | None
+    end: int | None
+    token_count: int | None
 
 
 def _is_library_class(cls: type[BaseException]) -> bool:

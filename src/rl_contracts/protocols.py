@@ -2,7 +2,9 @@
 
 The library never imports vLLM: it reads these objects by attribute.  Attributes the SPEC calls optional are read
 with ``getattr(obj, name, None)``, so a missing one counts as ``None``; they are therefore not part of the
-Protocols below (a Protocol attribute would make them required for type checkers).  Real vLLM objects, pydantic
+Protocols below (a Protocol attribute would make them required for type checkers).  ``weight_versions`` (vLLM
+>= 0.32 completion outputs, >= 0.33 chat choices) is the exception: it is listed so that type checkers know its
+type, and read like the others, a missing one counting as ``None``.  Real vLLM objects, pydantic
 models and ``SimpleNamespace`` stand-ins all satisfy these Protocols.
 """
 
@@ -24,6 +26,7 @@ __all__ = [
     "RequestOutputLike",
     "TokenizerLike",
     "VectorLike",
+    "WeightVersionSpanLike",
 ]
 
 
@@ -34,10 +37,22 @@ class LogprobLike(Protocol):
     def logprob(self) -> float: ...
 
 
+class WeightVersionSpanLike(Protocol):
+    """vLLM >= 0.32 ``WeightVersionSpan`` (a dataclass): output tokens ``[start, end)`` sampled by ``version``."""
+
+    @property
+    def version(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+
+
 class CompletionOutputLike(Protocol):
     """vLLM ``vllm.outputs.CompletionOutput``.
 
     Also read, optionally: ``routed_experts`` (numpy ``[rows, L, K]``, uint8/uint16) and ``finish_reason``.
+    ``weight_versions`` exists from vLLM 0.32 on; older outputs lack it, which reads as ``None`` (SPEC §4.3).
     """
 
     @property
@@ -46,6 +61,8 @@ class CompletionOutputLike(Protocol):
     def token_ids(self) -> Sequence[int] | None: ...
     @property
     def logprobs(self) -> Sequence[Mapping[int, LogprobLike]] | None: ...
+    @property
+    def weight_versions(self) -> Sequence[WeightVersionSpanLike] | None: ...
 
 
 class RequestOutputLike(Protocol):
@@ -75,6 +92,10 @@ class ChatChoiceLike(Protocol):
     def index(self) -> int: ...
     @property
     def message(self) -> Any: ...
+    @property
+    def weight_versions(self) -> Sequence[WeightVersionSpanLike] | None:
+        """vLLM >= 0.33 copies the output's spans here when the request sets ``return_weight_versions``; older
+        choices lack it, which reads as ``None``."""
 
 
 class ChatResponseLike(Protocol):

@@ -1,0 +1,317 @@
+"""Per-token weight versions of a rollout: which weights sampled every output token (SPEC §4.3).
+
+Asynchronous RL updates the engine's weights while requests are in flight.  vLLM 0.32 and later label each
+finished ``CompletionOutput`` with ``weight_versions``, a list of spans ``(version, start, end)`` meaning "output
+tokens ``[start, end)`` were sampled by the weights the trainer labelled ``version`` with
+``set_weight_version``".  This module reads those spans, checks they tile the output exactly, checks their labels
+against what a rollout allows, and maps every token to its label for importance-sampling correction.
+
+Imports numpy, never torch or vLLM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
+
+from ._messages import render, render_list, render_name, type_name
+from .checks import ContractInt, int_or_none, is_collection, is_sequence, token_ids
+from .errors import ContractTypeError, WeightVersionError
+from .protocols import CompletionOutputLike
+
+__all__ = [
+    "WeightVersionSpan",
+    "check_weight_versions",
+    "weight_version_per_token",
+    "weight_version_spans",
+]
+
+_FIELDS = ("version", "start", "end")
+
+
+class WeightVersionSpan(BaseModel):
+    """Output tokens ``[start, end)`` were sampled by the weights labelled ``version``.
+
+    Frozen.  ``version`` is a non-empty ``str``, ``start >= 0`` and ``end > start`` (``ContractInt``, never
+    bools); anything else raises pydantic's ``ValidationError``.  vLLM's own ``WeightVersionSpan`` is a dataclass
+    with the same three fields.
+
+    >>> WeightVersionSpan(version="7", start=0, end=4).end
+    4
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: StrictStr = Field(min_length=1)
+    """The label the trainer passed to ``set_weight_version`` before these tokens were sampled."""
+    start: ContractInt = Field(ge=0)
+    """Index of the first output token of the span."""
+    end: ContractInt
+    """One past the last output token of the span (``end > start``)."""
+
+    @model_validator(mode="after")
+    def _check_order(self) -> WeightVersionSpan:
+        if self.end <= self.start:
+            raise ValueError(f"end={self.end} must be greater than start={self.start}: a span is never empty")
+        return self
+
+
+def _span_fields(span: object, where: str) -> tuple[object, object, object]:
+    """SPEC §4.3 step 2: ``(version, start, end)`` of one span in any of its four accepted forms."""
+    if isinstance(span, WeightVersionSpan) or (dataclasses.is_dataclass(span) and not isinstance(span, type)):
+        missing = [name for name in _FIELDS if not hasattr(span, name)]
+        if not missing:
+            return span.version, span.start, span.end  # type: ignore[union-attr]
+    elif isinstance(span, Mapping):
+        if all(name in span for name in _FIELDS):
+            return span["version"], span["start"], span["end"]
+    elif isinstance(span, tuple) and len(span) == len(_FIELDS):
+        return span[0], span[1], span[2]
+    raise ContractTypeError.for_value(
+        where,
+        "a WeightVersionSpan, vLLM's WeightVersionSpan dataclass, a mapping with 'version', 'start' and 'end', "
+        "or a (version, start, end) tuple",
+        span,
+    )
+
+
+def _as_span(span: object, where: str) -> tuple[str, int, int]:
+    """One span's fields type-checked: a ``str`` label and two ints (bools rejected)."""
+    version, start, end = _span_fields(span, where)
+    if not isinstance(version, str):
+        raise ContractTypeError.for_value(f"{where}.version", "a str label", version)
+    bounds = int_or_none(start), int_or_none(end)
+    for name, raw, value in (("start", start, bounds[0]), ("end", end, bounds[1])):
+        if value is None:
+            raise ContractTypeError.for_value(f"{where}.{name}", "an int (not bool)", raw)
+    return version, bounds[0], bounds[1]  # type: ignore[return-value]
+
+
+def _span_fault(spans: Sequence[tuple[str, int, int]], index: int, token_count: int) -> str | None:
+    """What is wrong with ``spans[index]`` given the spans before it (all sound), or ``None``."""
+    version, start, end = spans[index]
+    expected_start = 0 if index == 0 else spans[index - 1][2]
+    if not version:
+        return "has an empty version label"
+    if start != expected_start:
+        return (
+            "does not start at 0"
+            if index == 0
+            else f"does not start where span {index - 1} ends ({expected_start})"
+        )
+    if end <= start:
+        return "is empty or reversed (end <= start)"
+    if end > token_count:
+        return f"ends beyond the {token_count} output tokens"
+    if index > 0 and version == spans[index - 1][0]:
+        return f"repeats the label of span {index - 1}; vLLM starts a span only when the label changes"
+    if index == len(spans) - 1 and end != token_count:
+        return f"is the last span but ends before the {token_count} output tokens"
+    return None
+
+
+def _checked_spans(
+    raw: Sequence[object], token_count: int, output_index: int | None, where: str
+) -> tuple[WeightVersionSpan, ...]:
+    """SPEC §4.3 steps 2–3: every span well-typed, then the list tiles ``[0, token_count)`` with changing labels."""
+    fields = [_as_span(span, f"{where}[{i}]") for i, span in enumerate(raw)]
+    context = f"completion output {render(output_index)}"
+    if not fields and token_count > 0:
+        raise WeightVersionError(
+            f"{where} of {context} is empty but the output has token_count={token_count} tokens; every sampled "
+            "token must be labelled with the weight version that sampled it",
+            output_index=output_index,
+            token_count=token_count,
+        )
+    for index in range(len(fields)):
+        fault = _span_fault(fields, index, token_count)
+        if fault is not None:
+            version, start, end = fields[index]
+            raise WeightVersionError(
+                f"{where}[{index}] (version='{render_name(version)}', start={render(start)}, end={render(end)}) of "
+                f"{context} {fault}; token_count={token_count}. The spans must start at 0, be contiguous, end at "
+                "token_count and change label from one span to the next",
+                output_index=output_index,
+                span_index=index,
+                version=version,
+                start=start,
+                end=end,
+                token_count=token_count,
+            )
+    return tuple(
+        WeightVersionSpan.model_construct(version=version, start=start, end=end)
+        for version, start, end in fields
+    )
+
+
+def weight_version_spans(
+    completion_output: CompletionOutputLike, *, required: bool = False
+) -> tuple[WeightVersionSpan, ...] | None:
+    """The validated weight-version spans of one completion output, or ``None`` when the engine reported none.
+
+    Reads ``completion_output.weight_versions`` (missing counts as ``None``): a list or tuple whose spans are
+    :class:`WeightVersionSpan`\\ s, vLLM's dataclass, ``{"version", "start", "end"}`` mappings (the JSON form)
+    or ``(version, start, end)`` tuples.  With ``n = len(completion_output.token_ids)`` the spans must start at
+    0, be contiguous, end at ``n`` (none when ``n == 0``) and change label from one span to the next.
+
+    Returns:
+        The spans as new frozen :class:`WeightVersionSpan`\\ s, or ``None`` when ``weight_versions`` is ``None``
+        and ``required`` is false.
+
+    Raises:
+        ContractTypeError: ``required`` is no bool, ``weight_versions`` is no list/tuple, a span has another form,
+            a label is no ``str`` or a bound no int.
+        WeightVersionError: no spans while ``required``, token_ids missing, or the first span that breaks the
+            tiling (``.span_index``, ``.version``, ``.start``, ``.end``, ``.token_count``, ``.output_index``).
+
+    Example: an output of 12 tokens with ``[("7", 0, 4), ("8", 4, 12)]`` gives two spans; ``[("7", 0, 4),
+    ("8", 5, 12)]`` raises naming span 1.
+    """
+    if not isinstance(required, bool):
+        raise ContractTypeError.for_value("required", "a bool", required)
+    raw = getattr(completion_output, "weight_versions", None)
+    output_index = int_or_none(getattr(completion_output, "index", None))
+    if raw is None:
+        if required:
+            raise WeightVersionError(
+                f"completion output {render(output_index)} carries no weight_versions; the engine must be vLLM "
+                ">= 0.32 and the trainer must call set_weight_version after every weight update",
+                output_index=output_index,
+            )
+        return None
+    where = "completion_output.weight_versions"
+    if not isinstance(raw, list | tuple):
+        raise ContractTypeError.for_value(where, "a list of weight-version spans", raw)
+    ids = getattr(completion_output, "token_ids", None)
+    if ids is None:
+        raise WeightVersionError(
+            f"completion output {render(output_index)} carries weight_versions but no token_ids, so the spans "
+            "cannot be checked against the output tokens",
+            output_index=output_index,
+        )
+    token_count = len(token_ids(ids, "completion_output.token_ids"))
+    return _checked_spans(raw, token_count, output_index, where)
+
+
+def _allowed_check(allowed: object) -> tuple[Callable[[str], object], str]:
+    """``allowed`` as a predicate plus its summary for messages; a collection must hold only ``str`` labels."""
+    if is_collection(allowed) and not isinstance(allowed, Mapping):
+        labels = list(allowed)
+        if not isinstance(allowed, Collection):
+            raise ContractTypeError.for_value(
+                "allowed", "a collection of str labels (not an iterator)", allowed
+            )
+        odd = [label for label in labels if not isinstance(label, str)]
+        if odd:
+            raise ContractTypeError.for_value("allowed", "a collection of str labels", odd[0])
+        members = frozenset(labels)
+        return members.__contains__, render_list(sorted(members))
+    if callable(allowed):
+        name = getattr(allowed, "__qualname__", None) or type_name(allowed)
+        return allowed, f"labels accepted by {render_name(name)}"
+    raise ContractTypeError.for_value(
+        "allowed", "a collection of str labels (not a bare str) or a callable taking a label", allowed
+    )
+
+
+def check_weight_versions(
+    completion_output: CompletionOutputLike,
+    *,
+    allowed: Collection[str] | Callable[[str], bool],
+    required: bool = True,
+) -> tuple[WeightVersionSpan, ...] | None:
+    """Run :func:`weight_version_spans`, then require every span's label to be ``allowed``.
+
+    ``allowed`` is a collection of labels (membership) or a callable (a truthy result allows the label; what it
+    raises propagates).  A bare ``str`` is rejected, since ``"8"`` is not the collection ``{"8"}``.
+
+    Returns:
+        The spans, or ``None`` when the output carries none and ``required`` is false.
+
+    Raises:
+        ContractTypeError: ``allowed`` is neither a collection of ``str`` nor a callable; see also
+            :func:`weight_version_spans`.
+        WeightVersionError: what :func:`weight_version_spans` raises, or the first span whose label is not
+            allowed (``.span_index``, ``.version``, ``.start``, ``.end``).
+
+    Example: a rollout that allows only ``{"8"}`` rejects an output whose spans are ``[("7", 0, 4), ("8", 4,
+    12)]``: "output tokens [0, 4) of completion output 0 were sampled by weights '7', ...".
+    """
+    is_allowed, summary = _allowed_check(allowed)
+    spans = weight_version_spans(completion_output, required=required)
+    if spans is None:
+        return None
+    output_index = int_or_none(getattr(completion_output, "index", None))
+    for index, span in enumerate(spans):
+        if not is_allowed(span.version):
+            raise WeightVersionError(
+                f"output tokens [{span.start}, {span.end}) of completion output {render(output_index)} were "
+                f"sampled by weights '{render_name(span.version)}', which this rollout does not allow (allowed: "
+                f"{summary}); the engine was not updated, or the rollout is older than the trainer accepts",
+                output_index=output_index,
+                span_index=index,
+                version=span.version,
+                start=span.start,
+                end=span.end,
+                token_count=spans[-1].end,
+            )
+    return spans
+
+
+def weight_version_per_token(
+    spans: Sequence[WeightVersionSpan], *, labels: Sequence[str]
+) -> npt.NDArray[np.int32]:
+    """For every output token, the index in ``labels`` of the weight version that sampled it.
+
+    ``spans`` must tile ``[0, spans[-1].end)`` as :func:`weight_version_spans` returns them; ``labels`` is the
+    trainer's list of behaviour-policy labels (a label listed twice maps to its first position).  Built with one
+    ``numpy.repeat`` over the spans, no Python loop over tokens.
+
+    Returns:
+        A new int32 array of length ``spans[-1].end`` (length 0 for no spans).
+
+    Raises:
+        ContractTypeError: ``spans`` or ``labels`` is no sequence (a bare ``str`` included), a span is no
+            :class:`WeightVersionSpan`, or a label is no ``str``.
+        WeightVersionError: the spans do not tile their range, or a span's label is absent from ``labels``
+            (``.span_index``, ``.version``).
+
+    >>> spans = (WeightVersionSpan(version="7", start=0, end=2), WeightVersionSpan(version="8", start=2, end=5))
+    >>> weight_version_per_token(spans, labels=["8", "7"]).tolist()
+    [1, 1, 0, 0, 0]
+    """
+    if not is_sequence(spans):
+        raise ContractTypeError.for_value("spans", "a sequence of WeightVersionSpan", spans)
+    if not is_sequence(labels):
+        raise ContractTypeError.for_value("labels", "a sequence of str labels (not a bare str)", labels)
+    positions: dict[str, int] = {}
+    for position, label in enumerate(labels):
+        if not isinstance(label, str):
+            raise ContractTypeError.for_value(f"labels[{position}]", "a str label", label)
+        positions.setdefault(label, position)
+    for index, span in enumerate(spans):
+        if not isinstance(span, WeightVersionSpan):
+            raise ContractTypeError.for_value(f"spans[{index}]", "a WeightVersionSpan", span)
+    token_count = spans[-1].end if spans else 0
+    checked = _checked_spans(spans, token_count, None, "spans")
+    codes = np.empty(len(checked), dtype=np.int32)
+    for index, span in enumerate(checked):
+        code = positions.get(span.version)
+        if code is None:
+            raise WeightVersionError(
+                f"spans[{index}] (version='{render_name(span.version)}', start={span.start}, end={span.end}) has "
+                f"a label absent from labels={render_list(list(positions))}; add every weight version the rollout "
+                "may carry to labels",
+                span_index=index,
+                version=span.version,
+                start=span.start,
+                end=span.end,
+                token_count=token_count,
+            )
+        codes[index] = code
+    lengths = np.fromiter((span.end - span.start for span in checked), dtype=np.int64, count=len(checked))
+    return np.repeat(codes, lengths)

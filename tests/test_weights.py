@@ -1,0 +1,329 @@
+"""Per-token weight versions of a rollout: spans, allowed labels and the per-token map (SPEC §4.3)."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from rl_contracts import WeightVersionError
+from rl_contracts.errors import ContractError, ContractTypeError
+from rl_contracts.testing import assert_contract_error
+from rl_contracts.weights import (
+    WeightVersionSpan,
+    check_weight_versions,
+    weight_version_per_token,
+    weight_version_spans,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _VllmSpan:
+    """Stand-in for vLLM 0.32's ``WeightVersionSpan`` dataclass."""
+
+    version: str
+    start: int
+    end: int
+
+
+def _output(spans: Any, n: int = 12, index: int = 0, **extra: Any) -> SimpleNamespace:
+    return SimpleNamespace(index=index, token_ids=list(range(100, 100 + n)), weight_versions=spans, **extra)
+
+
+def _span(version: str, start: int, end: int) -> WeightVersionSpan:
+    return WeightVersionSpan(version=version, start=start, end=end)
+
+
+def test_one_version_gives_one_span_over_every_token() -> None:
+    """``set_weight_version("7")`` before a generate gives one span covering every output token."""
+    spans = weight_version_spans(_output([_VllmSpan("7", 0, 5)], n=5))
+    assert spans == (_span("7", 0, 5),)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        [_VllmSpan("7", 0, 4), _VllmSpan("8", 4, 12)],
+        [{"version": "7", "start": 0, "end": 4}, {"version": "8", "start": 4, "end": 12}],
+        [("7", 0, 4), ("8", 4, 12)],
+        (WeightVersionSpan(version="7", start=0, end=4), WeightVersionSpan(version="8", start=4, end=12)),
+        [("7", np.int64(0), np.int32(4)), {"version": "8", "start": np.uint8(4), "end": 12}],
+    ],
+    ids=["vllm_dataclass", "json_mappings", "tuples", "models", "numpy_ints"],
+)
+def test_every_span_form_reads_the_same(form: Any) -> None:
+    """vLLM's dataclass, JSON mappings, 3-tuples and our model all give the same frozen spans with plain ints."""
+    spans = weight_version_spans(_output(form))
+    assert spans == (_span("7", 0, 4), _span("8", 4, 12))
+    assert spans is not None
+    assert all(type(s.start) is int and type(s.end) is int for s in spans)
+
+
+def test_no_labels_read_as_none_unless_required() -> None:
+    """A missing or ``None`` ``weight_versions`` gives ``None``; with ``required=True`` it raises the SPEC's message."""
+    assert weight_version_spans(SimpleNamespace(index=0, token_ids=[1])) is None
+    assert weight_version_spans(_output(None)) is None
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_spans(_output(None, index=3), required=True)
+    assert str(info.value) == (
+        "completion output 3 carries no weight_versions; the engine must be vLLM >= 0.32 and the trainer must "
+        "call set_weight_version after every weight update"
+    )
+    assert info.value.output_index == 3
+    assert_contract_error(info.value)
+
+
+def test_an_empty_output_has_no_spans() -> None:
+    """An output with no tokens has an empty span list; a span there is beyond the tokens."""
+    assert weight_version_spans(_output([], n=0)) == ()
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_spans(_output([("7", 0, 1)], n=0))
+    assert (info.value.span_index, info.value.token_count) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("spans", "span_index", "fragment"),
+    [
+        ([], None, "is empty but the output has token_count=12"),
+        ([("7", 1, 12)], 0, "does not start at 0"),
+        ([("7", 0, 4), ("8", 5, 12)], 1, "does not start where span 0 ends (4)"),
+        ([("7", 0, 4), ("8", 3, 12)], 1, "does not start where span 0 ends (4)"),
+        ([("7", 0, 4), ("7", 4, 12)], 1, "repeats the label of span 0"),
+        ([("7", 0, 11)], 0, "is the last span but ends before the 12 output tokens"),
+        ([("7", 0, 13)], 0, "ends beyond the 12 output tokens"),
+        ([("7", 0, 4), ("8", 4, 4), ("9", 4, 12)], 1, "is empty or reversed"),
+        ([("7", 0, 4), ("8", 4, 2)], 1, "is empty or reversed"),
+        ([("", 0, 12)], 0, "has an empty version label"),
+        ([("7", -1, 12)], 0, "does not start at 0"),
+        ([("7", 0, 4), ("8", 4, 8), ("8", 8, 12)], 2, "repeats the label of span 1"),
+    ],
+    ids=[
+        "no_spans",
+        "late_start",
+        "gap",
+        "overlap",
+        "same_label",
+        "short",
+        "long",
+        "empty_span",
+        "reversed",
+        "empty_label",
+        "negative_start",
+        "third_repeats",
+    ],
+)
+def test_malformed_spans_name_the_first_bad_span(spans: Any, span_index: int | None, fragment: str) -> None:
+    """Every malformation raises WeightVersionError naming the first bad span (index, fields) and the token count."""
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_spans(_output(spans, index=2))
+    error = info.value
+    assert fragment in str(error)
+    assert (error.span_index, error.token_count, error.output_index) == (span_index, 12, 2)
+    assert "completion output 2" in str(error)
+    if span_index is not None:
+        version, start, end = spans[span_index]
+        assert (error.version, error.start, error.end) == (version, start, end)
+        assert f"weight_versions[{span_index}] (version='{version}', start={start}, end={end})" in str(error)
+    assert isinstance(error, ValueError)
+    assert_contract_error(error)
+
+
+@pytest.mark.parametrize(
+    ("weight_versions", "argument"),
+    [
+        ("7", "completion_output.weight_versions"),
+        ({"version": "7", "start": 0, "end": 12}, "completion_output.weight_versions"),
+        ([["7", 0, 12]], "completion_output.weight_versions[0]"),
+        ([("7", 0)], "completion_output.weight_versions[0]"),
+        ([("7", 0, 12, "x")], "completion_output.weight_versions[0]"),
+        ([{"version": "7", "start": 0}], "completion_output.weight_versions[0]"),
+        ([SimpleNamespace(version="7", start=0, end=12)], "completion_output.weight_versions[0]"),
+        ([_VllmSpan], "completion_output.weight_versions[0]"),
+        ([(7, 0, 12)], "completion_output.weight_versions[0].version"),
+        ([("7", True, 12)], "completion_output.weight_versions[0].start"),
+        ([("7", 0, 12.0)], "completion_output.weight_versions[0].end"),
+        ([("7", 0, np.array([12]))], "completion_output.weight_versions[0].end"),
+    ],
+    ids=[
+        "str",
+        "mapping",
+        "list_span",
+        "two_tuple",
+        "four_tuple",
+        "missing_key",
+        "namespace",
+        "dataclass_class",
+        "int_label",
+        "bool_start",
+        "float_end",
+        "array_end",
+    ],
+)
+def test_wrong_span_types_raise_contract_type_error(weight_versions: Any, argument: str) -> None:
+    """A span list or span of another shape, a non-str label or a non-int bound raises ContractTypeError."""
+    with pytest.raises(ContractTypeError) as info:
+        weight_version_spans(_output(weight_versions))
+    assert info.value.argument == argument
+    assert_contract_error(info.value)
+
+
+def test_spans_without_token_ids_fail_closed() -> None:
+    """Spans on an output without ``token_ids`` cannot be checked and raise WeightVersionError."""
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_spans(SimpleNamespace(index=1, token_ids=None, weight_versions=[("7", 0, 1)]))
+    assert "no token_ids" in str(info.value)
+    assert info.value.output_index == 1
+
+
+def test_required_must_be_a_bool() -> None:
+    """``required=1`` raises ContractTypeError instead of reading as true."""
+    with pytest.raises(ContractTypeError) as info:
+        weight_version_spans(_output(None), required=1)  # type: ignore[arg-type]
+    assert info.value.argument == "required"
+
+
+def test_token_ids_may_be_an_array() -> None:
+    """The token count is read from a 1-D integer array as well as from a list."""
+    output = SimpleNamespace(index=0, token_ids=np.arange(6), weight_versions=[("7", 0, 6)])
+    assert weight_version_spans(output) == (_span("7", 0, 6),)
+
+
+def test_check_allows_listed_labels_and_returns_the_spans() -> None:
+    """Every label allowed (by collection or by predicate) returns the spans."""
+    output = _output([("7", 0, 4), ("8", 4, 12)])
+    expected = (_span("7", 0, 4), _span("8", 4, 12))
+    assert check_weight_versions(output, allowed={"7", "8"}) == expected
+    assert check_weight_versions(output, allowed=["8", "7", "9"]) == expected
+    assert check_weight_versions(output, allowed=lambda label: int(label) >= 7) == expected
+
+
+def test_check_rejects_the_first_disallowed_span_with_the_spec_message() -> None:
+    """A rollout that allows only "8" rejects tokens [0, 4) sampled by "7", with SPEC's message and attributes."""
+    with pytest.raises(WeightVersionError) as info:
+        check_weight_versions(_output([("7", 0, 4), ("8", 4, 12)], index=0), allowed={"8"})
+    assert str(info.value) == (
+        "output tokens [0, 4) of completion output 0 were sampled by weights '7', which this rollout does not "
+        "allow (allowed: ['8']); the engine was not updated, or the rollout is older than the trainer accepts"
+    )
+    assert (info.value.version, info.value.span_index, info.value.start, info.value.end) == ("7", 0, 0, 4)
+    assert_contract_error(info.value)
+
+
+def test_check_with_a_predicate_names_it() -> None:
+    """A predicate that refuses a later span is named in the message; the span is the second one."""
+
+    def is_fresh(label: str) -> bool:
+        return label == "7"
+
+    with pytest.raises(WeightVersionError) as info:
+        check_weight_versions(_output([("7", 0, 4), ("8", 4, 12)]), allowed=is_fresh)
+    assert "allowed: labels accepted by" in str(info.value)
+    assert "is_fresh" in str(info.value)
+    assert (info.value.span_index, info.value.version) == (1, "8")
+
+
+def test_check_requires_labels_by_default() -> None:
+    """check_weight_versions requires spans unless ``required=False``, which returns ``None``."""
+    with pytest.raises(WeightVersionError, match="carries no weight_versions"):
+        check_weight_versions(_output(None), allowed={"8"})
+    assert check_weight_versions(_output(None), allowed={"8"}, required=False) is None
+
+
+def test_predicate_errors_propagate() -> None:
+    """What a caller's predicate raises propagates unchanged (SPEC §0.3)."""
+
+    def broken(label: str) -> bool:
+        raise KeyError(label)
+
+    with pytest.raises(KeyError):
+        check_weight_versions(_output([("7", 0, 12)]), allowed=broken)
+
+
+@pytest.mark.parametrize(
+    "allowed",
+    ["8", b"8", {"8": True}, {8}, ["8", None], (label for label in ["8"]), 8, None],
+    ids=["str", "bytes", "mapping", "int_label", "none_label", "generator", "int", "none"],
+)
+def test_check_rejects_allowed_that_is_no_label_collection(allowed: Any) -> None:
+    """A bare str, a mapping, non-str labels, an iterator or a scalar raise ContractTypeError before any read."""
+    with pytest.raises(ContractTypeError) as info:
+        check_weight_versions(_output(None), allowed=allowed)
+    assert info.value.argument == "allowed"
+
+
+def test_per_token_maps_every_token_to_its_label_index() -> None:
+    """Each output token gets the index of its span's label in ``labels``, as int32 of length spans[-1].end."""
+    spans = (_span("7", 0, 4), _span("8", 4, 12))
+    codes = weight_version_per_token(spans, labels=["8", "7"])
+    assert codes.dtype == np.int32
+    assert codes.tolist() == [1] * 4 + [0] * 8
+    assert weight_version_per_token([], labels=["8"]).tolist() == []
+    assert weight_version_per_token(spans, labels=["7", "8", "7"]).tolist() == [0] * 4 + [1] * 8
+
+
+def test_per_token_rejects_an_unknown_label() -> None:
+    """A span whose label is not in ``labels`` raises WeightVersionError naming the span and its version."""
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_per_token((_span("7", 0, 4), _span("8", 4, 12)), labels=["7"])
+    assert (info.value.span_index, info.value.version) == (1, "8")
+    assert "labels=['7']" in str(info.value)
+    assert_contract_error(info.value)
+
+
+@pytest.mark.parametrize(
+    ("spans", "labels", "argument"),
+    [
+        ("7", ["7"], "spans"),
+        ([("7", 0, 4)], ["7"], "spans[0]"),
+        ([_span("7", 0, 4)], "7", "labels"),
+        ([_span("7", 0, 4)], ["7", 8], "labels[1]"),
+    ],
+)
+def test_per_token_type_errors(spans: Any, labels: Any, argument: str) -> None:
+    """Non-sequence arguments, a non-model span or a non-str label raise ContractTypeError naming the argument."""
+    with pytest.raises(ContractTypeError) as info:
+        weight_version_per_token(spans, labels=labels)
+    assert info.value.argument == argument
+
+
+def test_per_token_rejects_spans_that_do_not_tile() -> None:
+    """Spans with a gap are rejected, not mapped with a hole."""
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_per_token((_span("7", 0, 4), _span("8", 5, 12)), labels=["7", "8"])
+    assert info.value.span_index == 1
+    assert "spans[1]" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"version": "", "start": 0, "end": 1},
+        {"version": 7, "start": 0, "end": 1},
+        {"version": "7", "start": -1, "end": 1},
+        {"version": "7", "start": True, "end": 2},
+        {"version": "7", "start": 2, "end": 2},
+        {"version": "7", "start": 0, "end": 1, "extra": 1},
+    ],
+)
+def test_span_model_validates_its_fields(fields: dict[str, Any]) -> None:
+    """An empty or non-str label, a negative or bool start, ``end <= start`` or an extra key is a ValidationError."""
+    with pytest.raises(ValidationError):
+        WeightVersionSpan(**fields)
+
+
+def test_span_model_is_frozen() -> None:
+    """A WeightVersionSpan cannot be changed after construction."""
+    span = _span("7", 0, 1)
+    with pytest.raises(ValidationError):
+        span.end = 5  # type: ignore[misc]
+
+
+def test_weight_version_error_is_a_value_error_and_exported() -> None:
+    """WeightVersionError is a ContractError and a ValueError, importable from the package root."""
+    assert issubclass(WeightVersionError, ContractError)
+    assert issubclass(WeightVersionError, ValueError)
+    assert WeightVersionError.attribute_names[:2] == ("output_index", "span_index")
