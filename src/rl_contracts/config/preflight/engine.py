@@ -1,0 +1,111 @@
+"""Run every applicable preflight rule over one composed, resolved recipe."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from ..._messages import render, type_name
+from . import (  # noqa: F401  (importing a rule module registers its rules in the catalogue)
+    layout,
+    rules_generation,
+    rules_grpo,
+    rules_policy,
+    rules_runtime,
+    rules_scripts,
+)
+from ._catalogue import RULES, Context, Rule
+from ._document import MissingKey, Reader, Unresolved, WrongShape
+from .derived import GYM_FORCED, detect_entrypoint, in_scope
+from .report import Finding, PreflightOptions, PreflightReport, SkippedRule
+
+__all__ = ["ORDERED_RULES", "preflight"]
+
+_FAMILY_ORDER = {"P": 0, "W": 1, "N": 2}
+_CODE = re.compile(r"([A-Z]+)(\d+)")
+
+
+def _code_key(rule: Rule) -> tuple[int, int]:
+    match = _CODE.fullmatch(rule.code)
+    assert match is not None, rule.code
+    return _FAMILY_ORDER[match.group(1)], int(match.group(2))
+
+
+ORDERED_RULES: tuple[Rule, ...] = tuple(sorted(RULES, key=_code_key))
+"""Every rule in code order (P1..P27, W1, N1..N7)."""
+
+_FIRST = ("P1", "P13", "P25")
+_EXECUTION: tuple[Rule, ...] = tuple(
+    sorted(ORDERED_RULES, key=lambda rule: _FIRST.index(rule.code) if rule.code in _FIRST else len(_FIRST))
+)
+"""The order rules run in: P1 first (it claims the absent required keys), then the layout rules P13/P25 that
+P17/P18 read, then the rest in code order.  Findings are reported in code order."""
+
+
+def _shape_message(error: WrongShape) -> str:
+    shown = "null" if error.value is None else f"{type_name(error.value)} {render(error.value)}"
+    return f"{error.path} must be {error.expected}, got {shown}; fix the value at {error.path}."
+
+
+def preflight(
+    document: Mapping[str, Any],
+    options: PreflightOptions | None = None,
+    *,
+    unresolved: Collection[str] = (),
+) -> PreflightReport:
+    """Check one composed, resolved recipe against every start-up rule of PREFLIGHT.md.
+
+    ``document`` holds plain dicts and lists, every leaf resolved (a leaf that failed resolution is dropped and
+    its dotted path listed in ``unresolved``).  Returns a :class:`PreflightReport`; never raises on a malformed
+    document: a value of the wrong shape is a finding at its path (P1 for an absent key the trainer indexes,
+    the reading rule's code otherwise), and a rule reading an unresolved path is a :class:`SkippedRule`.
+    Out of scope (no ``grpo`` mapping, or ``policy.generation`` not a mapping): ``in_scope=False``, nothing run.
+
+    >>> preflight({"sft": {}}).in_scope
+    False
+    """
+    options = options or PreflightOptions()
+    if not isinstance(document, Mapping) or not in_scope(document):
+        return PreflightReport(False, None, (), ())
+    entrypoint = options.entrypoint or detect_entrypoint(document)
+    forced = GYM_FORCED if entrypoint == "grpo-gym" else None
+    reader = Reader(document, unresolved=unresolved, forced=forced)
+    environ = os.environ if options.environ is None else options.environ
+    context = Context(reader, entrypoint, options, environ)
+    for rule in _EXECUTION:
+        if entrypoint not in rule.entries:
+            continue
+        context.code = rule.code
+        try:
+            rule.check(context)
+        except Unresolved as signal:
+            context.skip(f"{rule.code} reads {signal.path}, which did not resolve", signal.path)
+        except WrongShape as signal:
+            context.once(signal.path, signal.value, _shape_message(signal))
+        except MissingKey as signal:
+            context.missing(signal.path)
+    order = {rule.code: index for index, rule in enumerate(ORDERED_RULES)}
+    findings = sorted(_unique(context.findings), key=lambda finding: order[finding.code])
+    skipped = sorted(_unique_skips(context.skipped), key=lambda item: order[item.code])
+    return PreflightReport(True, entrypoint, tuple(findings), tuple(skipped))
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str, str]] = set()
+    kept: list[Finding] = []
+    for finding in findings:
+        key = (finding.code, finding.path, finding.message)
+        if key not in seen:
+            seen.add(key)
+            kept.append(finding)
+    return kept
+
+
+def _unique_skips(skipped: list[SkippedRule]) -> list[SkippedRule]:
+    kept: list[SkippedRule] = []
+    for item in skipped:
+        if item not in kept:
+            kept.append(item)
+    return kept
