@@ -15,7 +15,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts import codec
+from rl_contracts import _base64
 from rl_contracts.codec import decode_routed_experts, decode_vllm_routed_experts, encode_routed_experts
 from rl_contracts.errors import ContractError, EnvelopeError
 from rl_contracts.routed_experts import ROUTED_EXPERTS_DTYPE_NAMES
@@ -25,21 +25,21 @@ from rl_contracts.testing.strategies import envelope_tensors, hostile_route_valu
 ENVELOPE = re.compile(r"^nrlre1:(int8|int16|int32):[0-9]+x[0-9]+x[0-9]+:[A-Za-z0-9+/]*={0,2}$")
 WIDER = {torch.int8: [torch.int16, torch.int32, torch.int64], torch.int16: [torch.int32, torch.int64]}
 WIDER[torch.int32] = [torch.int64]
-BACKENDS = [backend for backend in (codec._PYBASE64, codec._STDLIB_BASE64) if backend is not None]
+MODES = [(backend, in_place) for backend in _base64.BACKENDS for in_place in (True, False)]
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 T = TypeVar("T")
 
 
 def with_each_backend(function: Callable[[], T]) -> list[T]:
-    """Run ``function`` once per base64 implementation (pybase64, stdlib) and return the results."""
-    saved = codec._BASE64
+    """Run ``function`` once per base64 implementation (pybase64, stdlib) and text path (in place, portable)."""
+    saved = _base64.BACKEND, _base64.IN_PLACE_TEXT
     results = []
     try:
-        for backend in BACKENDS:
-            codec._BASE64 = backend
+        for backend, in_place in MODES:
+            _base64.BACKEND, _base64.IN_PLACE_TEXT = backend, in_place and saved[1]
             results.append(function())
     finally:
-        codec._BASE64 = saved
+        _base64.BACKEND, _base64.IN_PLACE_TEXT = saved
     return results
 
 

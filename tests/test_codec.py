@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from rl_contracts import codec
+from rl_contracts import _base64, codec
 from rl_contracts.codec import decode_routed_experts, decode_vllm_routed_experts, encode_routed_experts
 from rl_contracts.errors import ContractTypeError, EnvelopeError, RoutedExpertsError
 from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
@@ -25,13 +25,15 @@ INVALID_ENVELOPE = "routed_experts string payload is not a valid 'nrlre1:<dtype>
 INVALID_BASE64 = "routed_experts envelope payload is not valid base64."
 
 
-@pytest.fixture(params=["pybase64", "base64"])
+@pytest.fixture(params=["pybase64", "base64", "portable"])
 def base64_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test with pybase64 and with the standard-library fallback."""
-    backend = codec._PYBASE64 if request.param == "pybase64" else codec._STDLIB_BASE64
-    if backend is None:
+    """Run a test with pybase64, with the standard-library fallback, and with the portable (copying) text path."""
+    backend = {backend.name: backend for backend in _base64.BACKENDS}.get(request.param, _base64.BACKENDS[0])
+    if request.param == "pybase64" and backend.name != "pybase64":
         pytest.skip("pybase64 is not installed")
-    monkeypatch.setattr(codec, "_BASE64", backend)
+    monkeypatch.setattr(_base64, "BACKEND", backend)
+    if request.param == "portable":
+        monkeypatch.setattr(_base64, "IN_PLACE_TEXT", False)
     return str(request.param)
 
 
@@ -204,12 +206,16 @@ def test_decode_examples_to_int32(envelope: str, values: list[Any], base64_backe
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
 def test_decode_roundtrip_large_payload(dtype: torch.dtype, base64_backend: str) -> None:
-    """A payload spanning many 128 KiB chunks round-trips exactly, to its own and to wider dtypes."""
+    """A payload spanning several encoding chunks is the base64 of the whole and round-trips exactly."""
     generator = torch.Generator().manual_seed(0)
     wire = torch.int16 if dtype in (torch.int8, torch.int64) else dtype
-    tensor = torch.randint(-1, 120, (3000, 12, 8), generator=generator, dtype=torch.int64).to(wire)
+    tensor = torch.randint(-1, 120, (12000, 12, 8), generator=generator, dtype=torch.int64).to(wire)
     envelope = encode_routed_experts(tensor)
-    assert len(envelope) > 4 * codec._CHUNK_CHARS
+    assert len(envelope) > 4 * _base64.CHUNK_CHARS
+    assert envelope.endswith(
+        ":"
+        + base64.b64encode(tensor.numpy().astype(tensor.numpy().dtype.newbyteorder("<")).tobytes()).decode()
+    )
     decoded = decode_routed_experts(envelope, dtype)
     assert decoded.dtype is dtype
     assert torch.equal(decoded, tensor.to(dtype))
@@ -325,10 +331,10 @@ def test_decode_reports_invalid_base64_before_a_length_mismatch(base64_backend: 
 
 
 def test_decode_rejects_padding_at_a_chunk_boundary(base64_backend: str) -> None:
-    """Padding that ends an inner 128 KiB chunk is still rejected: padding is only allowed at the very end."""
-    envelope = encode_routed_experts(torch.zeros((codec._CHUNK_BYTES, 1, 2), dtype=torch.int8))
+    """Padding that ends an inner decoding chunk is still rejected: padding is only allowed at the very end."""
+    envelope = encode_routed_experts(torch.zeros((_base64.CHUNK_BYTES, 1, 2), dtype=torch.int8))
     start = envelope.rindex(":") + 1
-    cut = start + codec._CHUNK_CHARS
+    cut = start + _base64.CHUNK_CHARS
     tampered = envelope[: cut - 2] + "==" + envelope[cut:]
     with pytest.raises(EnvelopeError, match="not valid base64"):
         decode_routed_experts(tampered, torch.int8)

@@ -4,30 +4,26 @@ The envelope ``nrlre1:<dtype>:<S>x<L>x<K>:<base64>`` carries a route tensor thro
 base64 of the C-contiguous little-endian element bytes, on any host.  Nested JSON lists of the same routes cost
 about a second of CPU per hop; the envelope costs milliseconds.
 
-Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character) and uses
-``pybase64`` (SIMD) when it is importable, else the standard library; both give identical results.  Large
-payloads are processed in chunks of 128 KiB of text so that no intermediate copy of the whole text is made.
-Decoding never allocates more than the payload itself implies: declared shapes are checked against the payload
-length before any buffer of that size exists.
+Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character), SIMD-fast
+through ``pybase64`` when it is importable, and makes no intermediate copy of the whole text: the envelope is
+written straight into its new ``str`` and decoded straight from the payload's characters (on CPython; see
+:mod:`rl_contracts._base64`).  Decoding never allocates more than the payload itself implies: declared shapes are
+checked against the payload length before any buffer of that size exists.
 
 This module imports torch and numpy when it is imported, and never imports vLLM.
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
-import codecs
-import functools
 import io
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from numpy.lib import format as npy_format
 
+from . import _base64
 from ._messages import render, render_name, type_name
 from ._routes import (
     CARRY_DTYPE_NAMES,
@@ -49,95 +45,8 @@ _WIRE_DTYPES: dict[str, tuple[torch.dtype, np.dtype[np.signedinteger]]] = {
 }
 _MAX_ELEMENTS = 2**63 - 1  # torch's stride arithmetic is int64
 _MAX_DIMENSION_DIGITS = 19
-# Chunks of 96 KiB of data (128 KiB of base64 text) stay in cache and avoid copies of the whole text.
-_CHUNK_BYTES = 3 * 2**15
-_CHUNK_CHARS = _CHUNK_BYTES // 3 * 4
 _NPY_HEADER_MAX = 16 + 10_000  # magic + length field + numpy's own default max_header_size
-# The last character before the padding must have its unused low bits clear (canonical base64).
-_CANONICAL_BEFORE_PADDING = {1: frozenset("AEIMQUYcgkosw048"), 2: frozenset("AQgw")}
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
-
-
-@dataclass(frozen=True)
-class _Base64:
-    """One strict base64 implementation: ``encode`` takes bytes-like data, ``decode`` validates and decodes."""
-
-    name: str
-    encode: Callable[[memoryview], bytes]
-    decode: Callable[[str], bytes]
-
-
-_STDLIB_BASE64 = _Base64("base64", base64.b64encode, functools.partial(base64.b64decode, validate=True))
-try:
-    import pybase64
-
-    _PYBASE64: _Base64 | None = _Base64(
-        "pybase64", pybase64.b64encode, functools.partial(pybase64.b64decode, validate=True)
-    )
-except ImportError:  # pragma: no cover - pybase64 is a declared dependency
-    _PYBASE64 = None
-_BASE64: _Base64 = _PYBASE64 or _STDLIB_BASE64
-"""The implementation in use: pybase64 when importable (measured several times faster), else the stdlib."""
-
-
-class _InvalidBase64(Exception):
-    """Internal: the text is not strict base64."""
-
-
-def _decoded_size(text: str, start: int) -> int:
-    """Byte count that ``text[start:]`` decodes to, from its length and padding alone (O(1)).
-
-    Raises ``_InvalidBase64`` for a length that is not a multiple of 4, more than two ``=``, or a non-canonical
-    final character (non-zero unused bits), which the decoders below would otherwise accept.
-    """
-    size = len(text) - start
-    if size % 4:
-        raise _InvalidBase64
-    if size == 0:
-        return 0
-    padding = 2 if text.endswith("==") else 1 if text.endswith("=") else 0
-    if padding and (text[-padding - 1] not in _CANONICAL_BEFORE_PADDING[padding]):
-        raise _InvalidBase64  # also rejects a third '=' (not in either set)
-    return size // 4 * 3 - padding
-
-
-def _decode_body(text: str, start: int, out: np.ndarray | None) -> None:
-    """Strictly decode ``text[start:]`` chunk by chunk into ``out`` (uint8 of the exact size), or only validate.
-
-    Raises ``_InvalidBase64`` on any invalid character or misplaced padding.
-    """
-    backend = _BASE64
-    target = None if out is None else memoryview(out.data)
-    position = 0
-    end = len(text)
-    for offset in range(start, end, _CHUNK_CHARS):
-        piece = text[offset : offset + _CHUNK_CHARS]
-        if offset + _CHUNK_CHARS < end and piece.endswith("="):
-            raise _InvalidBase64  # padding before the last chunk
-        try:
-            raw = backend.decode(piece)
-        except (binascii.Error, ValueError, TypeError):
-            raise _InvalidBase64 from None
-        if target is not None:
-            target[position : position + len(raw)] = raw
-        position += len(raw)
-
-
-def _encode_body(data: np.ndarray, header: str) -> str:
-    """Return ``header`` followed by the base64 of ``data`` (1-D uint8), building the text once."""
-    backend = _BASE64
-    if data.size <= _CHUNK_BYTES:
-        return header + backend.encode(data.data).decode()  # base64 is ASCII, so UTF-8 decodes it as is
-    head = header.encode()
-    text = np.empty(len(head) + (data.size + 2) // 3 * 4, np.uint8)  # numpy: huge pages for the staging text
-    view = memoryview(text.data)
-    view[: len(head)] = head
-    position = len(head)
-    for offset in range(0, data.size, _CHUNK_BYTES):
-        chunk = backend.encode(data[offset : offset + _CHUNK_BYTES].data)
-        view[position : position + len(chunk)] = chunk
-        position += len(chunk)
-    return codecs.decode(view)
 
 
 def encode_routed_experts(t: torch.Tensor) -> str:
@@ -182,7 +91,7 @@ def encode_routed_experts(t: torch.Tensor) -> str:
     if _BIG_ENDIAN_HOST:
         array = array.astype(array.dtype.newbyteorder("<"))
     size, layers, topk = array.shape
-    return _encode_body(array.ravel().view(np.uint8), f"{_PREFIX}:{name}:{size}x{layers}x{topk}:")
+    return _base64.encode(f"{_PREFIX}:{name}:{size}x{layers}x{topk}:", array.ravel().view(np.uint8))
 
 
 def _decode_dtype(dtype: object) -> torch.dtype:
@@ -332,18 +241,17 @@ def decode_routed_experts(payload: str | object, dtype: torch.dtype) -> torch.Te
     body = shape_end + 1
     invalid_base64 = EnvelopeError("routed_experts envelope payload is not valid base64.", field="payload")
     try:
-        size = _decoded_size(payload, body)
+        size = _base64.decoded_size(payload, body)
         count = shape[0] * shape[1] * shape[2]
         if size != count * wire_numpy.itemsize:
-            _decode_body(payload, body, None)  # an invalid payload is reported as such, before its length
+            _base64.validate(payload, body)  # an invalid payload is reported as such, before its length
             raise EnvelopeError(
                 f"routed_experts envelope has {size // wire_numpy.itemsize} elements, expected {count} for shape "
                 f"{render(shape)}.",
                 field="length",
             )
-        raw = torch.empty(size, dtype=torch.uint8)  # torch-owned, so the result is an ordinary tensor
-        _decode_body(payload, body, raw.numpy())
-    except _InvalidBase64:
+        raw = _base64.decode(payload, body, size)
+    except _base64.InvalidBase64:
         raise invalid_base64 from None
     if count == 0:
         return torch.empty(shape, dtype=target)
@@ -395,9 +303,9 @@ def decode_vllm_routed_experts(
             actual=type_name(payload),
         )
     try:
-        _decoded_size(payload, 0)
-        raw = _BASE64.decode(payload)
-    except (_InvalidBase64, binascii.Error, ValueError, TypeError):
+        _base64.decoded_size(payload, 0)
+        raw = _base64.BACKEND.decode(payload)
+    except (_base64.InvalidBase64, binascii.Error, ValueError, TypeError):
         raise _npy_error("is not valid base64.", "payload") from None
     header = io.BytesIO(raw[:_NPY_HEADER_MAX])
     try:
