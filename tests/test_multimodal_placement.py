@@ -69,13 +69,13 @@ PLACEMENTS = [
         [1],
     ),
     (
-        # Offset 0 has no left neighbour: the span may sit anywhere after the cursor.
-        "offset_zero_has_no_left_neighbour",
+        # Offset 0: the start of the sequence is the left neighbour, so the span sits at 0.
+        "offset_zero_is_anchored_at_the_start",
         [90, 90, 31, 5],
-        [7, 90, 90, 31, 5],
+        [90, 90, 31, 7, 5],
         None,
         [(0, 2)],
-        [1],
+        [0],
     ),
     (
         # Offset 1 has a left neighbour (30): the earlier [90, 31] preceded by 7 is not the span.
@@ -87,8 +87,8 @@ PLACEMENTS = [
         [4],
     ),
     (
-        # A range ending at the template's last token has no right neighbour.
-        "last_token_has_no_right_neighbour",
+        # A range ending at the template's last token is anchored at the end of final.
+        "last_token_is_anchored_at_the_end",
         [5, 30, 90],
         [5, 5, 30, 90],
         None,
@@ -147,6 +147,27 @@ def test_placement(
     }
     for new, (offset, length) in zip(expected, bounds, strict=True):
         assert final[new : new + length] == template[offset : offset + length]
+
+
+@pytest.mark.parametrize(
+    ("template", "final", "bounds", "anchor"),
+    [
+        ([5, 90, 90, 90], [5, 90, 90, 90, 90], (1, 3), "end"),  # SPEC §2.5 step 6d (revised)
+        ([90, 90, 90, 5], [90, 90, 90, 90, 5], (0, 3), "start"),
+        ([90, 90, 31, 5], [7, 90, 90, 31, 5], (0, 2), "start"),
+        ([5, 30, 90], [5, 30, 90, 7], (2, 1), "end"),
+        ([90, 90], [90, 90, 90], (0, 2), "start and end"),
+    ],
+    ids=["spec_run_at_the_end", "run_at_the_start", "start_moved", "end_moved", "whole_template"],
+)
+def test_span_at_either_end_is_anchored_to_that_end(
+    template: list[int], final: list[int], bounds: tuple[int, int], anchor: str
+) -> None:
+    """The sequence boundary counts as the neighbour, so a run that could sit at two places fails closed."""
+    error = _remap_error(template, final, _ranges(bounds))
+    assert "could not be located in final_token_ids" in str(error)
+    assert f"anchored at the {anchor} of final_token_ids" in str(error)
+    assert (error.modality, error.item_index, error.offset, error.length) == ("image", 0, *bounds)
 
 
 def test_span_running_past_the_limit_is_not_located() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
 
 from rl_contracts.errors import ContractTypeError
 from rl_contracts.refit import (
@@ -84,40 +86,33 @@ def test_format_refit_key_error_shortens_each_key() -> None:
     assert text == "missing keys (1): [" + repr(key)[:197] + "...]"
 
 
-KEYS_EXPECTED = "a collection of str keys (not a bare str)"
-ELEMENT = "keys must hold only str keys, got an element of type"
-
-
 @pytest.mark.parametrize(
-    ("label", "keys", "message", "argument", "expected", "actual"),
+    ("label", "keys", "argument", "actual"),
     [
-        ("missing keys", "abc", f"keys must be {KEYS_EXPECTED}, got str", "keys", KEYS_EXPECTED, "str"),
-        ("missing keys", b"abc", f"keys must be {KEYS_EXPECTED}, got bytes", "keys", KEYS_EXPECTED, "bytes"),
-        ("missing keys", 5, f"keys must be {KEYS_EXPECTED}, got int", "keys", KEYS_EXPECTED, "int"),
-        (
-            "missing keys",
-            None,
-            f"keys must be {KEYS_EXPECTED}, got NoneType",
-            "keys",
-            KEYS_EXPECTED,
-            "NoneType",
-        ),
-        ("missing keys", ["a", 1], f"{ELEMENT} int", "keys", "Iterable[str]", "int"),
-        ("missing keys", ["a", ["unhashable"]], f"{ELEMENT} list", "keys", "Iterable[str]", "list"),
-        ("missing keys", [None], f"{ELEMENT} NoneType", "keys", "Iterable[str]", "NoneType"),
-        ("missing keys", [b"a"], f"{ELEMENT} bytes", "keys", "Iterable[str]", "bytes"),
-        (None, ["a"], "label must be a str, got NoneType", "label", "a str", "NoneType"),
-        (3, ["a"], "label must be a str, got int", "label", "a str", "int"),
+        ("missing keys", "abc", "keys", "str"),
+        ("missing keys", b"abc", "keys", "bytes"),
+        ("missing keys", bytearray(b"abc"), "keys", "bytearray"),
+        ("missing keys", 5, "keys", "int"),
+        ("missing keys", None, "keys", "NoneType"),
+        ("missing keys", np.array(5), "keys", "ndarray with dtype int64 and 0 dimensions"),
+        ("missing keys", torch.tensor(2.0), "keys", "Tensor with dtype float32 and 0 dimensions"),
+        ("missing keys", ["a", 1], "keys", "int"),
+        ("missing keys", ["a", ["unhashable"]], "keys", "list"),
+        ("missing keys", [None], "keys", "NoneType"),
+        ("missing keys", [b"a"], "keys", "bytes"),
+        (None, ["a"], "label", "NoneType"),
+        (3, ["a"], "label", "int"),
     ],
 )
-def test_format_refit_key_error_types(
-    label: Any, keys: Any, message: str, argument: str, expected: str, actual: str
-) -> None:
-    """A bare str, a non-iterable, a non-str element or a non-str label is a ``ContractTypeError`` naming it."""
+def test_format_refit_key_error_types(label: Any, keys: Any, argument: str, actual: str) -> None:
+    """A bare str, a 0-d array, a non-iterable, a non-str element or a non-str label is a ``ContractTypeError``
+    naming the argument and what it got."""
     with pytest.raises(ContractTypeError) as info:
         format_refit_key_error(label, keys)
     err = info.value
-    assert (str(err), err.argument, err.expected, err.actual) == (message, argument, expected, actual)
+    assert (err.argument, err.actual) == (argument, actual)
+    assert str(err).startswith(f"{argument} must ")
+    assert actual in str(err)
     assert_contract_error(err)
 
 

@@ -6,7 +6,7 @@ tensor), never a ``bool``, a bool array or a float array.  A *collection* is an 
 iterated).  Each ``require_*`` check returns the checked value or raises
 :class:`~rl_contracts.errors.ContractTypeError` naming the argument, what it must be (the fix) and what it is
 (the type, plus dtype and dimensions for an array); the ``is_*`` predicates serve callers that raise their own
-section's error.  Arrays and tensors are recognised by duck typing, so this module imports neither torch nor vLLM.
+section's error.  Tensors are recognised by duck typing, so this module imports neither torch nor vLLM.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import operator
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, TypeGuard
 
+import numpy as np
 from pydantic import BeforeValidator
 
 from ._messages import render_name, type_name
@@ -95,6 +96,12 @@ def describe_array(value: object) -> str:
     )
 
 
+def _actual(value: object) -> str:
+    """What a check reports it got: the type name, plus dtype and dimensions for an array or tensor (not for a
+    numpy scalar such as ``float64``, whose type name says it all)."""
+    return type_name(value) if isinstance(value, np.generic) else describe_array(value)
+
+
 def int_or_none(value: object) -> int | None:
     """``value`` as a plain ``int`` when it is an int in the library's sense, else ``None``.
 
@@ -130,7 +137,7 @@ def as_int(value: object) -> int:
     """
     index = int_or_none(value)
     if index is None:
-        raise ValueError(f"expected an int (not bool, float or str), got {describe_array(value)}")
+        raise ValueError(f"expected an int (not bool, float or str), got {_actual(value)}")
     return index
 
 
@@ -160,14 +167,14 @@ def require_int(value: object, argument: str) -> int:
     """Return ``value`` as a plain ``int`` or raise ``ContractTypeError`` naming ``argument``."""
     index = int_or_none(value)
     if index is None:
-        raise ContractTypeError.for_value(argument, "an int (not bool)", value, actual=describe_array(value))
+        raise ContractTypeError.for_value(argument, "an int (not bool)", value, actual=_actual(value))
     return index
 
 
 def require_bool(value: object, argument: str) -> bool:
     """Return ``value`` when it is a ``bool``, else raise ``ContractTypeError`` naming ``argument``."""
     if not isinstance(value, bool):
-        raise ContractTypeError.for_value(argument, "a bool", value, actual=describe_array(value))
+        raise ContractTypeError.for_value(argument, "a bool", value, actual=_actual(value))
     return value
 
 
@@ -175,7 +182,7 @@ def require_sequence(value: object, argument: str, expected: str) -> Sequence[An
     """Return ``value`` when :func:`is_sequence` holds, else raise ``ContractTypeError`` "{argument} must be
     {expected}, got {type}"; ``expected`` says what to pass (e.g. ``"a sequence of choices"``)."""
     if not is_sequence(value):
-        raise ContractTypeError.for_value(argument, expected, value, actual=describe_array(value))
+        raise ContractTypeError.for_value(argument, expected, value, actual=_actual(value))
     return value
 
 
@@ -184,7 +191,7 @@ def require_collection(value: object, argument: str, expected: str) -> list[Any]
     ``ContractTypeError`` "{argument} must be {expected}, got {type}" (a 0-d array names its dtype and 0
     dimensions).  Iterates ``value`` once, so iterators work."""
     if not is_collection(value):
-        raise ContractTypeError.for_value(argument, expected, value, actual=describe_array(value))
+        raise ContractTypeError.for_value(argument, expected, value, actual=_actual(value))
     return list(value)
 
 

@@ -376,6 +376,106 @@ class _ContentFinder:
         return None
 
 
+class _Placement:
+    """SPEC §2.5 step 6: the state of one placement pass (memo, cursor, limit) and its three ways to place."""
+
+    def __init__(
+        self,
+        groups: list[tuple[str, Sequence[Any]]],
+        template: list[int],
+        final: list[int],
+        coordinates: tuple[int, int] | None,
+    ) -> None:
+        self._groups, self._template, self._final, self._coordinates = groups, template, final, coordinates
+        self._limit = len(final) if coordinates is None else coordinates[0]
+        self._finder = _ContentFinder(final, template, min(len(final), self._limit + 1))
+        self.memo: dict[tuple[int, int], int] = {}
+        self._cursor = 0
+
+    def place(self, item: _Item) -> None:
+        """Record the new offset of ``item`` (steps a–e): coincident, arithmetic, straddling, or by content."""
+        key = (item.offset, item.length)
+        if key in self.memo:
+            return
+        coordinates = self._coordinates
+        if coordinates is not None and item.offset >= coordinates[1]:
+            self.memo[key] = self._shifted(item, *coordinates)
+        elif coordinates is not None and item.offset < coordinates[1] < item.offset + item.length:
+            raise _remap_error(
+                f"{_describe(self._groups, item)} straddles the splice boundary template_cut_start="
+                f"{coordinates[1]}; it cannot be represented in the final prompt.",
+                self._groups,
+                item,
+            )
+        else:
+            self.memo[key] = self._located(item)
+
+    def _shifted(self, item: _Item, cut_end: int, cut_start: int) -> int:
+        """Step 6b: ``cut_end + (offset - cut_start)``, cross-checked against the tokens."""
+        new = cut_end + (item.offset - cut_start)
+        span = slice(item.offset, item.offset + item.length)
+        if self._final[new : new + item.length] != self._template[span]:
+            raise _remap_error(
+                f"{_describe(self._groups, item)} does not match final_token_ids at shifted offset {new}; refusing "
+                "to submit token IDs with incorrect multimodal positions.",
+                self._groups,
+                item,
+            )
+        return new
+
+    def _window(self, item: _Item) -> tuple[int, int, int, int]:
+        """The anchoring rule of step 6d as a search: ``(left, width, first, last)`` for the needle with neighbours.
+
+        The needle is the span plus each neighbour token that exists in the template; a span at either end of the
+        template is anchored to that end of ``final`` instead (the boundary is its neighbour).
+        """
+        offset, length, template, final = item.offset, item.length, self._template, self._final
+        left = 1 if offset > 0 else 0
+        right = 1 if offset + length < len(template) else 0
+        width = left + length + right
+        first = max(self._cursor - left, 0)
+        last = min(self._limit - length - left, len(final) - width)
+        if offset == 0:
+            last = min(last, 0)  # the start of the sequence is the left neighbour: p == 0
+        if not right:
+            at_end = len(final) - length - left  # the end of the sequence is the right neighbour
+            first, last = max(first, at_end), min(last, at_end)
+        return left, width, first, last
+
+    def _located(self, item: _Item) -> int:
+        """Step 6d: the smallest anchored position at or after the cursor, which then moves past the match."""
+        left, width, first, last = self._window(item)
+        found = self._finder.find(first, last, item.offset - left, width) if first <= last else None
+        if found is None:
+            raise self._not_located(item, left, width)
+        new = found + left
+        self._cursor = new + item.length
+        return new
+
+    def _not_located(self, item: _Item, left: int, width: int) -> PlaceholderRemapError:
+        cursor, limit, offset = self._cursor, self._limit, item.offset
+        expected = self._template[offset - left : offset - left + width][:_EXCERPT]
+        seen = self._final[cursor : min(limit, cursor + _EXCERPT)]
+        ends = [
+            end
+            for end, anchored in (
+                ("start", offset == 0),
+                ("end", offset + item.length == len(self._template)),
+            )
+            if anchored
+        ]
+        anchor = f" The span is anchored at the {' and '.join(ends)} of final_token_ids." if ends else ""
+        return _remap_error(
+            f"{_describe(self._groups, item)} could not be located in final_token_ids (scanned positions "
+            f"{cursor}..{limit}); refusing to submit token IDs with incorrect multimodal positions. Expected the "
+            f"span with its neighbours, template_token_ids[{offset - left}:{offset - left + width}]="
+            f"{render_list(expected, total=width)}; final_token_ids from position {cursor}: "
+            f"{render_list(seen, total=max(limit - cursor, 0))}.{anchor}",
+            self._groups,
+            item,
+        )
+
+
 def _place(
     groups: list[tuple[str, Sequence[Any]]],
     items: list[_Item],
@@ -384,53 +484,10 @@ def _place(
     coordinates: tuple[int, int] | None,
 ) -> dict[tuple[int, int], int]:
     """SPEC §2.5 step 6: the new offset of every distinct ``(offset, length)``, in global order."""
-    memo: dict[tuple[int, int], int] = {}
-    cursor = 0
-    limit = len(final) if coordinates is None else coordinates[0]
-    finder = _ContentFinder(final, template, min(len(final), limit + 1))
+    placement = _Placement(groups, template, final, coordinates)
     for item in items:
-        offset, length = item.offset, item.length
-        if (offset, length) in memo:
-            continue
-        if coordinates is not None and offset >= coordinates[1]:
-            cut_end, cut_start = coordinates
-            new = cut_end + (offset - cut_start)
-            if final[new : new + length] != template[offset : offset + length]:
-                raise _remap_error(
-                    f"{_describe(groups, item)} does not match final_token_ids at shifted offset {new}; refusing to "
-                    "submit token IDs with incorrect multimodal positions.",
-                    groups,
-                    item,
-                )
-        elif coordinates is not None and offset < coordinates[1] < offset + length:
-            raise _remap_error(
-                f"{_describe(groups, item)} straddles the splice boundary template_cut_start={coordinates[1]}; it "
-                "cannot be represented in the final prompt.",
-                groups,
-                item,
-            )
-        else:
-            left = 1 if offset > 0 else 0
-            right = 1 if offset + length < len(template) else 0
-            width = left + length + right
-            first, last = max(cursor - left, 0), min(limit - length - left, len(final) - width)
-            found = finder.find(first, last, offset - left, width) if first <= last else None
-            if found is None:
-                expected = template[offset - left : offset + length + right][:_EXCERPT]
-                seen = final[cursor : min(limit, cursor + _EXCERPT)]
-                raise _remap_error(
-                    f"{_describe(groups, item)} could not be located in final_token_ids (scanned positions "
-                    f"{cursor}..{limit}); refusing to submit token IDs with incorrect multimodal positions. Expected "
-                    f"the span with its neighbours, template_token_ids[{offset - left}:{offset + length + right}]="
-                    f"{render_list(expected, total=width)}; final_token_ids from position {cursor}: "
-                    f"{render_list(seen, total=max(limit - cursor, 0))}.",
-                    groups,
-                    item,
-                )
-            new = found + left
-            cursor = new + length
-        memo[(offset, length)] = new
-    return memo
+        placement.place(item)
+    return placement.memo
 
 
 def _rebuilt(placeholder_range: Any, offset: int, modality: str, index: int) -> Any:

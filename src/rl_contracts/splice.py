@@ -21,7 +21,7 @@ from .checks import ContractInt, int_or_none, require_collection, require_int, t
 from .errors import ContractTypeError, SpliceError
 from .protocols import TokenizerLike
 
-__all__ = ["PrefixSplice", "replace_prefix_tokens", "splice_prefix_tokens"]
+__all__ = ["PrefixSplice", "replace_prefix_tokens", "resolve_terminator_token_ids", "splice_prefix_tokens"]
 
 _FIELDS = ("token_ids", "model_cut_end", "template_cut_start")
 
@@ -110,6 +110,66 @@ def _int_collection(value: object, argument: str) -> list[int]:
     return [require_int(item, f"{argument}[{index}]") for index, item in enumerate(items)]
 
 
+def _declared_ids(value: object, source: str, *, sequences: bool) -> list[int]:
+    """The ids ``source`` declares: none for ``None``, one int, or (when ``sequences``) a list/tuple of ints."""
+    if value is None:
+        return []
+    single = int_or_none(value)
+    if single is not None:
+        ids = [single]
+    elif sequences and isinstance(value, list | tuple):
+        ids = [require_int(item, f"{source}[{index}]") for index, item in enumerate(value)]
+    else:
+        expected = "an int or a list of ints" if sequences else "an int or None"
+        raise ContractTypeError.for_value(source, f"{expected} (token ids, not bool, str or float)", value)
+    negative = next((i for i in ids if i < 0), None)
+    if negative is not None:
+        raise SpliceError(
+            f"{source} declares the negative token id {render(negative)}; token ids are >= 0, so the model or "
+            "its generation_config.json is misconfigured",
+            terminators=tuple(sorted(set(ids))),
+        )
+    return ids
+
+
+def resolve_terminator_token_ids(
+    tokenizer: TokenizerLike | None, generation_config: Mapping[str, Any] | None = None
+) -> frozenset[int]:
+    """The set of tokens that end a turn: the tokenizer's EOS plus every ``eos_token_id`` of the generation config.
+
+    Pass the result as ``terminator_ids`` to :func:`splice_prefix_tokens`.  Newer chat models end turns on tokens
+    other than the tokenizer's EOS (Gemma-4: ``<turn|>`` 106, or ``<|tool_response>`` 50 in a tool loop, while
+    its EOS 1 never appears in a conversation); their ``generation_config.json`` lists every terminator.
+
+    ``tokenizer.eos_token_id`` counts when it is an int (``None`` or absent adds nothing); ``generation_config
+    ["eos_token_id"]`` may be an int or a list/tuple of ints (an absent key or ``None`` adds nothing).  The
+    result may be empty, in which case :func:`splice_prefix_tokens` raises its usual ``SpliceError``.
+
+    Raises ``ContractTypeError`` naming ``tokenizer.eos_token_id`` or ``generation_config['eos_token_id']`` for
+    any other value there (a bool, a str, a float, a list holding a non-int; a list is not accepted from the
+    tokenizer, whose attribute is one id) or for a ``generation_config`` that is no mapping, and ``SpliceError``
+    for a negative id.
+
+    >>> from types import SimpleNamespace
+    >>> sorted(resolve_terminator_token_ids(SimpleNamespace(eos_token_id=1), {"eos_token_id": [1, 106, 50]}))
+    [1, 50, 106]
+    """
+    ids: list[int] = []
+    if tokenizer is not None:
+        eos = getattr(tokenizer, "eos_token_id", None)
+        ids += _declared_ids(eos, "tokenizer.eos_token_id", sequences=False)
+    if generation_config is not None:
+        if not isinstance(generation_config, Mapping):
+            raise ContractTypeError.for_value(
+                "generation_config",
+                "a mapping (the parsed generation_config.json) or None",
+                generation_config,
+            )
+        declared = generation_config.get("eos_token_id")
+        ids += _declared_ids(declared, "generation_config['eos_token_id']", sequences=True)
+    return frozenset(ids)
+
+
 def _decoded(decode: Any, ids: list[int]) -> str:
     """``decode(ids)`` rendered for a message, or ``<decode failed: {type}>`` when it raises or is no ``str``."""
     try:
@@ -166,6 +226,12 @@ def splice_prefix_tokens(
 
     Divergence: the reference uses ``assert``, which ``python -O`` removes; this always raises ``SpliceError``.
     Divergence: ``eos_token_id`` may also be a sequence of ints, all of which count as terminators.
+    Divergence (cut coordinates): newer reference releases report, for a model prefix ending with a terminator,
+    ``model_cut_end = len(model) - 1`` and ``template_cut_start = pos``, counting the terminator as part of the
+    template suffix.  When the model stopped on another member of the terminator set than the template renders,
+    those coordinates break ``final[model_cut_end:] == template[template_cut_start:]``; rl_contracts keeps
+    ``model_cut_end = len(model)`` and ``template_cut_start = pos + 1``, which hold that identity in every case
+    (SPEC §2.3).  ``token_ids`` is the same in both conventions.
 
     >>> s = splice_prefix_tokens(model_prefix_token_ids=[100, 2], template_prefix_token_ids=[9, 2, 9, 2],
     ...                          template_token_ids=[9, 2, 9, 2, 77, 88], eos_token_id=2)
