@@ -1,4 +1,5 @@
-"""Property tests of rl_contracts.codec: SPEC §7 invariants 1, 15 and 16, with pybase64 and the stdlib fallback."""
+"""Property tests of rl_contracts.codec: SPEC §7 invariants 1, 15 and 16 (pybase64, the stdlib, both text paths),
+and the integrity metadata of §3.4."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rl_contracts import _base64
-from rl_contracts.codec import decode_routed_experts, decode_vllm_routed_experts, encode_routed_experts
+from rl_contracts.codec import (
+    decode_routed_experts,
+    decode_vllm_routed_experts,
+    encode_routed_experts,
+    routed_experts_tensor_metadata,
+    verify_routed_experts_tensor_metadata,
+)
 from rl_contracts.errors import ContractError, EnvelopeError
 from rl_contracts.routed_experts import ROUTED_EXPERTS_DTYPE_NAMES
 from rl_contracts.testing import assert_contract_error
@@ -106,6 +113,27 @@ def test_group_tampering_is_rejected(tensor: torch.Tensor, data: st.DataObject) 
         group = data.draw(st.text(ALPHABET, min_size=4, max_size=4), label="group")
         tampered = envelope[: start + 4 * index] + group + envelope[start + 4 * index :]
     assert set(with_each_backend(lambda: rejection_field(tampered, tensor.dtype))) <= {"length", "payload"}
+
+
+@given(first=envelope_tensors(), second=envelope_tensors(), data=st.data())
+def test_metadata_is_equal_exactly_for_equal_tensors(
+    first: torch.Tensor, second: torch.Tensor, data: st.DataObject
+) -> None:
+    """Metadata are equal exactly when dtype, shape and values are; a changed value fails verification."""
+    if data.draw(st.booleans(), label="same"):
+        second = first.clone()
+    same = first.dtype == second.dtype and first.shape == second.shape and torch.equal(first, second)
+    assert (routed_experts_tensor_metadata(first) == routed_experts_tensor_metadata(second)) == same
+    verify_routed_experts_tensor_metadata(first, routed_experts_tensor_metadata(first.clone()))
+    if first.numel():
+        changed = first.clone().view(-1)
+        index = data.draw(st.integers(0, changed.numel() - 1), label="index")
+        changed[index] = 0 if int(changed[index]) != 0 else 1
+        with pytest.raises(EnvelopeError) as caught:
+            verify_routed_experts_tensor_metadata(
+                changed.view(first.shape), routed_experts_tensor_metadata(first)
+            )
+        assert caught.value.field == "value"
 
 
 def npy_base64(array: np.ndarray) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import pickle
@@ -16,7 +17,13 @@ import pytest
 import torch
 
 from rl_contracts import _base64, codec
-from rl_contracts.codec import decode_routed_experts, decode_vllm_routed_experts, encode_routed_experts
+from rl_contracts.codec import (
+    decode_routed_experts,
+    decode_vllm_routed_experts,
+    encode_routed_experts,
+    routed_experts_tensor_metadata,
+    verify_routed_experts_tensor_metadata,
+)
 from rl_contracts.errors import ContractTypeError, EnvelopeError, RoutedExpertsError
 from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
 
@@ -713,3 +720,127 @@ def test_decode_legacy_lower_bound_is_minus_one(payload: list[Any], accepted: bo
     with pytest.raises(EnvelopeError) as caught:
         decode_routed_experts(payload, torch.int8)
     assert str(caught.value).endswith("values in [-1, 127], got value -2.")
+
+
+# --- §3.4 integrity metadata (second release) ----------------------------------------------------------------------
+
+
+def test_metadata_spec_example() -> None:
+    """SPEC's example: int16 [[[1, -1]], [[256, 2]]] has dtype int16, shape [2, 1, 2] and the digest of its bytes."""
+    tensor = torch.tensor([[[1, -1]], [[256, 2]]], dtype=torch.int16)
+    digest = hashlib.sha256(b"\x01\x00\xff\xff\x00\x01\x02\x00").hexdigest()
+    assert routed_experts_tensor_metadata(tensor) == {"dtype": "int16", "shape": [2, 1, 2], "sha256": digest}
+    verify_routed_experts_tensor_metadata(tensor, {"dtype": "int16", "shape": [2, 1, 2], "sha256": digest})
+
+
+def test_metadata_ignores_strides_and_matches_the_envelope_bytes() -> None:
+    """A non-contiguous view and its contiguous copy have equal metadata: the digest of the envelope's bytes."""
+    base = torch.arange(24, dtype=torch.int32).reshape(2, 3, 4)
+    view = base.transpose(0, 2)
+    assert not view.is_contiguous()
+    metadata = routed_experts_tensor_metadata(view)
+    assert metadata == routed_experts_tensor_metadata(view.contiguous())
+    envelope_bytes = base64.b64decode(encode_routed_experts(view).rsplit(":", 1)[1])
+    assert metadata["sha256"] == hashlib.sha256(envelope_bytes).hexdigest()
+    assert metadata["shape"] == [4, 3, 2]
+    json.dumps(metadata)  # travels as JSON
+
+
+def test_metadata_of_an_empty_tensor() -> None:
+    """An empty tensor has the digest of no bytes and its own shape."""
+    metadata = routed_experts_tensor_metadata(torch.empty((0, 3, 2), dtype=torch.int8))
+    assert metadata == {"dtype": "int8", "shape": [0, 3, 2], "sha256": hashlib.sha256(b"").hexdigest()}
+
+
+@pytest.mark.parametrize(
+    ("value", "cls", "field"),
+    [
+        ([[[1, 2]]], ContractTypeError, None),
+        (torch.zeros(2, 3, dtype=torch.int16), EnvelopeError, "shape"),
+        (torch.zeros(1, 1, 2, dtype=torch.int64), EnvelopeError, "dtype"),
+        (torch.zeros(1, 1, 2, dtype=torch.uint8), EnvelopeError, "dtype"),
+        (torch.zeros(1, 1, 2, dtype=torch.int16, device="meta"), EnvelopeError, "payload"),
+    ],
+)
+def test_metadata_checks_its_input_like_encode(value: Any, cls: type[Exception], field: str | None) -> None:
+    """A non-tensor, a non-3-D tensor, a dtype outside int8/int16/int32 and a meta tensor are rejected."""
+    for call in (
+        lambda: routed_experts_tensor_metadata(value),
+        lambda: verify_routed_experts_tensor_metadata(value, {}),
+    ):
+        with pytest.raises(cls) as caught:
+            call()
+        error = caught.value
+        if isinstance(error, EnvelopeError):
+            assert error.field == field
+        else:
+            assert isinstance(error, ContractTypeError)
+            assert error.argument == "t"
+
+
+def _spec_metadata() -> tuple[torch.Tensor, dict[str, Any]]:
+    tensor = torch.tensor([[[1, -1]], [[256, 2]]], dtype=torch.int16)
+    return tensor, routed_experts_tensor_metadata(tensor)
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        ({"dtype": "int32"}, "dtype", "metadata's dtype is 'int32'"),
+        ({"dtype": None}, "dtype", "metadata's dtype is None"),
+        ({"shape": [1, 2, 2]}, "shape", "shape is [2, 1, 2], the metadata's shape is [1, 2, 2]"),
+        ({"shape": "2x1x2"}, "shape", "metadata's shape is '2x1x2'"),
+        ({"shape": [2, 1, True]}, "shape", "metadata's shape is [2, 1, True]"),
+        ({"sha256": "0" * 64}, "value", "metadata's sha256 is '" + "0" * 64 + "'"),
+        ({"sha256": b"x"}, "value", "metadata's sha256 is b'x'"),
+    ],
+)
+def test_verify_names_the_first_differing_part(change: dict[str, Any], field: str, fragment: str) -> None:
+    """Metadata differing in dtype, shape or digest (or holding the wrong type) raises naming that part."""
+    tensor, metadata = _spec_metadata()
+    with pytest.raises(EnvelopeError) as caught:
+        verify_routed_experts_tensor_metadata(tensor, {**metadata, **change})
+    assert caught.value.field == field
+    assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["dtype", "shape", "sha256"])
+def test_verify_treats_a_missing_entry_as_a_difference(key: str) -> None:
+    """Metadata without one of its three entries differs in that part."""
+    tensor, metadata = _spec_metadata()
+    del metadata[key]
+    with pytest.raises(EnvelopeError, match=f"the metadata's {key} is no entry") as caught:
+        verify_routed_experts_tensor_metadata(tensor, metadata)
+    assert caught.value.field == {"sha256": "value"}.get(key, key)
+
+
+def test_verify_reports_dtype_before_shape_before_values() -> None:
+    """When every part differs, the dtype is reported; with the dtype right, the shape."""
+    tensor, _ = _spec_metadata()
+    other = routed_experts_tensor_metadata(torch.zeros(3, 1, 1, dtype=torch.int8))
+    with pytest.raises(EnvelopeError) as caught:
+        verify_routed_experts_tensor_metadata(tensor, other)
+    assert caught.value.field == "dtype"
+    with pytest.raises(EnvelopeError) as caught:
+        verify_routed_experts_tensor_metadata(tensor, {**other, "dtype": "int16"})
+    assert caught.value.field == "shape"
+
+
+def test_verify_accepts_a_tuple_shape_and_detects_one_changed_value() -> None:
+    """A tuple shape (e.g. from a Python sender) matches; one changed id after transfer is a value difference."""
+    tensor, metadata = _spec_metadata()
+    verify_routed_experts_tensor_metadata(tensor.clone(), {**metadata, "shape": (2, 1, 2)})
+    changed = tensor.clone()
+    changed[1, 0, 0] = 255
+    with pytest.raises(EnvelopeError) as caught:
+        verify_routed_experts_tensor_metadata(changed, metadata)
+    assert caught.value.field == "value"
+
+
+@pytest.mark.parametrize("metadata", [None, [("dtype", "int16")], "int16"])
+def test_verify_rejects_metadata_that_is_not_a_mapping(metadata: Any) -> None:
+    """Metadata that is not a mapping is a ContractTypeError naming the argument."""
+    tensor, _ = _spec_metadata()
+    with pytest.raises(ContractTypeError) as caught:
+        verify_routed_experts_tensor_metadata(tensor, metadata)
+    assert caught.value.argument == "metadata"

@@ -1,4 +1,5 @@
-"""Routed-experts wire formats: the ``nrlre1`` envelope and vLLM's base64 ``.npy`` payload (SPEC §3.4, §3.4.1).
+"""Routed-experts wire formats: the ``nrlre1`` envelope, vLLM's base64 ``.npy`` payload, and the integrity metadata
+of a tensor sent through a transfer store (SPEC §3.4, §3.4.1).
 
 The envelope ``nrlre1:<dtype>:<S>x<L>x<K>:<base64>`` carries a route tensor through JSON as one string: standard
 base64 of the C-contiguous little-endian element bytes, on any host.  Nested JSON lists of the same routes cost
@@ -16,8 +17,11 @@ This module imports torch and numpy when it is imported, and never imports vLLM.
 from __future__ import annotations
 
 import binascii
+import hashlib
 import io
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,9 +37,16 @@ from ._routes import (
     nested_ids,
     non_negative,
 )
+from .checks import is_int
 from .errors import ContractTypeError, EnvelopeError
 
-__all__ = ["decode_routed_experts", "decode_vllm_routed_experts", "encode_routed_experts"]
+__all__ = [
+    "decode_routed_experts",
+    "decode_vllm_routed_experts",
+    "encode_routed_experts",
+    "routed_experts_tensor_metadata",
+    "verify_routed_experts_tensor_metadata",
+]
 
 _PREFIX = "nrlre1"
 _WIRE_DTYPES: dict[str, tuple[torch.dtype, np.dtype[np.signedinteger]]] = {
@@ -47,6 +58,7 @@ _MAX_ELEMENTS = 2**63 - 1  # torch's stride arithmetic is int64
 _MAX_DIMENSION_DIGITS = 19
 _NPY_HEADER_MAX = 16 + 10_000  # magic + length field + numpy's own default max_header_size
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
+_MISSING = object()
 
 
 def encode_routed_experts(t: torch.Tensor) -> str:
@@ -63,9 +75,17 @@ def encode_routed_experts(t: torch.Tensor) -> str:
     >>> encode_routed_experts(torch.tensor([[[3, -1]]], dtype=torch.int16))
     'nrlre1:int16:1x1x2:AwD//w=='
     """
+    name, data = _wire_bytes(t, "encoded")
+    size, layers, topk = t.shape
+    return _base64.encode(f"{_PREFIX}:{name}:{size}x{layers}x{topk}:", data)
+
+
+def _wire_bytes(t: object, purpose: str) -> tuple[str, np.ndarray]:
+    """The wire dtype name of ``t`` and its C-contiguous little-endian element bytes (1-D uint8), after the
+    checks of §3.4 ``encode_routed_experts`` steps 1-3; ``purpose`` completes "must be a torch.Tensor to be ..."."""
     if not isinstance(t, torch.Tensor):
         raise ContractTypeError(
-            f"routed_experts must be a torch.Tensor to be encoded, got {type_name(t)}",
+            f"routed_experts must be a torch.Tensor to be {purpose}, got {type_name(t)}",
             argument="t",
             expected="torch.Tensor",
             actual=type_name(t),
@@ -83,15 +103,69 @@ def encode_routed_experts(t: torch.Tensor) -> str:
         )
     if not holds_values(t):
         raise EnvelopeError(
-            f"routed_experts must be a dense tensor with values to be encoded, got layout {t.layout} on device "
+            f"routed_experts must be a dense tensor with values to be {purpose}, got layout {t.layout} on device "
             f"{render_name(t.device)}.",
             field="payload",
         )
     array = t.detach().cpu().contiguous().numpy()
     if _BIG_ENDIAN_HOST:
         array = array.astype(array.dtype.newbyteorder("<"))
-    size, layers, topk = array.shape
-    return _base64.encode(f"{_PREFIX}:{name}:{size}x{layers}x{topk}:", array.ravel().view(np.uint8))
+    return name, array.ravel().view(np.uint8)
+
+
+def routed_experts_tensor_metadata(t: torch.Tensor) -> dict[str, Any]:
+    """Return the integrity record of a route tensor: ``{"dtype": name, "shape": [S, L, K], "sha256": hex}``.
+
+    The record travels beside a tensor that goes through a transfer store (Ray's object store, a queue) and is
+    rebuilt on the far side; check it there with :func:`verify_routed_experts_tensor_metadata`.  The digest is
+    SHA-256 over the bytes the envelope would carry (C-contiguous, little-endian, on any host), so two tensors have
+    equal metadata exactly when they have equal dtype, shape and values, whatever their strides or device.
+
+    Raises:
+        ContractTypeError: ``t`` is not a tensor.
+        EnvelopeError: ``t`` is not 3-D (``.field == "shape"``), its dtype is not int8/int16/int32 (``"dtype"``),
+            or it holds no readable values (``"payload"``: sparse, nested or meta).
+
+    >>> routed_experts_tensor_metadata(torch.tensor([[[1, -1]]], dtype=torch.int8))["shape"]
+    [1, 1, 2]
+    """
+    name, data = _wire_bytes(t, "described")
+    return {
+        "dtype": name,
+        "shape": [int(size) for size in t.shape],
+        "sha256": hashlib.sha256(data.data).hexdigest(),
+    }
+
+
+def verify_routed_experts_tensor_metadata(t: torch.Tensor, metadata: Mapping[str, Any]) -> None:
+    """Raise unless ``t`` matches ``metadata`` from :func:`routed_experts_tensor_metadata` of the original tensor.
+
+    The parts are compared in the order dtype, shape, values (the digest), and the first differing part is named.
+    Fail-closed reading: a ``metadata`` entry that is missing or of the wrong type (a ``dtype`` that is not a
+    ``str``, a ``shape`` that is not a list or tuple of ints, a ``sha256`` that is not a ``str``) differs.
+
+    Raises:
+        ContractTypeError: ``t`` is not a tensor, or ``metadata`` is not a mapping.
+        EnvelopeError: ``t`` fails the checks of :func:`routed_experts_tensor_metadata`, or differs from
+            ``metadata`` (``.field`` ``"dtype"``, ``"shape"`` or ``"value"``).
+    """
+    if not isinstance(metadata, Mapping):
+        raise ContractTypeError.for_value(
+            "metadata", "a mapping from routed_experts_tensor_metadata", metadata
+        )
+    actual = routed_experts_tensor_metadata(t)
+    for key, field in (("dtype", "dtype"), ("shape", "shape"), ("sha256", "value")):
+        expected = metadata.get(key, _MISSING)
+        if key == "shape" and isinstance(expected, list | tuple) and all(map(is_int, expected)):
+            expected = [int(size) for size in expected]
+        if expected != actual[key] or type(expected) is not type(actual[key]):
+            shown = "no entry" if expected is _MISSING else render(expected)
+            raise EnvelopeError(
+                f"routed_experts tensor does not match its metadata: {key} is {render(actual[key])}, the "
+                f"metadata's {key} is {shown}; the tensor changed in transfer, or the metadata belongs to "
+                "another tensor.",
+                field=field,
+            )
 
 
 def _decode_dtype(dtype: object) -> torch.dtype:
