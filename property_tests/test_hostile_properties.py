@@ -5,8 +5,10 @@ raises an exception that is a ``ContractError`` (and the built-in of SPEC §0.3)
 characters and which survives a pickle round-trip unchanged.  Never an AttributeError/IndexError/KeyError/
 TypeError from inside, and never a hang (each example has a deadline).
 
-The hostile values mix garbage (None, bools, NaN/inf, huge and negative ints, strings, bytes, arbitrary objects)
-with near-valid stand-ins for vLLM objects whose attributes are garbage, so checks deep inside are reached too.
+The hostile values mix garbage (None, bools, NaN/inf, huge and negative ints, strings, bytes, arbitrary objects;
+0-d and n-d arrays of every dtype, real bool arrays, ndarray subclasses such as ``np.matrix`` and masked arrays,
+torch tensors including 0-d ones) with near-valid stand-ins for vLLM objects whose attributes are garbage, so
+checks deep inside are reached too.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from hypothesis import strategies as st
 
 from rl_contracts import vllm_utils
 from rl_contracts.errors import MAX_MESSAGE_CHARS
+from rl_contracts.splice import replace_prefix_tokens, resolve_terminator_token_ids, splice_prefix_tokens
 from rl_contracts.testing import assert_contract_error
+from rl_contracts.weights import check_weight_versions, weight_version_per_token, weight_version_spans
 
 SCALARS: st.SearchStrategy[Any] = st.one_of(
     st.none(),
@@ -41,10 +45,43 @@ SCALARS: st.SearchStrategy[Any] = st.one_of(
 )
 
 
+class _Tagged(np.ndarray):
+    """An ndarray subclass that adds nothing: array checks must not depend on the exact class."""
+
+
+_NUMPY_DTYPES = [np.uint8, np.uint16, np.int8, np.int64, np.float32, np.bool_]
+_TORCH_DTYPES = [torch.uint8, torch.int32, torch.int64, torch.float32, torch.bool]
+_SHAPES = st.lists(st.integers(0, 3), min_size=0, max_size=3).map(tuple)
+
+
+def _numpy(shape: tuple[int, ...], dtype: Any, kind: str) -> Any:
+    """An array of ones (``True`` for bool) of ``shape`` and ``dtype``; 0-d when ``shape == ()``."""
+    base = np.ones(shape, dtype=dtype)  # np.ones((), d) is a 0-d array, never a numpy scalar
+    if kind == "matrix":  # np.matrix keeps every slice 2-D; its constructor warns, a view does not
+        return base.reshape(-1)[:3].view(np.matrix) if base.ndim > 2 else base.view(np.matrix)
+    if kind == "masked":
+        return np.ma.masked_array(base, mask=np.arange(base.size).reshape(shape) % 2 == 1)
+    if kind == "tagged":
+        return base.view(_Tagged)
+    return base
+
+
 def _arrays() -> st.SearchStrategy[Any]:
-    shapes = st.lists(st.integers(0, 3), min_size=0, max_size=4).map(tuple)
-    dtypes = st.sampled_from([np.uint8, np.uint16, np.int8, np.int64, np.float32, np.bool_])
-    return st.builds(lambda s, d: np.zeros(s, dtype=d) + (1 if d is not np.bool_ else 0), shapes, dtypes)
+    """0-d and n-d numpy arrays of every dtype (bool ones really bool), ndarray subclasses, and torch tensors."""
+    numpy_arrays = st.builds(
+        _numpy,
+        _SHAPES,
+        st.sampled_from(_NUMPY_DTYPES),
+        st.sampled_from(["plain", "matrix", "masked", "tagged"]),
+    )
+    tensors = st.builds(
+        lambda shape, dtype: torch.ones(shape, dtype=dtype), _SHAPES, st.sampled_from(_TORCH_DTYPES)
+    )
+    zero_d = st.one_of(
+        st.builds(np.array, st.sampled_from([2, 2.0, True, -1])),
+        st.builds(torch.tensor, st.sampled_from([2, 2.0, True, -1])),
+    )
+    return st.one_of(numpy_arrays, tensors, zero_d)
 
 
 LEAVES = st.one_of(SCALARS, _arrays())
@@ -233,6 +270,68 @@ CALLS: dict[str, Callable[[st.DataObject], None]] = {
 def test_hostile_arguments_only_raise_contract_errors(name: str, data: st.DataObject) -> None:
     """Invariant 1: any garbage in any argument either returns or raises a bounded, picklable ContractError."""
     CALLS[name](data)
+
+
+WEIGHT_OUTPUTS = st.one_of(
+    HOSTILE,
+    st.builds(
+        SimpleNamespace,
+        index=HOSTILE,
+        token_ids=st.one_of(HOSTILE, st.lists(st.integers(0, 5), max_size=6)),
+        weight_versions=st.one_of(
+            HOSTILE,
+            st.lists(
+                st.tuples(st.sampled_from(["7", "8", ""]), st.integers(-1, 7), st.integers(-1, 7)), max_size=3
+            ),
+        ),
+    ),
+)
+
+# Public functions of the splice and weights modules that the facade does not carry (the reference has none).
+MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
+    "splice_prefix_tokens": lambda d: _call(
+        splice_prefix_tokens,
+        tokenizer=d.draw(HOSTILE),
+        model_prefix_token_ids=d.draw(st.one_of(st.lists(st.integers(0, 5), max_size=6), HOSTILE)),
+        template_prefix_token_ids=d.draw(st.one_of(st.lists(st.integers(0, 5), max_size=6), HOSTILE)),
+        template_token_ids=d.draw(st.one_of(st.lists(st.integers(0, 5), max_size=8), HOSTILE)),
+        eos_token_id=d.draw(HOSTILE),
+        terminator_ids=d.draw(HOSTILE),
+    ),
+    "replace_prefix_tokens": lambda d: _call(
+        replace_prefix_tokens,
+        d.draw(st.one_of(HOSTILE, st.builds(SimpleNamespace, eos_token_id=HOSTILE))),
+        d.draw(HOSTILE),
+        d.draw(HOSTILE),
+        d.draw(HOSTILE),
+        eos_token_id=d.draw(HOSTILE),
+    ),
+    "resolve_terminator_token_ids": lambda d: _call(
+        resolve_terminator_token_ids,
+        d.draw(st.one_of(HOSTILE, st.builds(SimpleNamespace, eos_token_id=HOSTILE))),
+        d.draw(st.one_of(HOSTILE, st.fixed_dictionaries({"eos_token_id": HOSTILE}))),
+    ),
+    "weight_version_spans": lambda d: _call(
+        weight_version_spans, d.draw(WEIGHT_OUTPUTS), required=d.draw(st.one_of(st.booleans(), HOSTILE))
+    ),
+    "check_weight_versions": lambda d: _call(
+        check_weight_versions,
+        d.draw(WEIGHT_OUTPUTS),
+        allowed=d.draw(st.one_of(HOSTILE, st.frozensets(st.sampled_from(["7", "8"])))),
+        required=d.draw(st.one_of(st.booleans(), HOSTILE)),
+    ),
+    "weight_version_per_token": lambda d: _call(
+        weight_version_per_token, d.draw(HOSTILE), labels=d.draw(st.one_of(HOSTILE, st.just(["7", "8"])))
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODULE_CALLS))
+@settings(deadline=timedelta(seconds=5))
+@given(data=st.data())
+def test_hostile_arguments_to_module_functions(name: str, data: st.DataObject) -> None:
+    """Invariant 1 for the splice and weights functions outside the facade: returns or a bounded ContractError."""
+    MODULE_CALLS[name](data)
 
 
 HUGE = list(range(1_000_000))
