@@ -9,6 +9,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,13 +32,16 @@ from rl_contracts.metrics import (
     first_delta,
     is_kept,
     mean_from_histogram,
+    parse_prometheus_text,
 )
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     FINISH_REASONS,
     KEPT_COUNTER_FAMILIES,
     KEPT_HISTOGRAM_FAMILIES,
+    SPELLINGS,
     UNKEPT_METRIC_NAMES,
+    Spelling,
     aggregated_counter_pairs,
     counter_snapshots,
     counter_values,
@@ -179,11 +183,24 @@ def test_engine_label_is_summed_over(split: tuple[list[SimpleNamespace], SimpleN
     assert CounterSnapshot.from_vllm_metrics(parts) == CounterSnapshot.from_vllm_metrics([merged])
 
 
-@given(vllm_metric_objects())
-def test_prometheus_page_gives_the_snapshot_of_its_objects(objects: list[SimpleNamespace]) -> None:
-    """Invariant 24: a rendered /metrics page parses to the same snapshot as the metric objects it shows."""
-    page = render_prometheus_text(objects)
+@given(vllm_metric_objects(), st.sampled_from(SPELLINGS))
+def test_prometheus_page_gives_the_snapshot_of_its_objects(
+    objects: list[SimpleNamespace], spelling: Spelling
+) -> None:
+    """Invariant 24 and §6.3: a rendered /metrics page, classic, with OpenMetrics family names or OpenMetrics,
+    parses to the same snapshot as the metric objects it shows, so no kept counter is dropped."""
+    page = render_prometheus_text(objects, spelling=spelling)
     assert CounterSnapshot.from_prometheus_text(page) == CounterSnapshot.from_vllm_metrics(objects)
+
+
+@given(vllm_metric_objects(), st.sampled_from(SPELLINGS[1:]))
+def test_openmetrics_spelled_pages_name_each_vllm_family_once(
+    objects: list[SimpleNamespace], spelling: Spelling
+) -> None:
+    """§6.3: with OpenMetrics family names, the vllm: families of a page are its metric names, each once (the
+    untyped half that the text parser splits off a counter is no family of its own)."""
+    page = parse_prometheus_text(render_prometheus_text(objects, spelling=spelling))
+    assert page.vllm_families == tuple(dict.fromkeys(m.name for m in objects if m.name.startswith("vllm:")))
 
 
 @given(prometheus_pages())
@@ -345,7 +362,7 @@ def test_snapshots_round_trip_through_json_and_pickle(snapshot: CounterSnapshot)
 
 # ---------------------------------------------------------------------------------------------------- 1 and 2
 
-leaves = st.one_of(
+hashable_leaves = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(),
@@ -356,12 +373,19 @@ leaves = st.one_of(
     st.sampled_from((*KEPT_COUNTER_FAMILIES, PER_POS, "vllm:request_success|finished_reason=stop")),
     st.text(min_size=3000, max_size=3000),
 )
+leaves = st.one_of(
+    hashable_leaves,
+    st.builds(np.array, st.one_of(st.integers(0, 9), st.floats(0, 9), st.booleans())),  # 0-d arrays
+    st.builds(np.array, st.lists(st.booleans(), max_size=3)),
+)
 hostile = st.recursive(
     leaves,
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
         st.tuples(inner, inner),
-        st.dictionaries(st.one_of(leaves, st.tuples(leaves, leaves)), inner, max_size=4),
+        st.dictionaries(
+            st.one_of(hashable_leaves, st.tuples(hashable_leaves, hashable_leaves)), inner, max_size=4
+        ),
         st.builds(
             SimpleNamespace,
             name=inner,
@@ -390,6 +414,7 @@ CALLS: list[Callable[[Any, Any], object]] = [
     lambda a, _: CounterSnapshot.from_vllm_metrics(a),
     lambda a, _: CounterSnapshot.from_vllm_metrics([a]),
     lambda a, _: CounterSnapshot.from_prometheus_text(a),
+    lambda a, _: parse_prometheus_text(a),
     lambda a, b: aggregate_spec_decode_counters([a, b]),
     lambda a, _: aggregate_spec_decode_counters(a),
     lambda a, b: first_delta(a, b),

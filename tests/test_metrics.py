@@ -15,7 +15,6 @@ import numpy as np
 import pydantic
 import pytest
 
-from rl_contracts._messages import shorten
 from rl_contracts.errors import ContractError, ContractTypeError, CounterSnapshotError
 from rl_contracts.metrics import (
     COUNTER_KEY_SEP,
@@ -35,6 +34,7 @@ from rl_contracts.metrics import (
     SPEC_DECODE_NUM_DRAFTS,
     AggregatedCounters,
     CounterSnapshot,
+    PrometheusPage,
     aggregate_spec_decode_counters,
     compute_engine_step_metrics,
     compute_spec_decode_metrics,
@@ -42,6 +42,7 @@ from rl_contracts.metrics import (
     first_delta,
     is_kept,
     mean_from_histogram,
+    parse_prometheus_text,
 )
 from rl_contracts.testing import assert_contract_error
 
@@ -494,6 +495,77 @@ def test_from_prometheus_text_sums_engines_and_builds_the_position_vector() -> N
     }
 
 
+OPENMETRICS_NAMES_PAGE = """\
+# HELP vllm:prompt_tokens Prefill tokens.
+# TYPE vllm:prompt_tokens counter
+vllm:prompt_tokens_total{engine="0",model_name="m"} 100.0
+vllm:prompt_tokens_created{engine="0",model_name="m"} 1.7e9
+vllm:prompt_tokens_total{engine="1",model_name="m"} 50.0
+vllm:prompt_tokens_created{engine="1",model_name="m"} 1.7e9
+# TYPE vllm:request_success counter
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 4
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 5
+vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",position="0"} 1.7e9
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="2"} 3
+# TYPE vllm:request_prompt_tokens histogram
+vllm:request_prompt_tokens_bucket{engine="0",le="+Inf"} 2
+vllm:request_prompt_tokens_count{engine="0"} 2
+vllm:request_prompt_tokens_sum{engine="0"} 9.0
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0"} 1
+"""
+OPENMETRICS_NAMES_SNAPSHOT = {
+    "vllm:prompt_tokens": 150.0,
+    "vllm:request_success|finished_reason=stop": 4.0,
+    PER_POS: (5.0, 0.0, 3.0),
+    "vllm:request_prompt_tokens|count": 2.0,
+    "vllm:request_prompt_tokens|sum": 9.0,
+}
+
+
+def test_counters_declared_by_their_openmetrics_name_are_read() -> None:
+    """SPEC §6.3 (revised): '# TYPE vllm:x counter' with 'vllm:x_total' samples reads as the counter, never as
+    {} (regression: the text parser splits them into an empty counter and an untyped family)."""
+    assert CounterSnapshot.from_prometheus_text(OPENMETRICS_NAMES_PAGE).values == OPENMETRICS_NAMES_SNAPSHOT
+
+
+def test_openmetrics_pages_ending_with_eof_are_read() -> None:
+    """The same page as OpenMetrics exposition (ending with '# EOF', with or without the final newline) gives the
+    same snapshot."""
+    for ending in ("# EOF\n", "# EOF"):
+        page = CounterSnapshot.from_prometheus_text(OPENMETRICS_NAMES_PAGE + ending)
+        assert page.values == OPENMETRICS_NAMES_SNAPSHOT
+
+
+def test_an_eof_comment_before_the_end_is_a_comment() -> None:
+    """Only a last line '# EOF' makes a page OpenMetrics; earlier, it is a comment of the text format."""
+    page = "# EOF\n# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total 3\n"
+    assert CounterSnapshot.from_prometheus_text(page).values == {"vllm:prompt_tokens": 3.0}
+
+
+def test_untyped_total_samples_without_a_declared_counter_are_ignored() -> None:
+    """An untyped 'vllm:x_total' family is read as a counter only when the page declares 'vllm:x' a counter."""
+    page = "vllm:prompt_tokens_total 3\n# TYPE vllm:generation_tokens gauge\nvllm:generation_tokens_total 4\n"
+    assert CounterSnapshot.from_prometheus_text(page).values == {}
+
+
+def test_parse_prometheus_text_returns_the_snapshot_and_the_families() -> None:
+    """The public parser gives the snapshot from_prometheus_text gives, and the page's vllm: families once each."""
+    page = parse_prometheus_text(OPENMETRICS_NAMES_PAGE)
+    assert isinstance(page, PrometheusPage)
+    assert page.snapshot == CounterSnapshot.from_prometheus_text(OPENMETRICS_NAMES_PAGE)
+    assert page.vllm_families == (
+        "vllm:prompt_tokens",
+        "vllm:request_success",
+        PER_POS,
+        "vllm:request_prompt_tokens",
+        "vllm:num_requests_running",
+    )
+    snapshot, families = page
+    assert (snapshot, families) == (page.snapshot, page.vllm_families)
+
+
 def test_from_prometheus_text_without_vllm_families_is_empty() -> None:
     """Text with no vllm: family gives an empty snapshot (the CLI reports this case)."""
     assert CounterSnapshot.from_prometheus_text("# TYPE x counter\nx_total 1\n").values == {}
@@ -940,150 +1012,6 @@ def test_snapshot_values_is_a_mapping() -> None:
     snapshot = CounterSnapshot.from_worker_dict({"vllm:prompt_tokens": 1})
     assert isinstance(snapshot.values, Mapping)
     assert repr(snapshot) == "CounterSnapshot(values={'vllm:prompt_tokens': 1.0})"
-
-
-# ---------------------------------------------------------------------------------------------------- exact messages
-
-LONG = "vllm:spec_decode_" + "x" * 300
-"""A kept name longer than the 200-character bound, so a wrong bound changes the message and the key."""
-GROW = "engine counters only grow, so the snapshot is corrupt or was not read from a counter"
-
-
-def _snapshot_error(call: Callable[[], object]) -> CounterSnapshotError:
-    """Run ``call`` and return the CounterSnapshotError it raises (after checking invariant 1)."""
-    with pytest.raises(CounterSnapshotError) as info:
-        call()
-    assert_contract_error(info.value)
-    return info.value
-
-
-@pytest.mark.parametrize(
-    ("objects", "message", "key", "value"),
-    [
-        (
-            [NS(name="vllm:prompt_tokens", labels={}, value=1), NS(name=3, labels={}, value=1)],
-            "metrics[1] name must be a non-empty str without '|', got int 3",
-            "3",
-            None,
-        ),
-        (
-            [NS(name="vllm:prompt_tokens", labels={}, value=1), NS(name="vllm:prompt_tokens", value=1)],
-            "metric metrics[1] 'vllm:prompt_tokens' must have labels as a mapping of label names to strings, "
-            "got NoneType",
-            "vllm:prompt_tokens",
-            "None",
-        ),
-        (
-            [NS(name=LONG, labels={}, values="12")],
-            f"metric metrics[0] '{shorten(LONG, 200)}' has values of type str; a vLLM Vector holds a list of "
-            "per-position counts",
-            shorten(LONG, 200),
-            "'12'",
-        ),
-        (
-            [NS(name=LONG, labels={}, values=7)],
-            f"metric metrics[0] '{shorten(LONG, 200)}' has values of type int; a vLLM Vector holds a list of "
-            "per-position counts",
-            shorten(LONG, 200),
-            "7",
-        ),
-        (
-            [NS(name=LONG, labels={})],
-            f"metric metrics[0] '{shorten(LONG, 200)}' (SimpleNamespace) has none of 'values', 'value' or "
-            "'count' and 'sum'; expected a vLLM Counter, Gauge, Histogram or Vector",
-            shorten(LONG, 200),
-            None,
-        ),
-        (
-            [NS(name=PER_POS, labels={}, values=[1, -1])],
-            f"vLLM metric counter '{PER_POS}' must be finite and >= 0, got -1; {GROW} (at position 1)",
-            PER_POS,
-            "-1",
-        ),
-        (
-            [NS(name="vllm:prompt_tokens", labels={}, value=-1)],
-            f"vLLM metric counter 'vllm:prompt_tokens' must be finite and >= 0, got -1; {GROW}",
-            "vllm:prompt_tokens",
-            "-1",
-        ),
-    ],
-)
-def test_from_vllm_metrics_error_messages_are_exact(
-    objects: list[SimpleNamespace], message: str, key: str, value: str | None
-) -> None:
-    """Each from_vllm_metrics error names the object index, the shortened key and the value exactly."""
-    err = _snapshot_error(lambda: CounterSnapshot.from_vllm_metrics(objects))
-    assert (str(err), err.key, err.value) == (message, key, value)
-
-
-def test_from_vllm_metrics_type_error_attributes() -> None:
-    """A non-iterable argument names 'metrics', the expected shape and the actual type."""
-    with pytest.raises(ContractTypeError) as info:
-        CounterSnapshot.from_vllm_metrics(3)  # type: ignore[arg-type]
-    expected = "an iterable of vLLM metric objects (from LLM.get_metrics())"
-    assert str(info.value) == f"metrics must be {expected}, got int"
-    assert (info.value.argument, info.value.expected, info.value.actual) == ("metrics", expected, "int")
-
-
-def test_from_worker_dict_error_message_is_exact() -> None:
-    """A bad worker-dict value is reported as a 'worker dict counter' with key and value."""
-    err = _snapshot_error(lambda: CounterSnapshot.from_worker_dict({DRAFTS: -1}))
-    assert str(err) == f"worker dict counter '{DRAFTS}' must be finite and >= 0, got -1; {GROW}"
-    assert (err.key, err.value) == (DRAFTS, "-1")
-
-
-LONG_REASON = "r" * 300
-LONG_POS_KEY = f"{PER_POS}|finished_reason={LONG_REASON}"
-
-
-@pytest.mark.parametrize(
-    ("labels", "value", "message", "key", "err_value"),
-    [
-        (
-            f'finished_reason="{LONG_REASON}"',
-            "1",
-            f"Prometheus counter '{shorten(LONG_POS_KEY, 200)}' needs a 'position' label holding a decimal from 0 "
-            "to 4095, got None",
-            shorten(LONG_POS_KEY, 200),
-            "None",
-        ),
-        (
-            'position="4096"',
-            "1",
-            f"Prometheus counter '{PER_POS}' needs a 'position' label holding a decimal from 0 to 4095, got "
-            "'4096'",
-            PER_POS,
-            "'4096'",
-        ),
-        (
-            'position="1"',
-            "-1",
-            f"Prometheus counter '{PER_POS}' must be finite and >= 0, got -1; {GROW}",
-            PER_POS,
-            "-1",
-        ),
-    ],
-)
-def test_from_prometheus_text_position_messages_are_exact(
-    labels: str, value: str, message: str, key: str, err_value: str
-) -> None:
-    """A per-position sample with a bad position or value names the shortened key and the raw value."""
-    text = f"# TYPE {PER_POS}_total counter\n{PER_POS}_total{{{labels}}} {value}\n"
-    err = _snapshot_error(lambda: CounterSnapshot.from_prometheus_text(text))
-    assert (str(err), err.key, err.value) == (message, key, err_value)
-
-
-@pytest.mark.parametrize("compute", [compute_engine_step_metrics, compute_spec_decode_metrics])
-@pytest.mark.parametrize("argument", ["start_counters", "end_counters"])
-def test_step_metrics_errors_name_the_argument(
-    compute: Callable[[AggregatedCounters, AggregatedCounters], dict[str, float]], argument: str
-) -> None:
-    """A bad value in either snapshot is reported under that argument's name."""
-    bad: AggregatedCounters = {"x": -1}
-    args = (bad, {}) if argument == "start_counters" else ({}, bad)
-    err = _snapshot_error(lambda: compute(*args))
-    assert str(err) == f"{argument} counter 'x' must be finite and >= 0, got -1; {GROW}"
-    assert (err.key, err.value) == ("x", "-1")
 
 
 def test_spec_decode_ratios_use_fractional_denominators() -> None:

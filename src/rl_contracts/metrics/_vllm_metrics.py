@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .._messages import render, shorten, type_name
+from ..checks import describe_array, is_collection
 from ..errors import ContractTypeError, CounterSnapshotError
 from ._series import Accumulator, check_metric_name, series_key
 from ._values import FrozenCounters, is_vector
@@ -24,9 +25,13 @@ def read_vllm_metrics(metrics: object) -> FrozenCounters:
 
 
 def _metric_objects(metrics: object) -> Iterable[object]:
-    if isinstance(metrics, str | bytes | bytearray | Mapping) or not isinstance(metrics, Iterable):
+    """``metrics`` when it is a collection of objects: not text, a mapping or a 0-d array."""
+    if isinstance(metrics, Mapping) or not is_collection(metrics):
         raise ContractTypeError.for_value(
-            "metrics", "an iterable of vLLM metric objects (from LLM.get_metrics())", metrics
+            "metrics",
+            "an iterable of vLLM metric objects (from LLM.get_metrics())",
+            metrics,
+            actual=describe_array(metrics),
         )
     return metrics
 

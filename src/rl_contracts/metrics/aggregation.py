@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .._messages import render, shorten, type_name
+from ..checks import require_sequence
 from ..errors import ContractTypeError, CounterSnapshotError
 from ._values import check_sum
 from ._worker_dicts import read_worker_dict
@@ -38,7 +39,7 @@ def aggregate_spec_decode_counters(
     {'vllm:spec_decode_num_drafts': 150.0, ('vllm:spec_decode_num_accepted_tokens_per_pos', 1): 50.0, \
 ('vllm:spec_decode_num_accepted_tokens_per_pos', 2): 30.0}
     """
-    reports = _reports(worker_metrics)
+    reports = require_sequence(worker_metrics, "worker_metrics", "a list of worker counter snapshots")
     result: AggregatedCounters = {}
     vector_names: dict[str, bool] = {}
     for index, report in enumerate(reports):
@@ -53,14 +54,6 @@ def aggregate_spec_decode_counters(
     for key, total in result.items():
         check_sum(key, total, "aggregated")
     return result
-
-
-def _reports(worker_metrics: object) -> Sequence[object]:
-    if isinstance(worker_metrics, str | bytes | bytearray) or not isinstance(worker_metrics, Sequence):
-        raise ContractTypeError.for_value(
-            "worker_metrics", "a list of worker counter snapshots", worker_metrics
-        )
-    return worker_metrics
 
 
 def _report_values(report: object, where: str) -> Mapping[str, float | tuple[float, ...]]:

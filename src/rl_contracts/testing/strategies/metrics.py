@@ -6,13 +6,15 @@
   vanished series;
 - :func:`vllm_metric_objects`: ``SimpleNamespace`` stand-ins for ``LLM.get_metrics()`` (Counter, Gauge, Histogram,
   Vector), one object per label set and engine;
-- :func:`prometheus_pages` and :func:`render_prometheus_text`: a vLLM-style ``/metrics`` page for such objects.
+- :func:`prometheus_pages` and :func:`render_prometheus_text`: a vLLM-style ``/metrics`` page for such objects,
+  classic, with OpenMetrics family names, or OpenMetrics (:data:`SPELLINGS`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from types import SimpleNamespace
+from typing import Literal
 
 from hypothesis import strategies as st
 
@@ -38,7 +40,9 @@ __all__ = [
     "FINISH_REASONS",
     "KEPT_COUNTER_FAMILIES",
     "KEPT_HISTOGRAM_FAMILIES",
+    "SPELLINGS",
     "UNKEPT_METRIC_NAMES",
+    "Spelling",
     "aggregated_counter_pairs",
     "counter_keys",
     "counter_snapshots",
@@ -237,12 +241,23 @@ def _sample(name: str, labels: dict[str, str], value: float) -> str:
     return f"{name}{{{body}}} {value!r}\n"
 
 
-def render_prometheus_text(metrics: Sequence[SimpleNamespace], *, noise: bool = True) -> str:
-    """Render metric objects as a vLLM server's ``/metrics`` page (Prometheus text exposition 0.0.4).
+Spelling = Literal["prometheus", "openmetrics-names", "openmetrics"]
+"""How :func:`render_prometheus_text` writes a page: ``"prometheus"`` declares counters as ``<name>_total`` (as
+``prometheus_client``'s text exposition does), ``"openmetrics-names"`` as ``<name>`` with ``_total`` samples (the
+OpenMetrics spelling in a classic text page), ``"openmetrics"`` likewise and ends the page with ``# EOF``."""
+SPELLINGS: tuple[Spelling, ...] = ("prometheus", "openmetrics-names", "openmetrics")
+"""Every :data:`Spelling`."""
 
-    Counters become ``<name>_total`` samples with a ``<name>_created`` gauge family, vectors a counter family with
-    a ``position`` label, histograms ``_bucket``/``_count``/``_sum`` samples, gauges plain samples.  Families are
-    grouped in first-seen order.  With ``noise``, non-vLLM process families are added in front.
+
+def render_prometheus_text(
+    metrics: Sequence[SimpleNamespace], *, noise: bool = True, spelling: Spelling = "prometheus"
+) -> str:
+    """Render metric objects as a vLLM server's ``/metrics`` page in one of the :data:`SPELLINGS`.
+
+    Counters become ``<name>_total`` samples with ``<name>_created`` samples (a gauge family of their own in the
+    ``"prometheus"`` spelling, part of the counter family otherwise), vectors a counter family with a ``position``
+    label, histograms ``_bucket``/``_count``/``_sum`` samples, gauges plain samples.  Families are grouped in
+    first-seen order.  With ``noise``, non-vLLM process families are added in front.
     """
     families: dict[tuple[str, str], list[SimpleNamespace]] = {}
     for metric in metrics:
@@ -255,24 +270,15 @@ def render_prometheus_text(metrics: Sequence[SimpleNamespace], *, noise: bool = 
         families.setdefault((kind, metric.name), []).append(metric)
     lines = []
     if noise:
+        counter = "python_gc_collections" + ("_total" if spelling == "prometheus" else "")
         lines.append(
             "# HELP process_open_fds Number of open file descriptors.\n# TYPE process_open_fds gauge\n"
         )
-        lines.append("process_open_fds 34.0\n# TYPE python_gc_collections_total counter\n")
+        lines.append(f"process_open_fds 34.0\n# TYPE {counter} counter\n")
         lines.append('python_gc_collections_total{generation="0"} 1527.0\n')
     for (kind, name), members in families.items():
         if kind in ("counter", "vector"):
-            lines.append(f"# HELP {name}_total A counter.\n# TYPE {name}_total counter\n")
-            for m in members:
-                if kind == "counter":
-                    lines.append(_sample(f"{name}_total", m.labels, float(m.value)))
-                else:
-                    lines += [
-                        _sample(f"{name}_total", {**m.labels, "position": str(i)}, float(v))
-                        for i, v in enumerate(m.values)
-                    ]
-            lines.append(f"# TYPE {name}_created gauge\n")
-            lines += [_sample(f"{name}_created", m.labels, 1.7e9) for m in members]
+            lines += _counter_family(name, kind, members, spelling)
         elif kind == "histogram":
             lines.append(f"# HELP {name} A histogram.\n# TYPE {name} histogram\n")
             for m in members:
@@ -282,9 +288,35 @@ def render_prometheus_text(metrics: Sequence[SimpleNamespace], *, noise: bool = 
         else:
             lines.append(f"# TYPE {name} gauge\n")
             lines += [_sample(name, m.labels, float(m.value)) for m in members]
+    if spelling == "openmetrics":
+        lines.append("# EOF\n")
     return "".join(lines)
 
 
-def prometheus_pages() -> st.SearchStrategy[str]:
-    """Rendered ``/metrics`` pages of :func:`vllm_metric_objects`, with non-vLLM noise families."""
-    return vllm_metric_objects().map(render_prometheus_text)
+def _counter_family(name: str, kind: str, members: list[SimpleNamespace], spelling: Spelling) -> list[str]:
+    series = [
+        (labels, value)
+        for m in members
+        for labels, value in (
+            [(m.labels, m.value)]
+            if kind == "counter"
+            else [({**m.labels, "position": str(i)}, v) for i, v in enumerate(m.values)]
+        )
+    ]
+    declared = f"{name}_total" if spelling == "prometheus" else name
+    lines = [f"# HELP {declared} A counter.\n# TYPE {declared} counter\n"]
+    for labels, value in series:
+        lines.append(_sample(f"{name}_total", labels, float(value)))
+        if spelling != "prometheus":  # OpenMetrics groups the _total and _created samples of a series
+            lines.append(_sample(f"{name}_created", labels, 1.7e9))
+    if spelling == "prometheus":
+        lines.append(f"# TYPE {name}_created gauge\n")
+        lines += [_sample(f"{name}_created", labels, 1.7e9) for labels, _ in series]
+    return lines
+
+
+def prometheus_pages(*, spellings: Sequence[Spelling] = SPELLINGS) -> st.SearchStrategy[str]:
+    """Rendered ``/metrics`` pages of :func:`vllm_metric_objects` in one of ``spellings``, with non-vLLM noise."""
+    return st.tuples(vllm_metric_objects(), st.sampled_from(spellings)).map(
+        lambda drawn: render_prometheus_text(drawn[0], spelling=drawn[1])
+    )
