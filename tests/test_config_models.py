@@ -468,14 +468,21 @@ def test_unknown_keys_suggest_the_closest_key_of_their_model() -> None:
     config["temprature"] = 0.7
     config["completely_unrelated"] = 1
     found = unknown_keys(VllmConfig.model_validate(config))
-    assert found == [
-        UnknownKey(("pad_token_idd",), "pad_token_idd", 0, "pad_token_id"),
-        UnknownKey(("temprature",), "temprature", 0.7, "temperature"),
-        UnknownKey(("completely_unrelated",), "completely_unrelated", 1, None),
-        UnknownKey(
-            ("vllm_cfg", "gpu_memory_utilisation"), "gpu_memory_utilisation", 0.9, "gpu_memory_utilization"
+    assert [(u.path, u.key, u.value, u.suggestion, u.code) for u in found] == [
+        (("pad_token_idd",), "pad_token_idd", 0, "pad_token_id", "K1"),
+        (("temprature",), "temprature", 0.7, "temperature", "K1"),
+        (("completely_unrelated",), "completely_unrelated", 1, None, "K2"),
+        (
+            ("vllm_cfg", "gpu_memory_utilisation"),
+            "gpu_memory_utilisation",
+            0.9,
+            "gpu_memory_utilization",
+            "K1",
         ),
     ]
+    assert all(isinstance(u, UnknownKey) for u in found)
+    assert "did you mean 'gpu_memory_utilization'?" in found[3].reason
+    assert found[2].reason == "unknown key (not validated)"
 
 
 @pytest.mark.parametrize(
@@ -490,7 +497,8 @@ def test_unknown_key_suggestion_is_the_best_match_at_cutoff_0_8(key: str, sugges
     """The suggestion is the single closest known key, the ``_`` alias included; a ratio below 0.8 gets none
     (``tempera`` is 0.78 like ``temperature``)."""
     found = unknown_keys(VllmConfig.model_validate(section(**{key: 1})))
-    assert found == [UnknownKey((key,), key, 1, suggestion)]
+    assert [(u.path, u.key, u.value, u.suggestion) for u in found] == [((key,), key, 1, suggestion)]
+    assert found[0].code == ("K2" if suggestion is None else "K1")
 
 
 def test_unknown_keys_skip_opaque_dicts_legacy_key_and_plugin_config() -> None:
@@ -519,7 +527,7 @@ def test_unknown_key_is_a_frozen_picklable_value() -> None:
 def test_unknown_keys_of_a_standalone_refit_config_skip_plugin_paths() -> None:
     """In a standalone ``VllmRefitConfig`` every ``module:ClassName`` key is a plugin config, not unknown."""
     refit = VllmRefitConfig.model_validate({PLUGIN: {}, "spars": {}})
-    assert unknown_keys(refit) == [UnknownKey(("spars",), "spars", {}, "sparse")]
+    assert [(u.path, u.suggestion, u.code) for u in unknown_keys(refit)] == [(("spars",), "sparse", "K1")]
 
 
 def test_unknown_keys_of_a_generic_section() -> None:

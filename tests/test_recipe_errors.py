@@ -268,8 +268,8 @@ _BAD_FILES: list[tuple[str, str, str | None, str | None, int | None, int | None]
     ("a:\n  _override_: 3\n", "a._override_ must be true or false, got 3", "a._override_", "3", None, None),
     (
         "0: {_override_: 3}\n",
-        "[0]._override_ must be true or false, got 3",
-        "[0]._override_",
+        "0._override_ must be true or false, got 3",
+        "0._override_",
         "3",
         None,
         None,
@@ -370,7 +370,7 @@ def test_unresolvable_paths(tmp_path: Path) -> None:
     ("parent", "child", "where", "was", "now"),
     [
         ("a: [1]\n", "a: {x: 1}\n", "a", "list", "mapping"),
-        ("0: [1]\n", "0: {x: 1}\n", "[0]", "list", "mapping"),
+        ("0: [1]\n", "0: {x: 1}\n", "0", "list", "mapping"),
         ("a: {b: {x: 1}}\n", "a: {b: [1]}\n", "a.b", "mapping", "list"),
     ],
 )
@@ -621,3 +621,11 @@ def test_contract_errors_from_validation_become_issues(
     error = recipe_error(path)
     assert error.issues == (ConfigIssue(path=tp, value=value, reason="tp rejected", severity="error"),)
     assert error.message == f"{path}: section {GEN} has 1 error(s): ['{tp}: tp rejected']"
+
+
+def test_an_int_mapping_key_is_a_dotted_key_and_a_list_index_is_bracketed(tmp_path: Path) -> None:
+    """An int key of a mapping is written ``.5`` in an issue path; only a list position is written ``[i]``."""
+    generation = valid_generation(my_map={5: "${nope}"}, my_list=["${nope}"])
+    error = recipe_error(write_recipe(tmp_path, generation))
+    failed = {issue.path for issue in error.issues or () if issue.severity == "error"}
+    assert failed == {f"{GEN}.my_map.5", f"{GEN}.my_list[0]"}

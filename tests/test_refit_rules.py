@@ -9,19 +9,15 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from rl_contracts.config import (
     GENERATION_WORKER_OVERRIDES,
     VllmConfig,
     VllmRefitConfig,
-    VllmVideoConfig,
     assert_reload_refit_config_supported,
     normalize_vllm_refit_config,
     resolve_generation_worker_cls,
 )
-from rl_contracts.config.models import _Violation
-from rl_contracts.config.refit_rules import _as_error, _errors_of
 from rl_contracts.errors import ConfigContractError, ContractError, ContractTypeError, UnsupportedConfigError
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import minimal_vllm_generation as section
@@ -668,31 +664,27 @@ def test_normalize_nested_error_paths_show_int_locations_in_brackets() -> None:
 
 
 @pytest.mark.parametrize(
-    ("video", "path", "value", "first"),
+    ("refit_cfg", "path", "value", "first"),
     [
+        ({"nixl": {"device": 5}}, "refit_cfg.nixl.device", "5", "expected a str"),
+        ({"nixl": {"fps": 2}}, "refit_cfg.nixl.fps", "2", "Extra inputs are not permitted"),
         (
-            {"num_frames": 0, "temporal_patch_size": 1},
-            "refit_cfg.sampling_style",
-            "<missing>",
-            "Field required",
-        ),
-        (
-            {"sampling_style": "nemotron_vl", "num_frames": 0, "temporal_patch_size": 1},
-            "refit_cfg.num_frames",
-            "0",
-            "Input should be greater than or equal to 1",
+            {"sparse": {"verify_samples_per_payload": -1}},
+            "refit_cfg.sparse.verify_samples_per_payload",
+            "-1",
+            "Input should be greater than or equal to 0",
         ),
     ],
 )
-def test_nested_error_value_is_the_input_or_missing(
-    video: dict[str, Any], path: str, value: str, first: str
+def test_nested_error_names_the_first_location_and_its_input(
+    refit_cfg: dict[str, Any], path: str, value: str, first: str
 ) -> None:
-    """A nested validation error's ``.value`` is its rendered input, or ``<missing>`` for an absent key (the
-    input pydantic reports for an absent key is the whole mapping, which must not be shown as the value)."""
-    with pytest.raises(ValidationError) as info:
-        VllmVideoConfig.model_validate(video)
-    nested = _errors_of(info.value)
-    err = _as_error(_Violation("C9", ("refit_cfg",), "invalid", video, nested))
+    """An invalid ``refit_cfg`` is reported at the first failing location with its rendered input."""
+    with pytest.raises(ConfigContractError) as info:
+        normalize_vllm_refit_config({"refit_transport": "nixl", "refit_cfg": refit_cfg})
+    err = info.value
     assert (err.path, err.value) == (path, value)
-    assert str(err).startswith(f"invalid ({len(nested)} validation error(s)): {path}: {first}")
+    assert "(1 validation error(s))" in str(err)
+    assert f"{path}: " in str(err)
+    assert first in str(err)
     assert_contract_error(err)

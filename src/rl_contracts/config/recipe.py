@@ -34,7 +34,8 @@ from ..errors import (
     RecipeError,
     RecipeLoadError,
 )
-from .models import VllmConfig, unknown_keys
+from .generation import VllmConfig
+from .keys import unknown_keys
 from .refit_rules import assert_reload_refit_config_supported
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML (OmegaConf's parser) ships no type stubs
@@ -139,18 +140,21 @@ def register_resolvers() -> None:
 # --------------------------------------------------------------------------------------------- paths
 
 
-def _join(prefix: str, key: object) -> str:
-    """Extend a dotted path by a mapping key (``.key``) or a list index (``[i]``)."""
-    if isinstance(key, int) and not isinstance(key, bool):
+def _join(prefix: str, key: object, *, index: bool = False) -> str:
+    """Extend a dotted path by a list index (``[i]``) or a mapping key (``.key``; an int key too: ``.5``)."""
+    if index:
         return f"{prefix}[{key}]"
     name = render_name(key)
     return f"{prefix}.{name}" if prefix else name
 
 
-def _join_all(prefix: str, keys: Iterable[object]) -> str:
+def _join_all(prefix: str, keys: Iterable[object], data: object = None) -> str:
+    """Extend ``prefix`` by ``keys``; an int is a list index where ``data`` (walked along) holds a list there."""
     path = prefix
     for key in keys:
-        path = _join(path, key)
+        index = isinstance(data, list) and isinstance(key, int) and not isinstance(key, bool)
+        path = _join(path, key, index=index)
+        data = _lookup(data, [key])[1]
     return path
 
 
@@ -408,7 +412,7 @@ class _Resolver:
     def leaf(
         self, node: DictConfig | ListConfig, key: Any, raw: object, path: str, stack: tuple[int, ...]
     ) -> Any:
-        here = _join(path, key)
+        here = _join(path, key, index=isinstance(node, ListConfig))
         if OmegaConf.is_missing(node, key):
             self.fail(here, raw, "mandatory value is missing (???)")
             return _UNRESOLVED
@@ -475,7 +479,7 @@ def _schema_issues(section: str, data: dict[Any, Any], exc: ValidationError) -> 
         else:
             shown = render(error.get("input"))
         issues.append(
-            ConfigIssue(path=_join_all(section, keys), value=shown, reason=reason, severity="error")
+            ConfigIssue(path=_join_all(section, keys, data), value=shown, reason=reason, severity="error")
         )
     return issues
 
@@ -488,21 +492,22 @@ def _rule_issue(section: str, data: dict[Any, Any], exc: ContractError) -> Confi
     if not isinstance(shown, str):
         found, value = _lookup(data, keys)
         shown = render(value) if found else MISSING_VALUE
-    return ConfigIssue(path=_join_all(section, keys), value=shown, reason=exc.message, severity="error")
+    return ConfigIssue(path=_join_all(section, keys, data), value=shown, reason=exc.message, severity="error")
 
 
-def _unknown_key_issues(section: str, config: VllmConfig, strict: bool) -> list[ConfigIssue]:
+def _unknown_key_issues(
+    section: str, data: dict[Any, Any], config: VllmConfig, strict: bool
+) -> list[ConfigIssue]:
+    """One issue per unknown key: typo (K1) and misplaced (P28) are errors, unknown (K2) under ``strict`` too."""
     issues = []
     for unknown in unknown_keys(config):
-        reason = "unknown key (not validated)"
-        if unknown.suggestion:
-            reason += f"; did you mean '{render_name(unknown.suggestion)}'?"
+        error = unknown.code in ("K1", "P28") or (strict and unknown.code == "K2")
         issues.append(
             ConfigIssue(
-                path=_join_all(section, unknown.path),
+                path=_join_all(section, unknown.path, data),
                 value=render(unknown.value),
-                reason=reason,
-                severity="error" if strict else "warning",
+                reason=unknown.reason,
+                severity="error" if error else "warning",
             )
         )
     return issues
@@ -689,7 +694,7 @@ def _check(
             assert_reload_refit_config_supported(config)
         except ConfigContractError as exc:
             issues.append(_rule_issue(section, data, exc))
-        issues.extend(_unknown_key_issues(section, config, strict))
+        issues.extend(_unknown_key_issues(section, data, config, strict))
     if any(issue.severity == "error" for issue in issues) or config is None:
         raise _recipe_error(file, section, issues)
     return LoadedRecipe(file, section, "valid", plain, config, _sorted(issues))

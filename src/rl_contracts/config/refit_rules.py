@@ -1,44 +1,35 @@
 """Refit-transport normalisation, the reload-refit support check and worker-class resolution (SPEC §1.3–§1.5).
 
-Each function accepts a validated :class:`~rl_contracts.config.models.VllmConfig` or a plain, possibly partial
-mapping (worker-side code re-checks partial configs), never mutates it, and raises
+Each function accepts a validated :class:`~rl_contracts.config.VllmConfig` or a plain, possibly partial mapping
+(worker-side code re-checks partial configs), never mutates it, and raises
 :class:`~rl_contracts.errors.ConfigContractError` (or its subclass ``UnsupportedConfigError``) with ``.path``
 (the dotted key relative to the generation section) and ``.value`` (the offending value, rendered; ``"<missing>"``
-for an absent key).  The refit steps here are also rules C6–C9 of ``VllmConfig`` (one implementation).
+for an absent key).  The refit steps (:mod:`.refit_steps`) are also rules C6–C9 of ``VllmConfig``; the reload
+refit steps are :func:`reload_refit_violation`, whose codes ``R2``–``R8`` number SPEC §1.4's steps.
 """
 
 from __future__ import annotations
 
 import types
-from collections.abc import Generator, Mapping
-from functools import cache
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
-
-from .._messages import render, shorten, type_name
+from .._messages import render, shorten
 from ..errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
-from .models import (
-    _MISSING,
-    VLLM_REFIT_SELECTORS,
-    Loc,
-    VllmCheckpointEnginePluginConfig,
-    VllmConfig,
-    VllmRefitConfig,
-    _is_plugin_path,
-    _Violation,
-)
+from ._view import ConfigView
+from ._violations import MISSING, Violation, dotted
+from .generation import VllmConfig
+from .refit_models import VllmRefitConfig
+from .refit_steps import check_refit
 
 __all__ = [
     "GENERATION_WORKER_OVERRIDES",
     "assert_reload_refit_config_supported",
     "normalize_vllm_refit_config",
+    "reload_refit_violation",
     "resolve_generation_worker_cls",
 ]
 
-_SECTION = "policy.generation"
-_MISSING_TEXT = "<missing>"
 _RELOAD = "policy.generation.vllm_cfg.refit_with_reload_api=true"
 
 GENERATION_WORKER_OVERRIDES: Mapping[str, str] = types.MappingProxyType(
@@ -57,230 +48,27 @@ Divergence: the reference's map is a plain mutable dict.
 """
 
 
-def _dotted(loc: Loc) -> str:
-    """``("stop_token_ids", 2)`` -> ``"stop_token_ids[2]"``; ``("vllm_cfg", "x")`` -> ``"vllm_cfg.x"``."""
-    text = ""
-    for item in loc:
-        text += f"[{item}]" if isinstance(item, int) else (f".{item}" if text else str(item))
-    return text
-
-
-@cache
-def _field_names(model_cls: type[BaseModel]) -> dict[str, str]:
-    """Map every accepted key spelling (field name and alias) of ``model_cls`` to its attribute name."""
-    names: dict[str, str] = {}
-    for name, field in model_cls.model_fields.items():
-        names[name] = name
-        if field.alias:
-            names[field.alias] = name
-    return names
-
-
-class _ConfigView:
-    """Read-only access to a config given as a model or a (partial) mapping, by canonical key spelling.
-
-    An underscore key (``_mtp_weights_from_refit``) also answers to its spelling without the underscore;
-    a mapping that holds both spellings is rejected.  ``section`` and ``flag`` type-check what they read.
-    """
-
-    __slots__ = ("_loc", "_source")
-
-    def __init__(self, source: BaseModel | Mapping[str, Any], loc: Loc = ()) -> None:
-        self._source = source
-        self._loc = loc
-
-    def path(self, key: str) -> str:
-        """The dotted path of ``key`` relative to the generation section."""
-        return _dotted((*self._loc, key))
-
-    def lookup(self, key: str) -> tuple[bool, object]:
-        """``(present, value)`` of ``key``; ``(False, None)`` when absent."""
-        source = self._source
-        if isinstance(source, BaseModel):
-            name = _field_names(type(source)).get(key)
-            if name is not None:
-                return True, getattr(source, name)
-            extra = source.model_extra or {}
-            return key in extra, extra.get(key)
-        spellings = [key, key[1:]] if key.startswith("_") else [key]
-        present = [spelling for spelling in spellings if spelling in source]
-        if len(present) > 1:
-            raise ConfigContractError(
-                f"{_SECTION}.{self.path(key)} is given twice, as {key!r} and {key[1:]!r}; give it once "
-                f"(the canonical spelling is {key!r}).",
-                path=self.path(key),
-                value=render(source[key]),
-            )
-        return (True, source[present[0]]) if present else (False, None)
-
-    def get(self, key: str) -> object:
-        """The value of ``key``, ``None`` when absent."""
-        return self.lookup(key)[1]
-
-    def is_empty(self) -> bool:
-        """Whether the section has no keys (a model never is empty)."""
-        return not isinstance(self._source, BaseModel) and len(self._source) == 0
-
-    def section(self, key: str) -> _ConfigView | None:
-        """A view of the sub-section ``key``; ``None`` when absent or null; a non-mapping is an error."""
-        value = self.get(key)
-        if value is None:
-            return None
-        if isinstance(value, BaseModel | Mapping):
-            return _ConfigView(value, (*self._loc, key))
-        raise ConfigContractError(
-            f"{_SECTION}.{self.path(key)} must be a mapping or null, got {type_name(value)} {render(value)}.",
-            path=self.path(key),
-            value=render(value),
-        )
-
-    def flag(self, key: str) -> bool | None:
-        """The boolean ``key``; ``None`` when absent or null; any other type is an error naming the key."""
-        value = self.get(key)
-        if value is None or isinstance(value, bool):
-            return value
-        raise ConfigContractError(
-            f"{_SECTION}.{self.path(key)} must be a bool (true or false) or null, got {type_name(value)} "
-            f"{render(value)}.",
-            path=self.path(key),
-            value=render(value),
-        )
-
-
-def _view_of(config: object) -> _ConfigView:
+def _view_of(config: object) -> ConfigView:
     if isinstance(config, VllmConfig | Mapping):
-        return _ConfigView(config)
+        return ConfigView(config)
     raise ContractTypeError.for_value("config", "a VllmConfig or a mapping of the generation section", config)
 
 
-def _nvfp4_violations(view: _ConfigView, keys: tuple[str, ...]) -> list[_Violation]:
-    """Rule C10 (second part): with NVFP4 per-token rollout on, each of ``keys`` that is set is a violation."""
-    nvfp4 = view.section("nvfp4_pertoken_rollout")
-    if nvfp4 is None or not nvfp4.flag("enabled"):
-        return []
-    violations = []
-    for key in keys:
-        value: object = view.flag(key) if key == "real_quant" else view.get(key)
-        if (value is True) if key == "real_quant" else (value is not None):
-            violations.append(
-                _Violation(
-                    "C10",
-                    (key,),
-                    "nvfp4_pertoken_rollout.enabled=true requires quant_cfg=null, real_quant=false and "
-                    f"refit_transport=null; got {key}={render(value)}.",
-                    value,
-                )
-            )
-    return violations
-
-
-def _errors_of(exc: ValidationError) -> tuple[ErrorDetails, ...]:
-    """The line errors of a nested validation (only their ``type``, ``loc``, ``msg`` and ``input`` are read)."""
-    return tuple(exc.errors())
-
-
-def _refit_steps(view: _ConfigView, *, nvfp4: bool) -> Generator[_Violation, None, VllmRefitConfig | None]:
-    """Run SPEC §1.3's steps, yielding each violation; return the validated refit config (``None`` if none).
-
-    Steps whose premise failed are skipped (an unknown transport has no refit config to check).
-    ``normalize_vllm_refit_config`` (``nvfp4=True``) raises the first violation; ``VllmConfig``
-    (``nvfp4=False``) reports them all as C6–C9 and checks the NVFP4 conflict as part of its own rule C10.
-    """
-    legacy = view.get("checkpoint_engine")
-    if legacy is not None:
-        yield _Violation(
-            "C6",
-            ("checkpoint_engine",),
-            "policy.generation.checkpoint_engine was replaced by policy.generation.refit_transport='nixl' and "
-            "policy.generation.refit_cfg.nixl.",
-            legacy,
-        )
-    if nvfp4:
-        yield from _nvfp4_violations(view, ("refit_transport",))
-    transport = view.get("refit_transport")
-    if transport is not None and not isinstance(transport, str):
-        yield _Violation(
-            "C7",
-            ("refit_transport",),
-            f"policy.generation.refit_transport must be null or a str, got {type_name(transport)} "
-            f"{render(transport)}.",
-            transport,
-        )
-        return None
-    if transport is None or transport == "nccl_reshard":
-        return None
-    shown = render(transport)
-    if transport not in VLLM_REFIT_SELECTORS and not _is_plugin_path(transport):
-        yield _Violation(
-            "C7",
-            ("refit_transport",),
-            f"Unknown vLLM refit transport {shown}: expected null, 'nccl_reshard', 'vllm_s3_sparse', "
-            "'vllm_zmq_sparse', 'nixl', or a 'module:ClassName' checkpoint-engine path.",
-            transport,
-        )
-        return None
-    vllm_cfg = view.section("vllm_cfg")
-    if vllm_cfg is not None and vllm_cfg.flag("reset_encoder_cache_after_weight_update"):
-        yield _Violation(
-            "C8",
-            ("vllm_cfg", "reset_encoder_cache_after_weight_update"),
-            "vllm_cfg.reset_encoder_cache_after_weight_update is not supported with "
-            f"refit_transport={shown}: this transport's refit path does not reset the multimodal encoder "
-            "cache, so stale vision embeddings would silently survive weight updates. Supported transports: "
-            "null (collective/IPC) and 'nccl_reshard'.",
-            True,
-        )
-    raw = view.get("refit_cfg")
-    try:
-        refit = VllmRefitConfig.model_validate({} if raw is None else raw)
-    except ValidationError as exc:
-        yield _Violation(
-            "C9",
-            ("refit_cfg",),
-            "policy.generation.refit_cfg is not a valid VllmRefitConfig",
-            raw,
-            _errors_of(exc),
-        )
-        return None
-    if _is_plugin_path(transport):
-        plugin = (refit.model_extra or {}).get(transport)
-        if plugin is None:
-            yield _Violation(
-                "C9",
-                ("refit_cfg", transport),
-                f"Custom checkpoint-engine transport {shown} requires policy.generation.refit_cfg[{shown}].",
-                _MISSING,
-            )
-            return None
-        try:
-            VllmCheckpointEnginePluginConfig.model_validate(plugin)
-        except ValidationError as exc:
-            yield _Violation(
-                "C9",
-                ("refit_cfg", transport),
-                f"policy.generation.refit_cfg[{shown}] is not a valid VllmCheckpointEnginePluginConfig",
-                plugin,
-                _errors_of(exc),
-            )
-            return None
-    return refit
-
-
-def _as_error(violation: _Violation) -> ConfigContractError:
+def _as_error(violation: Violation) -> ConfigContractError:
     """The ``ConfigContractError`` for one violation; a nested validation lists its error locations."""
     if not violation.nested:
-        # render(_MISSING) is "<missing>", the text of an absent key
+        # render(MISSING) is "<missing>", the text of an absent key
         return ConfigContractError(
-            violation.message, path=_dotted(violation.loc), value=render(violation.value)
+            violation.message, path=dotted(violation.loc), value=render(violation.value)
         )
     errors = violation.nested
-    shown = "; ".join(shorten(f"{_dotted((*violation.loc, *e['loc']))}: {e['msg']}", 200) for e in errors[:8])
+    shown = "; ".join(shorten(f"{dotted((*violation.loc, *e['loc']))}: {e['msg']}", 200) for e in errors[:8])
     more = f" ... ({len(errors)} total)" if len(errors) > 8 else ""
-    first = errors[0]
+    first = errors[0]  # the refit models have no required key, so every line error has an input to show
     return ConfigContractError(
         f"{violation.message} ({len(errors)} validation error(s)): {shown}{more}",
-        path=_dotted((*violation.loc, *first["loc"])),
-        value=_MISSING_TEXT if first["type"] == "missing" else render(first["input"]),
+        path=dotted((*violation.loc, *first["loc"])),
+        value=render(first["input"]),
     )
 
 
@@ -308,18 +96,129 @@ def normalize_vllm_refit_config(config: VllmConfig | Mapping[str, Any]) -> VllmR
         >>> normalize_vllm_refit_config({"refit_transport": "nixl"}).nixl.device
         'cuda'
     """
-    steps = _refit_steps(_view_of(config), nvfp4=True)
-    try:
-        violation = next(steps)
-    except StopIteration as stop:
-        refit: VllmRefitConfig | None = stop.value
-        return None if refit is None else refit.model_copy(deep=True)
-    steps.close()
-    raise _as_error(violation)
+    check = check_refit(_view_of(config), nvfp4=True, first_only=True)
+    if check.violations:
+        raise _as_error(check.violations[0])
+    return None if check.refit is None else check.refit.model_copy(deep=True)
 
 
-def _unsupported(message: str, path: str, value: object) -> UnsupportedConfigError:
-    return UnsupportedConfigError(message, path=path, value=render(value))
+def _reload_requested(view: ConfigView) -> bool:
+    """Step 1: a non-empty ``vllm_cfg`` with ``refit_with_reload_api: true``."""
+    vllm_cfg = view.section("vllm_cfg")
+    return vllm_cfg is not None and not vllm_cfg.is_empty() and vllm_cfg.flag("refit_with_reload_api") is True
+
+
+def _colocation_step(view: ConfigView) -> Violation | None:
+    """Step 2 (R2): ``colocated.enabled`` is present and false."""
+    colocated = view.section("colocated")
+    if colocated is None:
+        message = f"policy.generation.colocated is required when {_RELOAD}."
+        return Violation("R2", ("colocated",), message, MISSING)
+    enabled = colocated.flag("enabled")
+    if enabled is None:
+        message = f"policy.generation.colocated.enabled is required when {_RELOAD}."
+        return Violation("R2", ("colocated", "enabled"), message, MISSING)
+    if not enabled:
+        return None
+    message = (
+        f"{_RELOAD} is not supported yet with colocated vLLM refit. Support for the colocated IPC/ZMQ "
+        "reload-refit path will be added later. Set refit_with_reload_api=false for now."
+    )
+    return Violation("R2", ("colocated", "enabled"), message, enabled)
+
+
+def _transport_step(view: ConfigView) -> Violation | None:
+    """Steps 3–5 (R3–R5): ``refit_transport`` is null (the NCCL collective)."""
+    transport = view.get("refit_transport")
+    if transport is None:
+        return None
+    if transport == "nccl_reshard":
+        code, message = (
+            "R3",
+            f"{_RELOAD} is explicitly unsupported with policy.generation.refit_transport='nccl_reshard'. "
+            "nccl_reshard_refit is its own refit path and does not use vLLM's reload_weights API.",
+        )
+    elif transport == "nixl" or (isinstance(transport, str) and ":" in transport):
+        code, message = (
+            "R4",
+            f"{_RELOAD} is not supported yet with checkpoint-engine refit (update_weights_from_checkpoint_engine). "
+            "Support for using vLLM's reload_weights API with checkpoint-engine transports is future work. "
+            "Set refit_transport=null or set refit_with_reload_api=false for now.",
+        )
+    else:
+        code, message = (
+            "R5",
+            f"{_RELOAD} is only supported with the default non-colocated collective refit path. Got "
+            f"policy.generation.refit_transport={render(transport)}. Set refit_transport=null or set "
+            "refit_with_reload_api=false.",
+        )
+    return Violation(code, ("refit_transport",), message, transport)
+
+
+def _quantization_step(view: ConfigView) -> Violation | None:
+    """Step 6 (R6): no ``quant_cfg``."""
+    quant_cfg = view.get("quant_cfg")
+    if quant_cfg is None:
+        return None
+    message = (
+        f"{_RELOAD} is explicitly unsupported with policy.generation.quant_cfg set. ModelOpt quantized refit "
+        "requires the ModelOpt weight-loading path. Set quant_cfg=null or set refit_with_reload_api=false."
+    )
+    return Violation("R6", ("quant_cfg",), message, quant_cfg)
+
+
+def _draft_step(view: ConfigView) -> Violation | None:
+    """Step 7 (R7): no Eagle draft-weight refit."""
+    if not view.flag("_draft_weights_from_refit"):
+        return None
+    message = (
+        f"{_RELOAD} is not supported yet when policy.draft.enabled=true. Support for Eagle draft-weight "
+        "refit with vLLM's reload_weights API will be added later. Set policy.draft.enabled=false or set "
+        "refit_with_reload_api=false for now."
+    )
+    return Violation("R7", ("_draft_weights_from_refit",), message, True)
+
+
+def _speculative_method(view: ConfigView) -> object:
+    """The speculative method of ``vllm_kwargs.speculative_config``, unless it drafts no tokens (SPEC §1.4 step 8)."""
+    vllm_kwargs = view.section("vllm_kwargs")
+    spec = vllm_kwargs.get("speculative_config") if vllm_kwargs is not None else None
+    if isinstance(spec, Mapping) and spec.get("num_speculative_tokens") != 0:
+        return spec.get("method")
+    return None
+
+
+def _mtp_step(view: ConfigView) -> Violation | None:
+    """Step 8 (R8): no trained-MTP refit while an MTP speculative method is configured."""
+    method = _speculative_method(view)
+    mtp_from_refit = view.flag("_mtp_weights_from_refit")  # type-checked whatever the method
+    if method not in ("deepseek_mtp", "mtp") or not mtp_from_refit:
+        return None
+    message = (
+        f"{_RELOAD} is not supported yet when vLLM refit also updates MTP draft weights. Support for MTP "
+        "speculative decoding with reload refit will be added later. Set refit_with_reload_api=false for now."
+    )
+    return Violation("R8", ("_mtp_weights_from_refit",), message, True)
+
+
+_RELOAD_STEPS = (_colocation_step, _transport_step, _quantization_step, _draft_step, _mtp_step)
+
+
+def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Violation | None:
+    """The first failing step of SPEC §1.4 as a violation with code ``R2``..``R8``, or ``None`` when supported.
+
+    Same contract as :func:`assert_reload_refit_config_supported`, which raises what this returns; ``load_recipe``
+    reads the code from it.  Raises ``ConfigContractError`` for a non-mapping section or a non-bool flag in a
+    mapping, ``ContractTypeError`` for a ``config`` of another type.
+    """
+    view = _view_of(config)
+    if not _reload_requested(view):
+        return None
+    for step in _RELOAD_STEPS:
+        violation = step(view)
+        if violation is not None:
+            return violation
+    return None
 
 
 def assert_reload_refit_config_supported(config: VllmConfig | Mapping[str, Any]) -> None:
@@ -338,82 +237,13 @@ def assert_reload_refit_config_supported(config: VllmConfig | Mapping[str, Any])
     Divergence: the reference uses ``assert`` for some checks (removed by ``python -O``), fails with a
     ``KeyError`` when ``colocated`` or ``colocated.enabled`` is missing, and reads flags by truthiness.
     """
-    view = _view_of(config)
-    vllm_cfg = view.section("vllm_cfg")
-    if vllm_cfg is None or vllm_cfg.is_empty() or vllm_cfg.flag("refit_with_reload_api") is not True:
+    violation = reload_refit_violation(config)
+    if violation is None:
         return
-    colocated = view.section("colocated")
-    if colocated is None:
-        raise ConfigContractError(
-            f"policy.generation.colocated is required when {_RELOAD}.", path="colocated", value=_MISSING_TEXT
-        )
-    enabled = colocated.flag("enabled")
-    if enabled is None:
-        raise ConfigContractError(
-            f"policy.generation.colocated.enabled is required when {_RELOAD}.",
-            path="colocated.enabled",
-            value=_MISSING_TEXT,
-        )
-    if enabled:
-        raise _unsupported(
-            f"{_RELOAD} is not supported yet with colocated vLLM refit. Support for the colocated IPC/ZMQ "
-            "reload-refit path will be added later. Set refit_with_reload_api=false for now.",
-            "colocated.enabled",
-            enabled,
-        )
-    transport = view.get("refit_transport")
-    if transport == "nccl_reshard":
-        raise _unsupported(
-            f"{_RELOAD} is explicitly unsupported with policy.generation.refit_transport='nccl_reshard'. "
-            "nccl_reshard_refit is its own refit path and does not use vLLM's reload_weights API.",
-            "refit_transport",
-            transport,
-        )
-    if transport == "nixl" or (isinstance(transport, str) and ":" in transport):
-        raise _unsupported(
-            f"{_RELOAD} is not supported yet with checkpoint-engine refit (update_weights_from_checkpoint_engine). "
-            "Support for using vLLM's reload_weights API with checkpoint-engine transports is future work. "
-            "Set refit_transport=null or set refit_with_reload_api=false for now.",
-            "refit_transport",
-            transport,
-        )
-    if transport is not None:
-        raise _unsupported(
-            f"{_RELOAD} is only supported with the default non-colocated collective refit path. Got "
-            f"policy.generation.refit_transport={render(transport)}. Set refit_transport=null or set "
-            "refit_with_reload_api=false.",
-            "refit_transport",
-            transport,
-        )
-    quant_cfg = view.get("quant_cfg")
-    if quant_cfg is not None:
-        raise _unsupported(
-            f"{_RELOAD} is explicitly unsupported with policy.generation.quant_cfg set. ModelOpt quantized refit "
-            "requires the ModelOpt weight-loading path. Set quant_cfg=null or set refit_with_reload_api=false.",
-            "quant_cfg",
-            quant_cfg,
-        )
-    if view.flag("_draft_weights_from_refit"):
-        raise _unsupported(
-            f"{_RELOAD} is not supported yet when policy.draft.enabled=true. Support for Eagle draft-weight "
-            "refit with vLLM's reload_weights API will be added later. Set policy.draft.enabled=false or set "
-            "refit_with_reload_api=false for now.",
-            "_draft_weights_from_refit",
-            True,
-        )
-    vllm_kwargs = view.section("vllm_kwargs")
-    spec = vllm_kwargs.get("speculative_config") if vllm_kwargs is not None else None
-    method = (
-        spec.get("method") if isinstance(spec, Mapping) and spec.get("num_speculative_tokens") != 0 else None
-    )
-    mtp_from_refit = view.flag("_mtp_weights_from_refit")
-    if method in ("deepseek_mtp", "mtp") and mtp_from_refit:
-        raise _unsupported(
-            f"{_RELOAD} is not supported yet when vLLM refit also updates MTP draft weights. Support for MTP "
-            "speculative decoding with reload refit will be added later. Set refit_with_reload_api=false for now.",
-            "_mtp_weights_from_refit",
-            True,
-        )
+    path, value = dotted(violation.loc), violation.value
+    if value is MISSING:
+        raise ConfigContractError(violation.message, path=path, value=render(value))
+    raise UnsupportedConfigError(violation.message, path=path, value=render(value))
 
 
 def resolve_generation_worker_cls(default_cls: str, config: Mapping[str, Any] | VllmConfig) -> str:
