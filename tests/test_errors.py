@@ -30,6 +30,7 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.UnsupportedConfigError, (errors.ConfigContractError, ValueError, AssertionError)),
     (errors.RecipeError, (errors.ConfigContractError, ValueError)),
     (errors.RecipeLoadError, (errors.ConfigContractError, ValueError)),
+    (errors.WeightVersionError, (ValueError,)),
 ]
 
 
