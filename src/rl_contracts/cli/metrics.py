@@ -40,10 +40,10 @@ from ..metrics import (
     parse_prometheus_text,
 )
 
-__all__ = ["register", "run"]
+__all__ = ["MAX_PAGE_BYTES", "register", "run"]
 
-_MAX_PAGE_BYTES = 64 * 1024 * 1024
-"""A larger page is refused (a vLLM page is about 50 KB)."""
+MAX_PAGE_BYTES = 64 * 1024 * 1024
+"""A larger page is refused without reading the rest (a vLLM page is about 50 KB)."""
 
 
 class _ScrapeError(Exception):
@@ -177,7 +177,7 @@ def _fetch(url: str, timeout: float) -> bytes:
         with opener.open(request, timeout=timeout) as response:
             if response.status != 200:
                 raise _ScrapeError(f"{url} answered HTTP {response.status}, expected 200")
-            body: bytes = response.read(_MAX_PAGE_BYTES + 1)
+            body: bytes = response.read(MAX_PAGE_BYTES + 1)
     except urllib.error.HTTPError as error:
         error.close()
         raise _ScrapeError(f"{url} answered HTTP {error.code} {error.reason}, expected 200") from None
@@ -189,8 +189,8 @@ def _fetch(url: str, timeout: float) -> bytes:
         raise _ScrapeError(f"{url} did not answer within {timeout:g} s (--timeout)") from None
     except (OSError, http.client.HTTPException, ValueError) as error:
         raise _ScrapeError(f"cannot read {url}: {type(error).__name__}: {error}") from None
-    if len(body) > _MAX_PAGE_BYTES:
-        raise _ScrapeError(f"{url} served more than {_MAX_PAGE_BYTES} bytes; not a vLLM metrics page")
+    if len(body) > MAX_PAGE_BYTES:
+        raise _ScrapeError(f"{url} served more than {MAX_PAGE_BYTES} bytes; not a vLLM metrics page")
     return body
 
 
