@@ -15,5 +15,7 @@ from .routes import *  # noqa: F403
 from .routes import __all__ as _routes
 from .splice import *  # noqa: F403
 from .splice import __all__ as _splice
+from .weights import *  # noqa: F403
+from .weights import __all__ as _weights
 
-__all__ = [*_chat, *_config, *_metrics, *_prompts, *_routes, *_splice]
+__all__ = [*_chat, *_config, *_metrics, *_prompts, *_routes, *_splice, *_weights]
