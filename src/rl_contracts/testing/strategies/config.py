@@ -3,6 +3,8 @@
 - :func:`vllm_config_dicts`: realistic, GRPO-like ``policy.generation`` sections that satisfy every rule of
   §1.1–§1.2 (both spellings of underscore keys, unknown keys on the models that keep them, every refit
   transport), as plain JSON-compatible dicts;
+- :func:`broken_rule_vllm_configs`: one of those breaking exactly one cross-field rule (C1–C11), with the
+  rule's code and the ``loc`` it is reported at;
 - :func:`planted_bad_vllm_configs`: one of those with one planted bad value (out of range, wrong type, missing,
   unknown key in a forbidden section, cross-field or refit rule broken) and the ``loc`` that must be reported;
 - :func:`unsupported_refit_configs`: partial mappings that ``normalize_vllm_refit_config`` must reject;
@@ -14,13 +16,17 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
 __all__ = [
+    "CROSS_FIELD_RULES",
+    "BrokenRuleConfig",
     "PlantedConfig",
     "ReloadRefitCase",
+    "broken_rule_vllm_configs",
     "json_values",
     "minimal_vllm_generation",
     "planted_bad_vllm_configs",
@@ -394,10 +400,39 @@ def _plant_field(draw: st.DrawFn, config: dict[str, Any]) -> tuple[tuple[str | i
     return ("_pad_token_id",), "non-int _pad_token_id"
 
 
+CROSS_FIELD_RULES = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11")
+"""The cross-field rules of ``VllmConfig`` (SPEC §1.2) that :func:`broken_rule_vllm_configs` breaks."""
+
+
 def _plant_rule(draw: st.DrawFn, config: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
-    """Break one cross-field rule (C2–C11) in an otherwise valid section; return the loc it reports."""
+    """Break one cross-field rule (C1–C11) in an otherwise valid section; return the loc it reports."""
+    return _break(draw, config, draw(st.sampled_from(CROSS_FIELD_RULES)))
+
+
+def _clear_nvfp4_and_offload(config: dict[str, Any]) -> None:
+    """Make a transport, ``quant_cfg`` and ``real_quant`` legal again (C10's NVFP4 part, C11's offload part)."""
+    config.pop("nvfp4_pertoken_rollout", None)
+    if config.get("real_quant_export_cpu_offload") is False:
+        config["real_quant_export_cpu_offload"] = True
+
+
+def _break(draw: st.DrawFn, config: dict[str, Any], rule: str) -> tuple[tuple[str | int, ...], str]:
+    """Break ``rule`` in an otherwise valid section; return the loc it reports and what was done.
+
+    Whatever the section held that the change would make break a second rule is adjusted first.
+    """
     vllm = config["vllm_cfg"]
-    rule = draw(st.sampled_from(["C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10a", "C10b", "C11"]))
+    if rule in ("C7", "C8", "C9", "C10", "C11"):
+        _clear_nvfp4_and_offload(config)
+    if rule == "C1":
+        key = draw(st.sampled_from(["top_k", "val_top_k", "top_p", "val_top_p"]))
+        bad = (
+            draw(st.sampled_from([0, -2, -100]))
+            if key.endswith("top_k")
+            else draw(st.sampled_from([0, 0.0, -0.5, 1.5]))
+        )
+        config[key] = bad
+        return (key,), f"{key}={bad!r}"
     if rule == "C2":
         config["port_range_low"], config["port_range_high"] = 9000, 8999
         return ("port_range_high",), "port_range_low > port_range_high"
@@ -436,17 +471,48 @@ def _plant_rule(draw: st.DrawFn, config: dict[str, Any]) -> tuple[tuple[str | in
         config["refit_cfg"] = draw(st.sampled_from([{}, {"other.mod:Engine": {}}, {_PLUGIN: None}]))
         vllm.pop("reset_encoder_cache_after_weight_update", None)
         return ("refit_cfg", _PLUGIN), "custom transport without its plugin config"
-    if rule == "C10a":
+    if rule == "C10" and draw(_BOOLS):
         config["worker_extension_cls_fqn"] = "my_company.workers.Extension"
         config["quant_cfg"] = "FP8_DEFAULT_CFG"
         return ("worker_extension_cls_fqn",), "worker extension with quant_cfg"
-    if rule == "C10b":
+    if rule == "C10":
+        for key in ("real_quant", "real_quant_export_cpu_offload", "worker_extension_cls_fqn", "refit_cfg"):
+            config.pop(key, None)
+        config["refit_transport"] = None
         config["nvfp4_pertoken_rollout"] = {"enabled": True}
         config["quant_cfg"] = "NVFP4_DEFAULT_CFG"
         return ("quant_cfg",), "NVFP4 per-token rollout with quant_cfg"
     config["real_quant"] = True
     config.pop("real_quant_export_cpu_offload", None)
     return ("real_quant_export_cpu_offload",), "real_quant without real_quant_export_cpu_offload"
+
+
+class BrokenRuleConfig(NamedTuple):
+    """A generation section that breaks exactly one cross-field rule: the section, the rule's code, its ``loc``."""
+
+    config: dict[str, Any]
+    rule: str
+    loc: tuple[str | int, ...]
+    description: str
+
+
+@st.composite
+def broken_rule_vllm_configs(
+    draw: st.DrawFn, *, rules: Sequence[str] = CROSS_FIELD_RULES
+) -> BrokenRuleConfig:
+    """A :func:`vllm_config_dicts` section that breaks exactly one of ``rules`` (codes C1–C11, SPEC §1.2).
+
+    Every key keeps its own type and range (the section satisfies the JSON Schema unless the rule is one the
+    schema expresses, C1's ranges); only the combination is wrong.  ``VllmConfig.model_validate`` must raise a
+    ``ValidationError`` with an error at ``loc``; ``rule`` is the code ``load_recipe`` reports.
+    """
+    unknown = sorted(set(rules) - set(CROSS_FIELD_RULES))
+    if unknown or not rules:
+        raise ValueError(f"rules must be a non-empty subset of {list(CROSS_FIELD_RULES)}; got {list(rules)}")
+    config = copy.deepcopy(draw(vllm_config_dicts()))
+    rule = draw(st.sampled_from(list(rules)))
+    loc, description = _break(draw, config, rule)
+    return BrokenRuleConfig(config, rule, loc, description)
 
 
 @st.composite
