@@ -44,8 +44,7 @@ def read_prometheus_text(text: object) -> tuple[FrozenCounters, tuple[str, ...]]
     The names are in page order, every type counted, kept or not; the untyped half of a split counter is not a
     family of its own.  Raises as ``CounterSnapshot.from_prometheus_text``.
     """
-    require_str(text, "text")
-    families = _parse(text)  # type: ignore[arg-type]  # checked just above
+    families = _parse(require_str(text, "text"))
     counters = {family.name for family in families if family.type == "counter"}
     accumulator = Accumulator("Prometheus")
     seen: set[_Identity] = set()

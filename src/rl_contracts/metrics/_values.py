@@ -27,10 +27,11 @@ __all__ = [
 ]
 
 
-def require_str(value: object, argument: str) -> None:
-    """Raise ``ContractTypeError`` naming ``argument`` unless ``value`` is a ``str``."""
+def require_str(value: object, argument: str) -> str:
+    """Return ``value`` when it is a ``str``, else raise ``ContractTypeError`` naming ``argument``."""
     if not isinstance(value, str):
         raise ContractTypeError.for_value(argument, "a str", value)
+    return value
 
 
 def key_text(key: object) -> str:
