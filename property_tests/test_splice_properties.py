@@ -10,14 +10,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rl_contracts.errors import ContractError, ContractTypeError, SpliceError
-from rl_contracts.splice import PrefixSplice, replace_prefix_tokens, splice_prefix_tokens
+from rl_contracts.splice import (
+    PrefixSplice,
+    replace_prefix_tokens,
+    resolve_terminator_token_ids,
+    splice_prefix_tokens,
+)
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
     TERMINATOR,
     SpliceCase,
+    TerminatorDeclaration,
     hostile_token_ids,
     splice_cases,
     splice_token_inputs,
+    terminator_declarations,
 )
 
 
@@ -148,3 +155,30 @@ def test_hostile_arguments_raise_only_contract_errors(
     else:
         assert isinstance(result, PrefixSplice)
         assert 0 <= result.model_cut_end <= len(result.token_ids)
+
+
+@given(terminator_declarations())
+def test_resolved_terminators_are_the_union_of_both_sources(declaration: TerminatorDeclaration) -> None:
+    """resolve_terminator_token_ids gives the union of the tokenizer EOS and the config's eos_token_id, as ints."""
+    resolved = resolve_terminator_token_ids(declaration.tokenizer, declaration.generation_config)
+    assert resolved == declaration.terminators
+    assert all(type(i) is int for i in resolved)
+
+
+@given(terminator_declarations(), st.data())
+def test_a_model_stopping_on_any_declared_terminator_splices(
+    declaration: TerminatorDeclaration, data: st.DataObject
+) -> None:
+    """With the resolved set, a model prefix ending on any member keeps that token and resumes after the boundary."""
+    resolved = resolve_terminator_token_ids(declaration.tokenizer, declaration.generation_config)
+    if not resolved:
+        return
+    stop = data.draw(st.sampled_from(sorted(resolved)))
+    rendered = data.draw(st.sampled_from(sorted(resolved)))
+    splice = splice_prefix_tokens(
+        model_prefix_token_ids=[40, 41, stop],
+        template_prefix_token_ids=[40, 42, rendered],
+        template_token_ids=[40, 42, rendered, 8, 9],
+        terminator_ids=resolved,
+    )
+    assert (splice.token_ids, splice.model_cut_end, splice.template_cut_start) == ([40, 41, stop, 8, 9], 3, 3)

@@ -30,6 +30,7 @@ __all__ = [
     "MediaPrompt",
     "RangeFactory",
     "SpliceCase",
+    "TerminatorDeclaration",
     "hostile_placeholder_maps",
     "hostile_placeholder_ranges",
     "hostile_splices",
@@ -39,6 +40,7 @@ __all__ = [
     "range_factories",
     "splice_cases",
     "splice_token_inputs",
+    "terminator_declarations",
 ]
 
 TERMINATOR = 2
@@ -205,6 +207,49 @@ def splice_token_inputs(draw: st.DrawFn) -> tuple[list[int], list[int], list[int
     needed = template_prefix.count(TERMINATOR)
     template = draw(st.lists(ids, max_size=16)) + [TERMINATOR] * needed
     return model_prefix, list(template_prefix), list(draw(st.permutations(template)))
+
+
+@dataclasses.dataclass(frozen=True)
+class TerminatorDeclaration:
+    """Where a model declares its turn terminators (SPEC §2.2.1), and the set they declare together.
+
+    ``tokenizer`` is ``None`` or an object whose ``eos_token_id`` is an int or ``None`` (or absent);
+    ``generation_config`` is ``None`` or a ``generation_config.json`` mapping whose ``eos_token_id`` is absent,
+    ``None``, an int or a list/tuple of ints, next to unrelated keys.  ``terminators`` is the union.
+    """
+
+    tokenizer: SimpleNamespace | None
+    generation_config: dict[str, Any] | None
+    terminators: frozenset[int]
+
+
+@st.composite
+def terminator_declarations(draw: st.DrawFn) -> TerminatorDeclaration:
+    """A tokenizer EOS and a generation config that may repeat it, add Gemma-4-style turn ends, or declare nothing.
+
+    Ids come from ``{1, 2, 3, 50, 106}`` as plain or numpy ints, so overlaps between the two sources are common.
+    """
+    ids = st.sampled_from([1, 2, 3, 50, 106])
+    int_like = st.one_of(ids, ids.map(np.int64))
+    eos = draw(st.one_of(st.none(), int_like))
+    tokenizer = draw(
+        st.sampled_from([None, SimpleNamespace()] if eos is None else [SimpleNamespace(eos_token_id=eos)])
+    )
+    declared = draw(
+        st.one_of(st.none(), int_like, st.lists(int_like, max_size=4), st.lists(int_like).map(tuple))
+    )
+    config = draw(
+        st.sampled_from([None, {"top_p": 0.95}, {"eos_token_id": None}])
+        if declared is None
+        else st.just({"eos_token_id": declared, "top_p": 0.95})
+    )
+    from_tokenizer = [] if eos is None else [eos]
+    from_config = (
+        [] if declared is None else list(declared) if isinstance(declared, list | tuple) else [declared]
+    )
+    return TerminatorDeclaration(
+        tokenizer, config, frozenset(int(i) for i in [*from_tokenizer, *from_config])
+    )
 
 
 @dataclasses.dataclass(frozen=True)
