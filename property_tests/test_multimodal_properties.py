@@ -294,3 +294,69 @@ def test_hostile_range_among_valid_ones(case: SpliceCase, hostile: Any, data: st
         _check_error(error)
     else:
         _check_round_trip(case.template_token_ids, splice.token_ids, placeholders, result)
+
+
+def _anchored_positions(
+    template: list[int], final: list[int], spans: list[tuple[int, int]]
+) -> dict[Any, int] | None:
+    """SPEC §2.5 step 6d without a splice, by brute force: each distinct span in global order at its smallest
+    anchored position at or after the cursor; ``None`` when one has no such position."""
+    memo: dict[tuple[int, int], int] = {}
+    cursor = 0
+    for offset, length in sorted(set(spans)):
+        end = offset + length
+        for p in range(cursor, len(final) - length + 1):
+            if final[p : p + length] != template[offset:end]:
+                continue
+            if (p != 0) if offset == 0 else (p == 0 or final[p - 1] != template[offset - 1]):
+                continue
+            if end == len(template):
+                if p + length != len(final):
+                    continue
+            elif p + length >= len(final) or final[p + length] != template[end]:
+                continue
+            memo[(offset, length)] = p
+            cursor = p + length
+            break
+        else:
+            return None
+    return memo
+
+
+@st.composite
+def _edited_prompts(draw: st.DrawFn) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """A template over a two- or three-token alphabet, a copy with a few tokens inserted and deleted (so runs of
+    equal tokens are common, also at both ends), and disjoint spans of the template."""
+    alphabet = draw(st.sampled_from([[1, 2], [1, 2, 3], [7, 2**70]]))
+    template = draw(st.lists(st.sampled_from(alphabet), min_size=1, max_size=14))
+    final = list(template)
+    for _ in range(draw(st.integers(0, 3))):
+        position = draw(st.integers(0, len(final)))
+        delete: bool = draw(st.booleans())
+        if final and delete:
+            del final[min(position, len(final) - 1)]
+        else:
+            final.insert(position, draw(st.sampled_from(alphabet)))
+    assume(len(final) > 0 and final != template)
+    cuts = sorted(draw(st.sets(st.integers(0, len(template)), min_size=2, max_size=6)))
+    pairs = list(itertools.pairwise(cuts))
+    chosen = draw(st.lists(st.booleans(), min_size=len(pairs), max_size=len(pairs)))
+    spans = [(a, b - a) for i, (a, b) in enumerate(pairs) if i == 0 or chosen[i]]
+    return template, final, spans
+
+
+@given(_edited_prompts())
+def test_content_placement_is_the_smallest_anchored_position(
+    prompts: tuple[list[int], list[int], list[tuple[int, int]]],
+) -> None:
+    """Without a splice, every span lands at the smallest anchored position (the sequence ends count as neighbours,
+    SPEC §2.5 step 6d revised) after the previous span, or the call raises exactly when no such position exists."""
+    template, final, spans = prompts
+    expected = _anchored_positions(template, final, spans)
+    placeholders = {"image": [{"offset": offset, "length": length} for offset, length in spans]}
+    if expected is None:
+        with pytest.raises(PlaceholderRemapError):
+            _remap(template, final, placeholders)
+        return
+    result = _remap(template, final, placeholders)
+    assert [r["offset"] for r in result["image"]] == [expected[span] for span in spans]
