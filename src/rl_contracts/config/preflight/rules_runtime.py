@@ -113,7 +113,10 @@ def check_prefix_caching_capability(context: Context) -> None:
     caching on only on compute capability ≥ 8.0, and vLLM 0.32 rejects routed experts without it.  Needs
     ``gpu_capability`` and the vLLM version."""
     reader = context.reader
-    if not (is_vllm(reader) and r3(reader)) or reader.value(f"{VC}.enable_prefix_caching") is not None:
+    if not (is_vllm(reader) and r3(reader)) or reader.value(f"{VC}.enable_prefix_caching") not in (
+        None,
+        ABSENT,
+    ):
         return
     version = context.options.vllm_version
     if version is not None and version < (0, 32):

@@ -11,6 +11,8 @@ from .metrics import *  # noqa: F403
 from .metrics import __all__ as _metrics
 from .prompts import *  # noqa: F403
 from .prompts import __all__ as _prompts
+from .recipes import *  # noqa: F403
+from .recipes import __all__ as _recipes
 from .routes import *  # noqa: F403
 from .routes import __all__ as _routes
 from .splice import *  # noqa: F403
@@ -18,4 +20,4 @@ from .splice import __all__ as _splice
 from .weights import *  # noqa: F403
 from .weights import __all__ as _weights
 
-__all__ = [*_chat, *_config, *_metrics, *_prompts, *_routes, *_splice, *_weights]
+__all__ = [*_chat, *_config, *_metrics, *_prompts, *_recipes, *_routes, *_splice, *_weights]
