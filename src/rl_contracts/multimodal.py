@@ -77,15 +77,10 @@ def _where(modality: str | None, index: int | None) -> str:
     return "" if modality is None else f" (mm_placeholders['{render_name(modality)}'][{index}])"
 
 
-def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> tuple[int, int]:
-    """SPEC §2.4 steps 1–5, with the item's position quoted in messages when known."""
-    fields: list[tuple[str, Any]] = []  # (field name, value or _MISSING)
+def _raw_fields(placeholder_range: Any, modality: str | None, index: int | None) -> list[tuple[str, Any]]:
+    """SPEC §2.4 steps 1–2: dispatch on the container type, then ``(field, value)`` for offset and length."""
     if isinstance(placeholder_range, Mapping):
-        for field in ("offset", "length"):
-            try:
-                fields.append((field, placeholder_range[field]))
-            except KeyError:
-                fields.append((field, _MISSING))
+        fields = [(field, placeholder_range.get(field, _MISSING)) for field in ("offset", "length")]
     elif isinstance(placeholder_range, PlaceholderRange) or (
         dataclasses.is_dataclass(placeholder_range) and not isinstance(placeholder_range, type)
     ):
@@ -100,27 +95,37 @@ def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> 
             modality=modality,
             item_index=index,
         )
-    for field, value in fields:
-        if value is _MISSING:
-            raise PlaceholderRemapError(
-                f"Multimodal placeholder range is missing '{field}'{_where(modality, index)}",
-                modality=modality,
-                item_index=index,
-            )
-    bounds = [(field, value, int_or_none(value)) for field, value in fields]
-    for field, value, bound in bounds:
-        if bound is None:
-            raise PlaceholderTypeError(
-                f"Multimodal placeholder range {field} must be an int, got {type_name(value)}"
-                f"{_where(modality, index)}",
-                argument=field,
-                expected="int",
-                actual=type_name(value),
-                modality=modality,
-                item_index=index,
-            )
-    # Both are ints once the loop passed.
-    offset, length = [bound for _, _, bound in bounds if bound is not None]
+    missing = next((field for field, value in fields if value is _MISSING), None)
+    if missing is not None:
+        raise PlaceholderRemapError(
+            f"Multimodal placeholder range is missing '{missing}'{_where(modality, index)}",
+            modality=modality,
+            item_index=index,
+        )
+    return fields
+
+
+def _int_field(field: str, value: Any, modality: str | None, index: int | None) -> int:
+    """SPEC §2.4 step 3: one bound as a plain int (bools and 0-d float arrays rejected)."""
+    bound = int_or_none(value)
+    if bound is None:
+        raise PlaceholderTypeError(
+            f"Multimodal placeholder range {field} must be an int, got {type_name(value)}{_where(modality, index)}",
+            argument=field,
+            expected="int",
+            actual=type_name(value),
+            modality=modality,
+            item_index=index,
+        )
+    return bound
+
+
+def _bounds(placeholder_range: Any, modality: str | None, index: int | None) -> tuple[int, int]:
+    """SPEC §2.4 steps 1–5, with the item's position quoted in messages when known."""
+    offset, length = (
+        _int_field(field, value, modality, index)
+        for field, value in _raw_fields(placeholder_range, modality, index)
+    )
     if offset < 0 or length < 1:
         raise PlaceholderRemapError(
             f"Multimodal placeholder range has invalid bounds: offset={render(offset)}, "
@@ -219,8 +224,8 @@ def _remap_error(message: str, groups: list[tuple[str, Sequence[Any]]], item: _I
     )
 
 
-def _validate_ranges(groups: list[tuple[str, Sequence[Any]]], template_length: int) -> list[_Item]:
-    """SPEC §2.5 step 3: bounds of every range in input order, then the overlap rule; returns global order."""
+def _items(groups: list[tuple[str, Sequence[Any]]], template_length: int) -> list[_Item]:
+    """SPEC §2.5 step 3, first half: the bounds of every range in input order, each inside the template."""
     items: list[_Item] = []
     for position, (modality, ranges) in enumerate(groups):
         for index, placeholder_range in enumerate(ranges):
@@ -236,7 +241,11 @@ def _validate_ranges(groups: list[tuple[str, Sequence[Any]]], template_length: i
                     item,
                 )
             items.append(item)
-    items.sort()
+    return items
+
+
+def _check_overlaps(groups: list[tuple[str, Sequence[Any]]], items: list[_Item]) -> None:
+    """SPEC §2.5 step 3, second half: in global order, ranges that intersect must be identical."""
     end_before_group = 0  # the largest end of every range before the current group of identical ranges
     group: tuple[int, int] | None = None
     for j, item in enumerate(items):
@@ -254,6 +263,12 @@ def _validate_ranges(groups: list[tuple[str, Sequence[Any]]], template_length: i
                 groups,
                 item,
             )
+
+
+def _validate_ranges(groups: list[tuple[str, Sequence[Any]]], template_length: int) -> list[_Item]:
+    """SPEC §2.5 steps 3 and 5: every range checked, returned in global order."""
+    items = sorted(_items(groups, template_length))
+    _check_overlaps(groups, items)
     return items
 
 

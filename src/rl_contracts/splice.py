@@ -201,6 +201,47 @@ def _terminator_set(
     return tuple(sorted(set(eos)))
 
 
+def _no_boundary_error(
+    terminators: tuple[int, ...], model: list[int], template_prefix: list[int], template: list[int]
+) -> SpliceError:
+    """SPEC §2.2 step 5: the template prefix holds no terminator."""
+    return SpliceError(
+        "No terminator token found in template_prefix_token_ids, so there is no splice boundary to find. "
+        f"Terminators searched for: {render_list(terminators)}. "
+        f"{_summary('model_prefix_token_ids', model)}; "
+        f"{_summary('template_prefix_token_ids', template_prefix)}; {_summary('template_token_ids', template)}",
+        terminators=terminators,
+        count_needed=0,
+    )
+
+
+def _too_few_error(
+    terminators: tuple[int, ...],
+    count_needed: int,
+    count_seen: int,
+    template_prefix: list[int],
+    template: list[int],
+    tokenizer: TokenizerLike | None,
+) -> SpliceError:
+    """SPEC §2.2 step 6: the template holds fewer terminators than its prefix; decoded text when possible."""
+    decode = getattr(tokenizer, "decode", None)
+    decoded = ""
+    if callable(decode):
+        decoded = (
+            f" Decoded template_prefix_token_ids: {_decoded(decode, template_prefix)};"
+            f" decoded template_token_ids: {_decoded(decode, template)}."
+        )
+    return SpliceError(
+        f"EOS token #{count_needed} not found in template_token_ids (only found {count_seen} EOS tokens "
+        f"total, searching for terminators {render_list(terminators)})! "
+        f"{_summary('template_prefix_token_ids', template_prefix)}; "
+        f"{_summary('template_token_ids', template)}.{decoded}",
+        terminators=terminators,
+        count_needed=count_needed,
+        count_seen=count_seen,
+    )
+
+
 def splice_prefix_tokens(
     *,
     tokenizer: TokenizerLike | None = None,
@@ -250,32 +291,10 @@ def splice_prefix_tokens(
     ends_with_terminator = model[-1] in set(terminators)
     count_needed = int(np.count_nonzero(member_mask(int_array(template_prefix), terminators)))
     if count_needed == 0:
-        raise SpliceError(
-            "No terminator token found in template_prefix_token_ids, so there is no splice boundary to find. "
-            f"Terminators searched for: {render_list(terminators)}. "
-            f"{_summary('model_prefix_token_ids', model)}; "
-            f"{_summary('template_prefix_token_ids', template_prefix)}; {_summary('template_token_ids', template)}",
-            terminators=terminators,
-            count_needed=0,
-        )
+        raise _no_boundary_error(terminators, model, template_prefix, template)
     positions = np.flatnonzero(member_mask(int_array(template), terminators))
     if len(positions) < count_needed:
-        decode = getattr(tokenizer, "decode", None)
-        decoded = ""
-        if callable(decode):
-            decoded = (
-                f" Decoded template_prefix_token_ids: {_decoded(decode, template_prefix)};"
-                f" decoded template_token_ids: {_decoded(decode, template)}."
-            )
-        raise SpliceError(
-            f"EOS token #{count_needed} not found in template_token_ids (only found {len(positions)} EOS tokens "
-            f"total, searching for terminators {render_list(terminators)})! "
-            f"{_summary('template_prefix_token_ids', template_prefix)}; "
-            f"{_summary('template_token_ids', template)}.{decoded}",
-            terminators=terminators,
-            count_needed=count_needed,
-            count_seen=len(positions),
-        )
+        raise _too_few_error(terminators, count_needed, len(positions), template_prefix, template, tokenizer)
     pos = int(positions[count_needed - 1])
     cut_start = pos + 1 if ends_with_terminator else pos
     return PrefixSplice.model_construct(
