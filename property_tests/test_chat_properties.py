@@ -1,8 +1,10 @@
-"""Properties of chat token information, routed-experts attachment and the dynamic dump (SPEC §3.5, §5; §7)."""
+"""Properties of chat token information (weight versions too), routed-experts attachment, the dynamic dump and
+tool-call normalisation (SPEC §2.2.2, §3.5, §4.3, §5; §7)."""
 
 from __future__ import annotations
 
 import copy
+import json
 import math
 import pickle
 from collections import Counter
@@ -20,11 +22,16 @@ from rl_contracts.chat import (
     attach_routed_experts_to_chat_response_choices,
     attach_token_information_to_chat_response_choices,
     model_dump_chat_response_with_dynamic_message_fields,
+    normalize_tool_call_arguments,
 )
 from rl_contracts.codec import decode_routed_experts
 from rl_contracts.errors import (
     ChatResponseContractError,
+    ContractError,
+    ContractTypeError,
     RoutedExpertsError,
+    SpliceError,
+    WeightVersionError,
 )
 from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
 from rl_contracts.testing import assert_contract_error
@@ -36,7 +43,9 @@ from rl_contracts.testing.strategies import (
     chat_exchanges,
     hostile_chat_exchanges,
     hostile_routed_chat_exchanges,
+    hostile_tool_call_histories,
     routed_chat_exchanges,
+    tool_call_histories,
 )
 
 CARRY_DTYPES = st.sampled_from([torch.int8, torch.int16, torch.int32])
@@ -83,12 +92,39 @@ def test_token_information_is_invariant_under_permuting_choices(exchange: tuple[
     assert _by_index(response) == _by_index(shuffled)
 
 
+@given(chat_exchanges())
+def test_token_information_carries_the_weight_versions_of_every_output(exchange: tuple[Any, Any]) -> None:
+    """SPEC §4.3: an output with spans gives its message a new list of span dicts; one without leaves it unset."""
+    response, request_output = exchange
+    attach_token_information_to_chat_response_choices(response, request_output)
+    outputs = {o.index: o for o in request_output.outputs}
+    for choice in response.choices:
+        raw = getattr(outputs[choice.index], "weight_versions", None)
+        if raw is None:
+            assert not hasattr(choice.message, "weight_versions")
+            continue
+        expected = [
+            dict(span)
+            if isinstance(span, dict)
+            else dict(zip(("version", "start", "end"), span, strict=True))
+            for span in raw
+        ]
+        assert choice.message.weight_versions == expected
+        assert choice.message.weight_versions is not raw
+        assert [span["end"] for span in expected][-1:] == (
+            [len(outputs[choice.index].token_ids)] if raw else []
+        )
+
+
+_TOKEN_ERRORS = {"weight_versions_overrun": WeightVersionError, "weight_versions_form": ContractTypeError}
+
+
 @given(hostile_chat_exchanges())
 def test_failed_token_information_leaves_the_response_exactly_as_it_was(case: tuple[Any, Any, str]) -> None:
-    """Inv. 1, 2: a broken exchange raises a bounded, picklable ChatResponseContractError; nothing changes."""
-    response, request_output, _ = case
+    """Inv. 1, 2: a broken exchange raises a bounded, picklable error of its class; nothing changes."""
+    response, request_output, how = case
     before, request_before = copy.deepcopy(response), pickle.dumps(request_output)
-    with pytest.raises(ChatResponseContractError) as info:
+    with pytest.raises(_TOKEN_ERRORS.get(how, ChatResponseContractError)) as info:
         attach_token_information_to_chat_response_choices(response, request_output)
     assert_contract_error(info.value)
     assert response == before
@@ -173,7 +209,7 @@ def _plain_dump(response: Any) -> dict[str, Any]:
 
 @given(routed_chat_exchanges(), st.booleans())
 def test_dump_carries_every_dynamic_field_by_identity(exchange: tuple[Any, Any, int], pydantic: bool) -> None:
-    """Inv. 19: every non-None dynamic field of choice i is at ``dump["choices"][i]["message"][field]``, by identity."""
+    """Inv. 19: every non-None dynamic field of choice i (weight versions too) is at its place in the dump, by identity."""
     response, request_output, routes_start = exchange
     indices = {choice.index for choice in response.choices}
     request_output.outputs = [
@@ -191,10 +227,12 @@ def test_dump_carries_every_dynamic_field_by_identity(exchange: tuple[Any, Any, 
     attach_routed_experts_to_chat_response_choices(
         response, request_output, device="cpu", routes_start=routes_start
     )
+    for output in request_output.outputs:
+        output.weight_versions = [("v1", 0, len(output.token_ids))] if output.token_ids else []
     attach_token_information_to_chat_response_choices(response, request_output)
     dump = model_dump_chat_response_with_dynamic_message_fields(response)
     for choice, dumped in zip(response.choices, dump["choices"], strict=True):
-        for name in DYNAMIC_MESSAGE_FIELDS:
+        for name in (*DYNAMIC_MESSAGE_FIELDS, "weight_versions"):
             value = getattr(choice.message, name, None)
             assert value is not None
             assert dumped["message"][name] is value
@@ -214,3 +252,46 @@ def test_a_response_without_choices_only_matches_empty_outputs(exchange: tuple[A
     assert (error is None) == (not outputs)
     assert error is None or error.unexpected_output_indices == outputs
     assert response == SimpleNamespace(id="empty")
+
+
+def _normalized(messages: list[Any], end: int) -> list[Any]:
+    """The oracle of SPEC §2.2.2, written independently: a normalised deep copy of ``messages``."""
+    result = copy.deepcopy(messages)
+    for message in result[:end]:
+        calls = message.get("tool_calls")
+        if not isinstance(calls, list):
+            continue
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                try:
+                    parsed = json.loads(function["arguments"])
+                except (ValueError, RecursionError):
+                    parsed = None
+                function["arguments"] = parsed if isinstance(parsed, dict) else {}
+    return result
+
+
+@given(tool_call_histories(), st.data())
+def test_tool_call_arguments_become_mappings_before_the_index(
+    messages: list[Any], data: st.DataObject
+) -> None:
+    """SPEC §2.2.2: string arguments before ``before_index`` become their JSON object or {}; nothing else changes."""
+    before_index = data.draw(st.one_of(st.none(), st.integers(0, len(messages))), label="before_index")
+    expected = _normalized(messages, len(messages) if before_index is None else before_index)
+    normalize_tool_call_arguments(messages, before_index)
+    assert messages == expected
+    normalize_tool_call_arguments(messages, before_index)  # idempotent
+    assert messages == expected
+
+
+@given(hostile_tool_call_histories())
+def test_rejected_tool_call_normalisation_changes_nothing(case: tuple[Any, Any, str]) -> None:
+    """Inv. 1, 2: a broken call raises a bounded, picklable error of its class and mutates nothing."""
+    messages, before_index, how = case
+    before = repr(messages)  # a read-only function (mappingproxy) cannot be deep-copied
+    expected: type[ContractError] = SpliceError if how == "before_index_range" else ContractTypeError
+    with pytest.raises(expected) as info:
+        normalize_tool_call_arguments(messages, before_index)
+    assert_contract_error(info.value)
+    assert repr(messages) == before

@@ -1,4 +1,5 @@
-"""Token information and routed experts on OpenAI-style chat responses, and the dynamic-field dump (SPEC §3.5, §5)."""
+"""Token information (weight versions too) and routed experts on OpenAI-style chat responses, the dynamic-field
+dump, and tool-call normalisation (SPEC §2.2.2, §3.5, §4.3, §5)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,15 @@ from rl_contracts.chat import (
     attach_routed_experts_to_chat_response_choices,
     attach_token_information_to_chat_response_choices,
     model_dump_chat_response_with_dynamic_message_fields,
+    normalize_tool_call_arguments,
 )
 from rl_contracts.errors import (
     ChatResponseContractError,
     ContractError,
     ContractTypeError,
     RoutedExpertsError,
+    SpliceError,
+    WeightVersionError,
 )
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import ChatResponseModel, RecordingLogger, RefusingMessage
@@ -1229,3 +1233,235 @@ def test_positions_the_bulk_path_cannot_read_are_checked_one_by_one(
             attach_token_information_to_chat_response_choices(response, request_output)
         assert (info.value.choice_index, info.value.token_id) == (0, 9)
     assert positions == [0, 1, 2]
+
+
+# --- weight versions on token information (§4.3, §5.1, §5.2) ----------------------------------------------------
+
+RECORDED_WEIGHTS = json.loads((DATA / "generate_weight_versions.json").read_text())
+
+
+def _recorded_stepped_exchange() -> tuple[Any, Any, list[dict[str, Any]]]:
+    """The real vLLM 0.32 request stepped across ``set_weight_version("8")``, with a log-prob per sampled token."""
+    request = RECORDED_WEIGHTS["stepped"]["request_outputs"][0]
+    recorded = request["outputs"][0]
+    output = _output(
+        recorded["index"],
+        recorded["token_ids"],
+        [{token_id: -1.0} for token_id in recorded["token_ids"]],
+        weight_versions=[
+            (span["version"], span["start"], span["end"]) for span in recorded["weight_versions"]
+        ],
+    )
+    response, request_output = _exchange([output], prompt=request["prompt_token_ids"])
+    return response, request_output, recorded["weight_versions"]
+
+
+def test_recorded_weight_versions_are_attached_as_span_dicts() -> None:
+    """The two recorded spans of a real 0.32 output land on the message as version/start/end dicts."""
+    response, request_output, spans = _recorded_stepped_exchange()
+    assert [span["version"] for span in spans] == ["7", "8"]
+    attach_token_information_to_chat_response_choices(response, request_output)
+    assert _message(response, 0).weight_versions == spans
+
+
+@pytest.mark.parametrize(
+    "spans",
+    [
+        [{"version": "7", "start": 0, "end": 2}],
+        [("7", 0, 1), ("8", 1, 2)],
+        (("7", 0, 2),),
+    ],
+)
+def test_every_span_form_becomes_a_new_list_of_dicts(spans: Any) -> None:
+    """Mappings and tuples, in a list or a tuple, give a new list of fresh dicts, never the output's objects."""
+    output = _output(0, [7, 8], [{7: -0.5}, {8: -1.0}], weight_versions=spans)
+    response, request_output = _exchange([output])
+    attach_token_information_to_chat_response_choices(response, request_output)
+    attached = _message(response, 0).weight_versions
+    assert type(attached) is list
+    assert all(type(span) is dict and list(span) == ["version", "start", "end"] for span in attached)
+    assert attached is not spans
+    assert all(span is not original for span, original in zip(attached, spans, strict=True))
+    assert attached[-1]["end"] == 2
+
+
+def test_output_without_tokens_and_empty_spans_gets_an_empty_list() -> None:
+    """An output with no tokens and no spans gets ``weight_versions == []``."""
+    response, request_output = _exchange([_output(0, [], None, weight_versions=[])])
+    attach_token_information_to_chat_response_choices(response, request_output)
+    assert _message(response, 0).weight_versions == []
+
+
+@pytest.mark.parametrize("extra", [{}, {"weight_versions": None}])
+def test_output_without_weight_versions_leaves_the_message_without_them(extra: dict[str, Any]) -> None:
+    """A missing or ``None`` ``weight_versions`` sets nothing: the message has no such attribute afterwards."""
+    response, request_output = _exchange([_output(0, [7], [{7: -0.5}], **extra)])
+    attach_token_information_to_chat_response_choices(response, request_output)
+    assert not hasattr(_message(response, 0), "weight_versions")
+
+
+@pytest.mark.parametrize(
+    ("spans", "cls", "attribute"),
+    [
+        ([("7", 0, 1)], WeightVersionError, {"span_index": 0, "token_count": 2}),
+        ([("7", 0, 1), ("8", 2, 2)], WeightVersionError, {"span_index": 1}),
+        ([("7", 0, 1), ("7", 1, 2)], WeightVersionError, {"span_index": 1, "version": "7"}),
+        ([["7", 0, 2]], ContractTypeError, {"argument": "completion_output.weight_versions[0]"}),
+        ("7:0:2", ContractTypeError, {"argument": "completion_output.weight_versions"}),
+    ],
+)
+def test_bad_weight_versions_raise_their_own_error_and_change_nothing(
+    spans: Any, cls: type[ContractError], attribute: dict[str, Any]
+) -> None:
+    """Spans that do not tile the tokens, or of another form, raise the spans' error after a good choice; the
+    response stays untouched."""
+    good = _output(0, [5], [{5: -0.1}], weight_versions=[("7", 0, 1)])
+    bad = _output(1, [7, 8], [{7: -0.5}, {8: -1.0}], weight_versions=spans)
+    response, request_output = _exchange([good, bad])
+    before = copy.deepcopy(response)
+    with pytest.raises(cls) as caught:
+        attach_token_information_to_chat_response_choices(response, request_output)
+    assert_contract_error(caught.value)
+    assert {name: getattr(caught.value, name) for name in attribute} == attribute
+    assert response == before
+
+
+def test_a_message_refusing_weight_versions_restores_every_field() -> None:
+    """A message that refuses ``weight_versions`` (the last field set) leaves every choice as it was."""
+    output = _output(0, [7], [{7: -0.5}], weight_versions=[("7", 0, 1)])
+    response, request_output = _exchange([output])
+    response.choices[0].message = RefusingMessage("weight_versions", role="assistant")
+    before = copy.deepcopy(response)
+    with pytest.raises(ChatResponseContractError, match=r"message\.weight_versions") as caught:
+        attach_token_information_to_chat_response_choices(response, request_output)
+    assert caught.value.choice_index == 0
+    assert response == before
+
+
+def test_dump_keeps_weight_versions_after_the_dynamic_fields() -> None:
+    """The dump writes ``weight_versions`` by identity, after the four dynamic fields."""
+    response = ChatResponseModel.with_choices([0])
+    request_output = SimpleNamespace(
+        prompt_token_ids=[1, 2], outputs=[_output(0, [7], [{7: -0.5}], weight_versions=[("7", 0, 1)])]
+    )
+    attach_token_information_to_chat_response_choices(response, request_output)
+    dumped = model_dump_chat_response_with_dynamic_message_fields(response)["choices"][0]["message"]
+    assert dumped["weight_versions"] is getattr(response.choices[0].message, "weight_versions")  # noqa: B009
+    assert list(dumped)[-4:] == [
+        "prompt_token_ids",
+        "generation_token_ids",
+        "generation_log_probs",
+        "weight_versions",
+    ]
+
+
+# --- normalize_tool_call_arguments (§2.2.2) ----------------------------------------------------------------------
+
+
+def _call(arguments: object, name: str = "get_weather") -> dict[str, Any]:
+    return {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _history(*calls: Any) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": list(calls)},
+        {"role": "tool", "content": "sunny", "tool_call_id": "call_get_weather"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ('{"city": "Paris", "days": 2}', {"city": "Paris", "days": 2}),
+        ("{}", {}),
+        ("", {}),
+        ('{"city": ', {}),
+        ("[1, 2]", {}),
+        ("null", {}),
+        ('"Paris"', {}),
+        ("[" * 100_000, {}),  # too deep for json.loads: does not parse
+    ],
+)
+def test_string_arguments_become_their_json_object_or_empty(arguments: str, expected: dict[str, Any]) -> None:
+    """A JSON-object string becomes that object; anything else that is a string becomes {}."""
+    messages = _history(_call(arguments))
+    normalize_tool_call_arguments(messages)
+    assert messages[1]["tool_calls"][0]["function"]["arguments"] == expected
+
+
+def test_non_string_arguments_and_messages_without_tool_calls_are_left_alone() -> None:
+    """Mappings (by identity), other values, malformed calls and non-list tool_calls are not touched."""
+    mapping = {"city": "Paris"}
+    calls: list[Any] = [_call(mapping), _call(None, "a"), _call(7, "b"), "not a call", {"function": "x"}]
+    messages = _history(*calls)
+    messages.append({"role": "assistant", "tool_calls": (_call('{"x": 1}', "tupled"),)})
+    messages.append({"role": "assistant", "tool_calls": {"0": _call('{"x": 1}', "keyed")}})
+    before = copy.deepcopy(messages)
+    normalize_tool_call_arguments(messages)
+    assert messages == before
+    assert messages[1]["tool_calls"][0]["function"]["arguments"] is mapping
+
+
+def test_only_messages_before_the_index_are_normalised() -> None:
+    """``before_index`` bounds the messages normalised; 0 normalises none, ``len(messages)`` all."""
+    messages = [
+        *_history(_call('{"a": 1}')),
+        {"role": "assistant", "tool_calls": [_call('{"b": 2}', "later")]},
+    ]
+    untouched = copy.deepcopy(messages)
+    normalize_tool_call_arguments(messages, before_index=0)
+    assert messages == untouched
+    normalize_tool_call_arguments(messages, before_index=3)
+    assert messages[1]["tool_calls"][0]["function"]["arguments"] == {"a": 1}
+    assert messages[3]["tool_calls"][0]["function"]["arguments"] == '{"b": 2}'
+    normalize_tool_call_arguments(messages, before_index=np.int64(4))
+    assert messages[3]["tool_calls"][0]["function"]["arguments"] == {"b": 2}
+
+
+def test_each_empty_replacement_is_a_new_dict() -> None:
+    """Two unparsable arguments get two distinct {} objects, so editing one never changes the other."""
+    messages = _history(_call("x", "a"), _call("y", "b"))
+    normalize_tool_call_arguments(messages)
+    first, second = (call["function"]["arguments"] for call in messages[1]["tool_calls"])
+    assert first == second == {}
+    assert first is not second
+
+
+@pytest.mark.parametrize(
+    ("messages", "before_index", "cls", "argument"),
+    [
+        (tuple(_history(_call("{}"))), None, ContractTypeError, "messages"),
+        ("messages", None, ContractTypeError, "messages"),
+        ([*_history(_call("{}")), "a message"], 1, ContractTypeError, "messages[3]"),
+        (_history(_call("{}")), True, ContractTypeError, "before_index"),
+        (_history(_call("{}")), 1.0, ContractTypeError, "before_index"),
+        (_history(_call("{}")), -1, SpliceError, None),
+        (_history(_call("{}")), 4, SpliceError, None),
+    ],
+)
+def test_bad_arguments_are_rejected_before_any_change(
+    messages: Any, before_index: Any, cls: type[ContractError], argument: str | None
+) -> None:
+    """Every argument is checked (every message, even past ``before_index``) before anything is replaced."""
+    before = copy.deepcopy(messages)
+    with pytest.raises(cls) as caught:
+        normalize_tool_call_arguments(messages, before_index)
+    assert_contract_error(caught.value)
+    if argument is not None:
+        assert isinstance(caught.value, ContractTypeError)
+        assert caught.value.argument == argument
+    else:
+        assert f"got {before_index}" in str(caught.value)
+        assert f"0..{len(messages)}" in str(caught.value)
+    assert messages == before
+
+
+def test_a_read_only_function_is_rejected_before_earlier_calls_change() -> None:
+    """A read-only ``function`` with string arguments raises, and the call before it keeps its string."""
+    frozen = {"id": "call_frozen", "function": MappingProxyType({"name": "f", "arguments": "{}"})}
+    messages = _history(_call('{"a": 1}'), frozen)
+    with pytest.raises(ContractTypeError) as caught:
+        normalize_tool_call_arguments(messages)
+    assert caught.value.argument == "messages[1]['tool_calls'][1]['function']"
+    assert messages[1]["tool_calls"][0]["function"]["arguments"] == '{"a": 1}'

@@ -5,7 +5,9 @@
 - :func:`attach_routed_experts_to_chat_response_choices`: every choice's aligned routes, as an ``nrlre1``
   envelope string in ``message.routed_experts``;
 - :func:`model_dump_chat_response_with_dynamic_message_fields`: a dump that keeps those fields whatever the
-  response model's extra-field policy.
+  response model's extra-field policy;
+- :func:`normalize_tool_call_arguments`: tool-call arguments as mappings, before a chat history is rendered for a
+  splice (SPEC §2.2.2).
 
 Both attach functions match choices to generation outputs by ``index`` (one shared matcher), run every check (and
 every alignment and encoding) before the first assignment, and restore every attribute they already set if an
@@ -16,10 +18,11 @@ vLLM's pydantic ``ChatCompletionResponse``, other pydantic models or ``SimpleNam
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import operator
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,11 +30,12 @@ import torch
 
 from ._messages import render, render_list, render_name, type_name
 from ._routes import WIRE_DTYPE_NAMES, carry_dtype, non_negative, torch_device
-from .checks import int_or_none, token_ids
+from .checks import int_or_none, is_sequence, require_int, require_sequence, token_ids
 from .codec import encode_routed_experts
-from .errors import ChatResponseContractError, ContractTypeError
+from .errors import ChatResponseContractError, ContractTypeError, SpliceError
 from .protocols import ChatResponseLike, LoggerLike, RequestOutputLike
 from .routed_experts import ROUTED_EXPERTS_FALLBACK_DTYPE, pad_and_align_routed_expert_indices
+from .weights import weight_version_spans
 
 __all__ = [
     "DYNAMIC_MESSAGE_FIELDS",
@@ -40,6 +44,7 @@ __all__ = [
     "attach_routed_experts_to_chat_response_choices",
     "attach_token_information_to_chat_response_choices",
     "model_dump_chat_response_with_dynamic_message_fields",
+    "normalize_tool_call_arguments",
 ]
 
 VLLM_LOGPROB_FLOOR: float = -9999.0
@@ -51,7 +56,11 @@ DYNAMIC_MESSAGE_FIELDS: tuple[str, ...] = (
     "generation_token_ids",
     "generation_log_probs",
 )
-"""The message attributes the attach functions set, in the order the dump writes them."""
+"""The message attributes the attach functions set, in the order the dump writes them (SPEC §5)."""
+
+_WEIGHT_VERSIONS = "weight_versions"
+"""The message attribute token information also sets when the output carries weight versions (SPEC §4.3); the dump
+writes it after :data:`DYNAMIC_MESSAGE_FIELDS`."""
 
 ROUTED_EXPERTS_FALLBACK_WARNING = (
     "R3 router replay fallback: vLLM returned incomplete routed_experts for chat choice_idx=%d, "
@@ -97,9 +106,12 @@ def attach_token_information_to_chat_response_choices(
     For each choice of ``response.choices``, matched by ``index`` to the output of
     ``final_request_output.outputs`` with the same ``index``, sets ``message.prompt_token_ids`` (a fresh list per
     choice), ``message.generation_token_ids`` and ``message.generation_log_probs`` (``max(logprob, -9999.0)`` of
-    each sampled token; ``-inf`` becomes ``-9999.0``).  ``choice.logprobs.content`` is ignored.  Returns
-    ``response``, mutated atomically: every check runs first, and a failing assignment restores every attribute
-    already set before the error is raised.
+    each sampled token; ``-inf`` becomes ``-9999.0``).  When the output carries weight versions (vLLM >= 0.32),
+    also sets ``message.weight_versions``: the spans checked by
+    :func:`~rl_contracts.weights.weight_version_spans`, as a new list of ``{"version", "start", "end"}`` dicts; an
+    output without them leaves that attribute alone (SPEC §4.3).  ``choice.logprobs.content`` is ignored.
+    Returns ``response``, mutated atomically: every check runs first, and a failing assignment restores every
+    attribute already set before the error is raised.
 
     Raises:
         ChatResponseContractError: no ``prompt_token_ids``; a non-int or duplicate output or choice index;
@@ -109,6 +121,10 @@ def attach_token_information_to_chat_response_choices(
             a log-prob that is not a number, NaN or ``+inf``; a choice without ``message``; ids that are not
             ints; an assignment the message refuses.  Attributes ``choice_index``, ``token_id``,
             ``token_count``, ``logprob_count``.
+        WeightVersionError, ContractTypeError: the output's ``weight_versions`` are malformed or do not tile its
+            tokens, propagated unchanged from :func:`~rl_contracts.weights.weight_version_spans` (its span
+            attributes name the first bad span; ``.output_index`` is the choice's index).  Fail-closed reading of
+            SPEC §4.3 "after the same validation": the spans' own error, not a re-worded one.
 
     Example: prompt ids ``[1, 2, 3]`` and a choice with token ids ``[7, 8]`` whose sampled log-probs are
     ``-0.5`` and ``-10000.0`` get ``generation_log_probs == [-0.5, -9999.0]``.
@@ -126,11 +142,15 @@ def attach_token_information_to_chat_response_choices(
     for index, choice, output in _match_choices(response, final_request_output, _TOKENS, exact=True):
         generated, log_probs = _token_information(index, output)
         message = _message(choice, index, _TOKENS)
-        fields = (
+        fields: tuple[tuple[str, object], ...] = (
             ("prompt_token_ids", list(prompt_ids)),
             ("generation_token_ids", generated),
             ("generation_log_probs", log_probs),
         )
+        spans = weight_version_spans(output)
+        if spans is not None:
+            versions = [{"version": span.version, "start": span.start, "end": span.end} for span in spans]
+            fields = (*fields, (_WEIGHT_VERSIONS, versions))
         plan.append((index, message, fields))
     _assign(plan, _TOKENS)
     return response
@@ -227,8 +247,9 @@ def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseL
 
     Returns ``response.model_dump()`` in which, pairing ``response.choices`` with the dumped ``"choices"``
     position by position (up to the shorter of the two), every non-``None`` field of
-    :data:`DYNAMIC_MESSAGE_FIELDS` on ``choice.message`` is written into ``choice_dict["message"]`` by
-    reference (overwriting an existing key; a missing or ``None`` message dict becomes a new dict).
+    :data:`DYNAMIC_MESSAGE_FIELDS`, then ``weight_versions`` (SPEC §4.3), on ``choice.message`` is written into
+    ``choice_dict["message"]`` by reference (overwriting an existing key; a missing or ``None`` message dict
+    becomes a new dict).
 
     Raises:
         ContractTypeError: ``response`` has no callable ``model_dump``; the dump is not a dict; ``choices`` (on
@@ -249,8 +270,7 @@ def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseL
     dumped = result.get("choices")
     if choices is None or dumped is None:
         return result
-    if isinstance(choices, str | bytes) or not isinstance(choices, Sequence):
-        raise ContractTypeError.for_value("response.choices", "a sequence of choices", choices)
+    choices = require_sequence(choices, "response.choices", "a sequence of choices")
     if not isinstance(dumped, list | tuple):
         raise ContractTypeError.for_value(
             "response.model_dump()['choices']", "a list of choice dicts", dumped
@@ -259,7 +279,7 @@ def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseL
         message = getattr(choices[position], "message", None)
         present = [
             (name, value)
-            for name in DYNAMIC_MESSAGE_FIELDS
+            for name in (*DYNAMIC_MESSAGE_FIELDS, _WEIGHT_VERSIONS)
             if message is not None and (value := getattr(message, name, None)) is not None
         ]
         if not present:
@@ -276,11 +296,79 @@ def model_dump_chat_response_with_dynamic_message_fields(response: ChatResponseL
     return result
 
 
+def normalize_tool_call_arguments(messages: list[dict[str, Any]], before_index: int | None = None) -> None:
+    """Replace every JSON-string tool-call ``function.arguments`` in ``messages[:before_index]`` by a mapping.
+
+    Some chat templates (Gemma-4's) refuse the JSON string OpenAI clients send and need a mapping.  For every
+    message ``messages[i]`` with ``i < before_index`` (all messages when ``None``) whose ``tool_calls`` is a list,
+    each call that is a mapping whose ``function`` is a mapping holding a ``str`` ``arguments`` gets that string
+    replaced by ``json.loads(arguments)`` when it parses to a JSON object, else by a new ``{}`` (a template that
+    renders empty arguments beats one that cannot render; the splice then replaces the rendered history with the
+    model's exact tokens).  Every other value is left alone.  Mutates ``messages`` in place, as the reference does
+    (SPEC §2.2.2), and only after every check has passed; returns ``None``.
+
+    Fail-closed reading: a ``function`` mapping that holds a ``str`` ``arguments`` but cannot be assigned to (a
+    read-only mapping) is an error, found before anything is replaced; text nested too deeply for
+    ``json.loads`` does not parse, so it becomes ``{}``.
+
+    Raises:
+        ContractTypeError: ``messages`` is not a list, an item is not a mapping (``argument`` names it),
+            ``before_index`` is not an int (or ``None``), or a ``function`` to normalise is read-only.
+        SpliceError: ``before_index`` is outside ``0..len(messages)``.  (This prepares a splice, SPEC §2.2.)
+
+    >>> history = [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": '{"x": 1}'}}]}]
+    >>> normalize_tool_call_arguments(history)
+    >>> history[0]["tool_calls"][0]["function"]["arguments"]
+    {'x': 1}
+    """
+    if not isinstance(messages, list):
+        raise ContractTypeError.for_value("messages", "a list of message mappings", messages)
+    end = len(messages)
+    if before_index is not None:
+        end = require_int(before_index, "before_index")
+        if not 0 <= end <= len(messages):
+            raise SpliceError(
+                f"before_index must lie in 0..len(messages) = 0..{len(messages)} (or be None for every message), "
+                f"got {render(end)}"
+            )
+    replacements: list[tuple[MutableMapping[str, Any], object]] = []
+    for position, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise ContractTypeError.for_value(f"messages[{position}]", "a message mapping", message)
+        if position >= end:
+            continue
+        calls = message.get("tool_calls")
+        if not isinstance(calls, list):
+            continue
+        for number, call in enumerate(calls):
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(function, Mapping) or not isinstance(function.get("arguments"), str):
+                continue
+            if not isinstance(function, MutableMapping):
+                raise ContractTypeError.for_value(
+                    f"messages[{position}]['tool_calls'][{number}]['function']",
+                    "a mutable mapping, so its string arguments can be replaced",
+                    function,
+                )
+            replacements.append((function, _parsed_arguments(function["arguments"])))
+    for function, arguments in replacements:
+        function["arguments"] = arguments
+
+
+def _parsed_arguments(text: str) -> object:
+    """``json.loads(text)`` when it is a JSON object, else a new ``{}`` (SPEC §2.2.2)."""
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def _sequence(value: object, where: str, wording: _Wording) -> Sequence[Any]:
     """``value`` as a sequence (``None`` means empty), else ``ChatResponseContractError``."""
     if value is None:
         return ()
-    if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence):
+    if not is_sequence(value):
         raise ChatResponseContractError(
             f"vLLM returned {where} that is not a sequence {wording.attaching}: got {type_name(value)}."
         )

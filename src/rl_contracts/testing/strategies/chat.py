@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the chat-response contracts (SPEC §3.5, §5; §7 invariants 1, 2, 17, 18, 19).
+"""Hypothesis strategies for the chat contracts (SPEC §2.2.2, §3.5, §4.3, §5; §7 invariants 1, 2, 17, 18, 19).
 
 Responses and request outputs are ``SimpleNamespace`` stand-ins shaped like vLLM's ``ChatCompletionResponse`` and
 ``RequestOutput`` (the library reads them by attribute only):
@@ -7,7 +7,9 @@ Responses and request outputs are ``SimpleNamespace`` stand-ins shaped like vLLM
 - :func:`hostile_logprobs`: NaN, ``+inf``, ``None``, strings, huge ints and objects;
 - :func:`chat_exchanges`: a response and its matching request output, choices and outputs in independent orders;
 - :func:`routed_chat_exchanges`: the same with routes (current or legacy layout, complete, missing or surplus);
-- :func:`hostile_chat_exchanges`, :func:`hostile_routed_chat_exchanges`: an exchange broken in exactly one way.
+- :func:`hostile_chat_exchanges`, :func:`hostile_routed_chat_exchanges`: an exchange broken in exactly one way;
+- :func:`tool_call_histories`, :func:`hostile_tool_call_histories`: chat histories with tool calls (well-formed
+  and malformed) for tool-call normalisation (SPEC §2.2.2), and calls of it broken in one way.
 
 Stand-ins for hand-written tests: :class:`ChatResponseModel` (pydantic, shaped like vLLM's
 ``ChatCompletionResponse``, extra fields allowed), :class:`RefusingMessage` and :class:`RecordingLogger`.
@@ -15,9 +17,11 @@ Stand-ins for hand-written tests: :class:`ChatResponseModel` (pydantic, shaped l
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 from collections.abc import Sequence
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -34,8 +38,10 @@ __all__ = [
     "hostile_chat_exchanges",
     "hostile_logprobs",
     "hostile_routed_chat_exchanges",
+    "hostile_tool_call_histories",
     "routed_chat_exchanges",
     "sampled_logprobs",
+    "tool_call_histories",
 ]
 
 
@@ -152,6 +158,23 @@ def _routes(draw: st.DrawFn, rows: int, layers: int, topk: int, experts: int) ->
     return np.asarray(values, dtype=np.uint8).reshape(rows, layers, topk)
 
 
+def _weight_versions(draw: st.DrawFn, token_count: int) -> list[object]:
+    """Valid spans tiling ``token_count`` tokens, each a ``(version, start, end)`` tuple or its JSON mapping."""
+    cuts = (
+        sorted(set(draw(st.lists(st.integers(1, max(token_count - 1, 1)), max_size=3))))
+        if token_count
+        else []
+    )
+    bounds = [0, *[cut for cut in cuts if cut < token_count], token_count] if token_count else []
+    spans: list[object] = []
+    for number, (start, end) in enumerate(itertools.pairwise(bounds)):
+        version = f"v{number + draw(st.integers(0, 1)) * 100}"
+        spans.append(
+            (version, start, end) if draw(st.booleans()) else {"version": version, "start": start, "end": end}
+        )
+    return spans
+
+
 @st.composite
 def _exchange(
     draw: st.DrawFn, *, routes: bool, max_choices: int, extra_outputs: bool
@@ -168,6 +191,8 @@ def _exchange(
     for index in [*indices, *unmatched]:
         token_ids = draw(st.lists(st.integers(0, 60), max_size=5))
         output = SimpleNamespace(index=index, token_ids=token_ids, logprobs=_logprob_entries(draw, token_ids))
+        if not routes and draw(st.booleans()):
+            output.weight_versions = _weight_versions(draw, len(token_ids))
         if routes:
             expected = max(len(prompt) + len(token_ids) - 1 - routes_start - prompt_routes, 0)
             rows = max(expected + draw(st.sampled_from([0, 0, 1, -1, -3])), 0)
@@ -193,7 +218,9 @@ def chat_exchanges(*, max_choices: int = 4) -> st.SearchStrategy[tuple[SimpleNam
     """A chat response and its final request output for token information (SPEC §5.1): every check passes.
 
     Choice indices are distinct (not necessarily ``0..n-1``); choices and outputs come in independent orders; each
-    position's log-probs hold the sampled token (values from :func:`sampled_logprobs`) plus a few others.
+    position's log-probs hold the sampled token (values from :func:`sampled_logprobs`) plus a few others.  About
+    half the outputs carry ``weight_versions`` (SPEC §4.3): spans tiling their tokens with changing labels, as
+    ``(version, start, end)`` tuples or their JSON mappings (an empty list for an output without tokens).
     """
     return _exchange(routes=False, max_choices=max_choices, extra_outputs=False).map(lambda e: (e[0], e[1]))
 
@@ -231,6 +258,8 @@ _TOKEN_BREAKS = (
     "message_refuses",
     "outputs_not_sequence",
     "choices_not_sequence",
+    "weight_versions_overrun",
+    "weight_versions_form",
 )
 
 
@@ -239,8 +268,9 @@ def hostile_chat_exchanges(draw: st.DrawFn) -> tuple[SimpleNamespace, SimpleName
     """``(response, request_output, how)``: a token-information exchange broken in exactly one way named ``how``.
 
     Every break makes :func:`~rl_contracts.chat.attach_token_information_to_chat_response_choices` raise
-    ``ChatResponseContractError``; the break sits at a drawn choice, often after choices that would pass, so
-    atomicity is exercised.
+    ``ChatResponseContractError``, except the two ``weight_versions_*`` breaks, which raise the spans' own error
+    (``WeightVersionError`` for a span beyond the output's tokens, ``ContractTypeError`` for a span of another
+    form); the break sits at a drawn choice, often after choices that would pass, so atomicity is exercised.
     """
     response, request_output, _ = draw(_exchange(routes=False, max_choices=4, extra_outputs=False))
     choices: list[Any] = response.choices
@@ -312,6 +342,13 @@ def hostile_chat_exchanges(draw: st.DrawFn) -> tuple[SimpleNamespace, SimpleName
         choice.message = RefusingMessage(refused, **vars(choice.message))
     elif how == "outputs_not_sequence":
         request_output.outputs = draw(st.sampled_from([3, "outputs", {0: None}]))
+    elif how == "weight_versions_overrun":
+        output = draw(st.sampled_from(outputs))
+        output.weight_versions = [("v0", 0, len(output.token_ids) + 1)]
+    elif how == "weight_versions_form":
+        output = draw(st.sampled_from(outputs))
+        span = SimpleNamespace(version="v0", start=0, end=len(output.token_ids))
+        output.weight_versions = [draw(st.sampled_from(["v0", 5, span, ("v0", 0)]))]
     else:
         response.choices = draw(st.sampled_from([3, "choices", {0: None}]))
     return response, request_output, how
@@ -371,3 +408,111 @@ def hostile_routed_chat_exchanges(draw: st.DrawFn) -> tuple[SimpleNamespace, Sim
         choice = next(c for c in choices if c.index == chosen.index)
         choice.message = RefusingMessage("routed_experts", **vars(choice.message))
     return response, request_output, routes_start, how
+
+
+_JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=4))
+_NOT_JSON_OBJECTS = st.sampled_from(
+    ["", "{", "not json", "[1, 2]", "3", "null", '"text"', "{'single': 'quotes'}", "[" * 10_000, '{"a": 1} x']
+)
+
+
+def _arguments() -> st.SearchStrategy[object]:
+    """``function.arguments``: a JSON-object string, a string that is not one, a mapping, or another value."""
+    return st.one_of(
+        st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=3).map(json.dumps),
+        _NOT_JSON_OBJECTS,
+        st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=2),
+        st.sampled_from([None, 7, ["a"], b"{}"]),
+    )
+
+
+@st.composite
+def _tool_call(draw: st.DrawFn, number: int) -> object:
+    """One entry of ``tool_calls``: usually an OpenAI call mapping, sometimes a malformed entry or function."""
+    shape = draw(
+        st.sampled_from(["call", "call", "call", "no_arguments", "function_not_mapping", "not_mapping"])
+    )
+    if shape == "not_mapping":
+        return draw(st.sampled_from(["call", 7, None, ["function"]]))
+    function: object = {"name": f"tool_{number}"}
+    if shape == "function_not_mapping":
+        function = draw(st.sampled_from(["tool", None, 3, [("arguments", "{}")]]))
+    elif shape == "call":
+        function = {"name": f"tool_{number}", "arguments": draw(_arguments())}
+    return {"id": f"call_{number}", "type": "function", "function": function}
+
+
+@st.composite
+def _tool_call_message(draw: st.DrawFn, number: int) -> dict[str, Any]:
+    role = draw(st.sampled_from(["system", "user", "assistant", "assistant", "tool"]))
+    message: dict[str, Any] = {"role": role, "content": draw(st.text(max_size=5))}
+    if role == "assistant" and draw(st.booleans()):
+        calls = [draw(_tool_call(10 * number + position)) for position in range(draw(st.integers(0, 3)))]
+        message["tool_calls"] = draw(
+            st.sampled_from(["list", "list", "list", "tuple", "mapping", "text", "none"]).map(
+                lambda form: {
+                    "list": calls,
+                    "tuple": tuple(calls),
+                    "mapping": dict(enumerate(calls)),
+                    "text": json.dumps(str(calls)),
+                    "none": None,
+                }[form]
+            )
+        )
+    return message
+
+
+def tool_call_histories(*, max_messages: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Chat histories that :func:`~rl_contracts.chat.normalize_tool_call_arguments` accepts (SPEC §2.2.2).
+
+    A list of message dicts (system, user, assistant, tool).  Assistant messages may carry ``tool_calls``: usually
+    a list of OpenAI call dicts whose ``function.arguments`` is a JSON-object string, a string that is not a JSON
+    object (empty, truncated, a list, a number, ``null``, single quotes, nesting too deep to parse, trailing
+    text), a mapping already, or another value; also malformed entries the function must leave alone: calls that
+    are no mapping, functions that are no mapping or lack ``arguments``, and ``tool_calls`` that is a tuple, a
+    mapping, a string or ``None`` instead of a list.  Every ``function`` is a ``dict``, so every call succeeds.
+    """
+    return st.integers(0, max_messages).flatmap(
+        lambda count: st.tuples(*(_tool_call_message(number) for number in range(count))).map(list)
+    )
+
+
+_TOOL_CALL_BREAKS = (
+    "messages_not_list",
+    "message_not_mapping",
+    "read_only_function",
+    "before_index_type",
+    "before_index_range",
+)
+
+
+@st.composite
+def hostile_tool_call_histories(draw: st.DrawFn) -> tuple[object, object, str]:
+    """``(messages, before_index, how)``: a call of ``normalize_tool_call_arguments`` broken in one way ``how``.
+
+    ``messages_not_list``: a tuple, a string or a mapping instead of the list; ``message_not_mapping``: one
+    message is a string, ``None`` or a list; ``read_only_function``: a ``function`` holding a string
+    ``arguments`` is a read-only mapping (among calls that could be normalised); ``before_index_type``: a bool,
+    a float or a string; ``before_index_range``: below 0 or beyond ``len(messages)``.  The last break raises
+    ``SpliceError``, every other ``ContractTypeError``; either way ``messages`` must stay exactly as it was.
+    """
+    messages: list[Any] = draw(tool_call_histories())
+    how = draw(st.sampled_from(_TOOL_CALL_BREAKS))
+    before_index: object = None
+    if how == "messages_not_list":
+        return draw(st.sampled_from([tuple(messages), "messages", {"role": "user"}])), None, how
+    if how == "message_not_mapping":
+        messages.insert(
+            draw(st.integers(0, len(messages))), draw(st.sampled_from(["hi", None, [("role", "x")]]))
+        )
+    elif how == "read_only_function":
+        function = MappingProxyType({"name": "frozen", "arguments": draw(st.sampled_from(['{"a": 1}', "x"]))})
+        call = {"id": "call_frozen", "type": "function", "function": function}
+        messages.insert(
+            draw(st.integers(0, len(messages))), {"role": "assistant", "content": "", "tool_calls": [call]}
+        )
+    elif how == "before_index_type":
+        before_index = draw(st.sampled_from([True, 1.0, "1", [0]]))
+    else:
+        before_index = draw(st.sampled_from([-1, len(messages) + 1, -(2**70), 2**70]))
+    return messages, before_index, how
