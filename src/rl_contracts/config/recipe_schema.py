@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .models import config_json_schema
+from .schema import config_json_schema
 
 __all__ = [
     "GENERATION_SCHEMA_ID",
