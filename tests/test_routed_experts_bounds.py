@@ -64,17 +64,13 @@ BELOW = [case for case in CASES if case[3] < -1]
 
 
 def exceeds(value: int, carry: torch.dtype) -> str:
-    return (
-        f"routed expert id {value} exceeds the resolved carry dtype {carry} (max {LIMITS[carry]}); the model's "
-        "expert count was likely mis-detected (see rl_contracts.routed_experts.resolve_routed_experts_dtype)."
-    )
+    """SPEC §3.2's key fragment of the overflow error (the whole text is pinned once, in test_routed_experts)."""
+    return f"routed expert id {value} exceeds the resolved carry dtype {carry} (max {LIMITS[carry]})"
 
 
 def below(value: int) -> str:
-    return (
-        f"routed expert id {value} is below the missing-route sentinel -1; routed_experts must hold expert ids "
-        ">= 0 or the sentinel -1."
-    )
+    """SPEC §3.2's key fragment of the sentinel error."""
+    return f"routed expert id {value} is below the missing-route sentinel -1"
 
 
 @pytest.mark.parametrize(("build", "carry", "low", "high"), [case[1:] for case in CASES], ids=IDS)
@@ -100,7 +96,7 @@ def test_an_id_one_above_the_carry_maximum_is_rejected(
     with pytest.raises(RoutedExpertsError) as caught:
         as_routed_experts_tensor(build([0, value]), device="cpu", dtype=carry)
     error = caught.value
-    assert str(error) == exceeds(value, carry)
+    assert exceeds(value, carry) in str(error)
     assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (
         None,
         value,
@@ -121,7 +117,7 @@ def test_an_id_one_below_the_sentinel_is_rejected(
     with pytest.raises(RoutedExpertsError) as caught:
         as_routed_experts_tensor(build([-1, -2, 0]), device="cpu", dtype=carry)
     error = caught.value
-    assert str(error) == below(-2)
+    assert below(-2) in str(error)
     assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (
         -2,
         None,
@@ -135,7 +131,7 @@ def test_an_id_too_large_is_reported_before_one_too_small() -> None:
     """With both bounds violated, the overflow check (SPEC §3.2 step 3, first bullet) is the one raised."""
     with pytest.raises(RoutedExpertsError) as caught:
         as_routed_experts_tensor(torch.tensor([[[-5, 300]]]), device="cpu", dtype=torch.int8)
-    assert str(caught.value) == exceeds(300, torch.int8)
+    assert exceeds(300, torch.int8) in str(caught.value)
     assert (caught.value.min_id, caught.value.max_id) == (None, 300)
 
 
@@ -159,9 +155,15 @@ def test_pad_and_align_bounds_carry_the_part_and_the_counts() -> None:
             routed_experts_dtype=torch.int8,
         )
     error = caught.value
-    assert str(error) == below(-2) + (
-        " [routed_experts: expected=2, valid_length=3, padded_length=4, num_cached_tokens=3]"
-    )
+    assert below(-2) in str(error)
+    for fragment in (
+        "routed_experts:",
+        "expected=2",
+        "valid_length=3",
+        "padded_length=4",
+        "num_cached_tokens=3",
+    ):
+        assert fragment in str(error)
     assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (-2, None, "int8", 127)
     assert (error.valid_length, error.padded_length, error.expected, error.num_cached_tokens) == (3, 4, 2, 3)
     assert_contract_error(error)
@@ -170,12 +172,10 @@ def test_pad_and_align_bounds_carry_the_part_and_the_counts() -> None:
 # --- default-route and output-size bounds (SPEC §3.3 step 10) -----------------------------------------------------
 
 
-def facts(valid: int, padded: int, routes: int = 1) -> str:
+def facts(valid: int, padded: int, routes: int = 1) -> list[str]:
+    """The key fragments of the alignment facts a default-route or size error quotes."""
     expected = min(max(valid - 1, 0), padded)
-    return (
-        f"[routes={routes}, expected={expected}, valid_length={valid}, padded_length={padded}, "
-        "num_cached_tokens=None]"
-    )
+    return [f"routes={routes}", f"expected={expected}", f"valid_length={valid}", f"padded_length={padded}"]
 
 
 @pytest.mark.parametrize("carry", [torch.int8, torch.int16], ids=["int8", "int16"])
@@ -208,11 +208,8 @@ def test_the_largest_topk_whose_default_route_fits_is_accepted_and_one_more_is_r
             routed_experts_dtype=carry,
         )
     error = caught.value
-    assert str(error) == (
-        f"routed_experts topk {topk + 1} needs default-route ids up to {topk}, which exceed the resolved carry "
-        f"dtype {carry} (max {limit}); the model's expert count was likely mis-detected (see "
-        f"rl_contracts.routed_experts.resolve_routed_experts_dtype). {facts(2, 3)}"
-    )
+    for fragment in (f"topk {topk + 1}", f"up to {topk}", f"carry dtype {carry} (max {limit})", *facts(2, 3)):
+        assert fragment in str(error)
     assert (error.min_id, error.max_id, error.dtype_name, error.limit) == (None, topk, NAMES[carry], limit)
     assert (error.routes, error.expected, error.valid_length, error.padded_length, error.routes_start) == (
         1,
@@ -269,10 +266,8 @@ def test_an_output_one_row_beyond_the_largest_size_is_rejected(source_shape: tup
         )
     error = caught.value
     layers, topk = source_shape[1:]
-    assert str(error) == (
-        f"padded_length {padded} x num_moe_layers {layers} x topk {topk} is too large for a tensor "
-        f"{facts(1, padded, routes=0)}"
-    )
+    for fragment in (f"padded_length {padded} x num_moe_layers {layers} x topk {topk}", *facts(1, padded, 0)):
+        assert fragment in str(error)
     assert (error.routes, error.expected, error.valid_length, error.padded_length, error.routes_start) == (
         0,
         0,
@@ -304,7 +299,6 @@ HOST_CAST = _host_cast_sources()
 @pytest.mark.parametrize("source", [case[1] for case in HOST_CAST], ids=[case[0] for case in HOST_CAST])
 def test_host_cast_sources_convert_onto_a_non_cpu_device(source: np.ndarray) -> None:
     """Arrays numpy must cast on the host still land on the requested (meta) device in the carry dtype."""
-    assert not routed_experts._wraps_zero_copy(source)
     result = as_routed_experts_tensor(source, device="meta", dtype=torch.int16)
     assert (result.device.type, result.dtype, tuple(result.shape)) == ("meta", torch.int16, (2, 3, 2))
     aligned = pad_and_align_routed_expert_indices(
@@ -318,7 +312,7 @@ def test_host_cast_sources_are_range_checked_before_a_non_cpu_copy() -> None:
     """The id range is checked on the host before anything is allocated or copied on the device."""
     with pytest.raises(RoutedExpertsError) as caught:
         as_routed_experts_tensor(np.array([[[200, 1]]], ">u2"), device="meta", dtype=torch.int8)
-    assert str(caught.value) == exceeds(200, torch.int8)
+    assert exceeds(200, torch.int8) in str(caught.value)
 
 
 class HostBackedDevice:
@@ -363,6 +357,7 @@ def test_copy_to_a_non_cpu_destination_delivers_exact_ids_in_one_transfer(
     """Every id, including ids beyond float32's exact range, arrives exactly, in a single host-to-device copy."""
     expected = np.asarray(source).tolist()
     destination = HostBackedDevice(tuple(source.shape), carry)
+    # No public path reaches a non-CPU copy on a machine without an accelerator, so the copy helper is called.
     routed_experts._copy_cast(cast(torch.Tensor, destination), source)
     assert destination.copies == 1
     assert destination.storage.tolist() == expected
