@@ -1,9 +1,9 @@
-"""Error paths of ``rl_contracts.multimodal`` (SPEC §2.4, §2.5): exact messages and structured attributes.
+"""Error paths of ``rl_contracts.multimodal`` (SPEC §2.4, §2.5): messages and structured attributes.
 
 Every rejection of a bad ``mm_placeholders`` container, range, field or token sequence is checked against a table of
-bad inputs with the exact message and every structured attribute (``argument``, ``expected``, ``actual``,
-``modality``, ``item_index``, ``offset``, ``length``): callers and logs rely on both, and a range inside
-``mm_placeholders`` must be quoted by its modality and index.
+bad inputs with the message as SPEC quotes it (or its key fragments where SPEC quotes none) and every structured
+attribute (``argument``, ``expected``, ``actual``, ``modality``, ``item_index``, ``offset``, ``length``): callers
+and logs rely on both, and a range inside ``mm_placeholders`` must be quoted by its modality and index.
 
 When building the result (SPEC §2.5 step 7), a dataclass range passes validation (its ``offset`` is an init
 field) but ``dataclasses.replace`` can still fail: a required ``InitVar`` or a ``__post_init__`` that rejects
@@ -66,25 +66,21 @@ class TypedOffset:
             raise TypeError("x" * 1000)
 
 
-def _cause(text: str) -> str:
-    return f"cannot be rebuilt with dataclasses.replace: {text}"
-
-
 REBUILD_FAILURES = [
     (
         "required_initvar",
         NeedsInitVar(5, 3, 1),
         "NeedsInitVar",
-        _cause("ValueError: InitVar 'scale' must be specified with replace()"),
+        "ValueError: InitVar 'scale' must be specified with replace()",
     ),
     (
         "post_init_value_error",
         PinnedOffset(5, 3),
         "PinnedOffset",
-        _cause("ValueError: offset 6 is pinned to 5"),
+        "ValueError: offset 6 is pinned to 5",
     ),
     # The caller's exception text is a name-like value: shortened to 200 characters (SPEC §0.4).
-    ("post_init_type_error", TypedOffset(5, 3), "TypedOffset", _cause("TypeError: " + "x" * 197 + "...")),
+    ("post_init_type_error", TypedOffset(5, 3), "TypedOffset", "TypeError: " + "x" * 197 + "..."),
 ]
 
 
@@ -110,10 +106,9 @@ def test_dataclass_that_replace_cannot_rebuild_raises_placeholder_type_error(
             splice=SPLICE,
         )
     error = info.value
-    assert (
-        str(error)
-        == f"Multimodal placeholder range (mm_placeholders['audio'][1]) of type {type_text} {cause}"
-    )
+    assert "(mm_placeholders['audio'][1])" in str(error)
+    assert f"of type {type_text}" in str(error)
+    assert str(error).endswith(f"dataclasses.replace: {cause}")  # the caller's exception, type and text
     assert (error.argument, error.expected, error.actual) == ("mm_placeholders", EXPECTED, type_text)
     assert (error.modality, error.item_index, error.offset, error.length) == ("audio", 1, None, None)
     assert error.__cause__ is None  # raised "from None": no chained traceback of the caller's exception
@@ -130,10 +125,8 @@ def test_rebuild_failure_on_the_unchanged_fast_path() -> None:
             final_token_ids=list(TEMPLATE),
             mm_placeholders={"video": [NeedsInitVar(5, 3, 2)]},
         )
-    assert str(info.value) == (
-        "Multimodal placeholder range (mm_placeholders['video'][0]) of type NeedsInitVar "
-        + _cause("ValueError: InitVar 'scale' must be specified with replace()")
-    )
+    assert "(mm_placeholders['video'][0]) of type NeedsInitVar" in str(info.value)
+    assert str(info.value).endswith("ValueError: InitVar 'scale' must be specified with replace()")
     assert (info.value.modality, info.value.item_index, info.value.actual) == ("video", 0, "NeedsInitVar")
 
 
@@ -182,69 +175,73 @@ def _attributes(error: Any) -> tuple[Any, ...]:
     return tuple(getattr(error, name) for name in names)
 
 
-# (id, mm_placeholders, message, (argument, expected, actual, modality, item_index, offset, length))
-TYPE_ERRORS: list[tuple[str, Any, str, tuple[Any, ...]]] = [
+# (id, mm_placeholders, message fragments (the SPEC text first where SPEC quotes one), (argument, expected, actual,
+# modality, item_index, offset, length))
+TYPE_ERRORS: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]] = [
     (
         "container_not_a_mapping",
         [OK],
-        f"mm_placeholders must be {MAPPING}, got list",
+        ("mm_placeholders must be a mapping", "got list"),
         ("mm_placeholders", MAPPING, "list", None, None, None, None),
     ),
     (
         "modality_key_not_str",
         {"image": [], 7: []},
-        "mm_placeholders keys must be str modality names, got int 7",
+        ("mm_placeholders keys must be str", "got int 7"),
         ("mm_placeholders", "str", "int", None, None, None, None),
     ),
     (
         "modality_key_tuple",
         {("image",): []},
-        "mm_placeholders keys must be str modality names, got tuple ('image',)",
+        ("mm_placeholders keys must be str", "got tuple ('image',)"),
         ("mm_placeholders", "str", "tuple", None, None, None, None),
     ),
     (
         "ranges_not_a_list",
         {"image": [OK], "audio": OK},
-        "mm_placeholders['audio'] must be a list or tuple of placeholder ranges, got dict",
+        ("mm_placeholders['audio'] must be a list or tuple", "got dict"),
         ("mm_placeholders", "list | tuple", "dict", "audio", None, None, None),
     ),
     (
         "ranges_a_frozenset",
         {"video": frozenset()},
-        "mm_placeholders['video'] must be a list or tuple of placeholder ranges, got frozenset",
+        ("mm_placeholders['video'] must be a list or tuple", "got frozenset"),
         ("mm_placeholders", "list | tuple", "frozenset", "video", None, None, None),
     ),
     (
         "range_not_a_container",
         {"image": [OK, [5, 3]]},
-        "Multimodal placeholder ranges must be mappings or dataclass instances, got list "
-        "(mm_placeholders['image'][1])",
+        (
+            "Multimodal placeholder ranges must be mappings or dataclass instances, got list",
+            "(mm_placeholders['image'][1])",
+        ),
         ("mm_placeholders", RANGE_TYPES, "list", "image", 1, None, None),
     ),
     (
         "range_a_dataclass_class",
         {"image": [], "video": (OK, OK, NoOffset)},
-        "Multimodal placeholder ranges must be mappings or dataclass instances, got type "
-        "(mm_placeholders['video'][2])",
+        (
+            "Multimodal placeholder ranges must be mappings or dataclass instances, got type",
+            "(mm_placeholders['video'][2])",
+        ),
         ("mm_placeholders", RANGE_TYPES, "type", "video", 2, None, None),
     ),
     (
         "offset_a_bool",
         {"image": [{"offset": True, "length": 2}]},
-        "Multimodal placeholder range offset must be an int, got bool (mm_placeholders['image'][0])",
+        ("Multimodal placeholder range offset must be an int, got bool", "(mm_placeholders['image'][0])"),
         ("offset", "int", "bool", "image", 0, None, None),
     ),
     (
         "length_a_float",
         {"audio": [OK, {"offset": 3, "length": 2.0}]},
-        "Multimodal placeholder range length must be an int, got float (mm_placeholders['audio'][1])",
+        ("Multimodal placeholder range length must be an int, got float", "(mm_placeholders['audio'][1])"),
         ("length", "int", "float", "audio", 1, None, None),
     ),
     (
         "offset_not_an_init_field",
         {"image": [], "video": [OK, ComputedOffset(2)]},
-        "Multimodal placeholder range (mm_placeholders['video'][1]) is a ComputedOffset dataclass whose 'offset' "
-        "is not an init field, so it cannot be rebuilt with dataclasses.replace",
+        ("(mm_placeholders['video'][1])", "ComputedOffset", "'offset' is not an init field"),
         (
             "mm_placeholders",
             "dataclass with an init field 'offset'",
@@ -259,17 +256,18 @@ TYPE_ERRORS: list[tuple[str, Any, str, tuple[Any, ...]]] = [
 
 
 @pytest.mark.parametrize(
-    ("placeholders", "message", "attributes"),
+    ("placeholders", "fragments", "attributes"),
     [case[1:] for case in TYPE_ERRORS],
     ids=[case[0] for case in TYPE_ERRORS],
 )
-def test_remap_type_errors_have_exact_messages_and_attributes(
-    placeholders: Any, message: str, attributes: tuple[Any, ...]
+def test_remap_type_errors_name_the_item_and_carry_attributes(
+    placeholders: Any, fragments: tuple[str, ...], attributes: tuple[Any, ...]
 ) -> None:
     """A wrong container, modality key, range type or field type raises PlaceholderTypeError, item quoted."""
     with pytest.raises(PlaceholderTypeError) as info:
         _remap(placeholders)
-    assert str(info.value) == message
+    for fragment in fragments:
+        assert fragment in str(info.value)
     assert _attributes(info.value) == attributes
     assert_contract_error(info.value)
 
@@ -317,24 +315,27 @@ def _overlap(first: str, second: str) -> str:
     return f"Multimodal placeholder ranges {first} and {second} overlap without being identical; they cannot be relocated."
 
 
-# (id, mm_placeholders, message, (modality, item_index, offset, length))
-REMAP_ERRORS: list[tuple[str, Any, str, tuple[Any, ...]]] = [
+# (id, mm_placeholders, message fragments or the whole SPEC message, (modality, item_index, offset, length))
+REMAP_ERRORS: list[tuple[str, Any, tuple[str, ...] | str, tuple[Any, ...]]] = [
     (
         "dataclass_missing_offset",
         {"image": [OK], "video": [OK, NoOffset(2)]},
-        "Multimodal placeholder range is missing 'offset' (mm_placeholders['video'][1])",
+        ("Multimodal placeholder range is missing 'offset'", "(mm_placeholders['video'][1])"),
         ("video", 1, None, None),
     ),
     (
         "mapping_missing_length",
         {"audio": [{"offset": 2}]},
-        "Multimodal placeholder range is missing 'length' (mm_placeholders['audio'][0])",
+        ("Multimodal placeholder range is missing 'length'", "(mm_placeholders['audio'][0])"),
         ("audio", 0, None, None),
     ),
     (
         "invalid_bounds",
         {"image": [OK, OK, {"offset": 0, "length": 0}]},
-        "Multimodal placeholder range has invalid bounds: offset=0, length=0 (mm_placeholders['image'][2])",
+        (
+            "Multimodal placeholder range has invalid bounds: offset=0, length=0",
+            "(mm_placeholders['image'][2])",
+        ),
         ("image", 2, 0, 0),
     ),
     (
@@ -359,14 +360,18 @@ REMAP_ERRORS: list[tuple[str, Any, str, tuple[Any, ...]]] = [
     [case[1:] for case in REMAP_ERRORS],
     ids=[case[0] for case in REMAP_ERRORS],
 )
-def test_remap_value_errors_have_exact_messages_and_attributes(
-    placeholders: Any, message: str, where: tuple[Any, ...]
+def test_remap_value_errors_have_their_messages_and_attributes(
+    placeholders: Any, message: tuple[str, ...] | str, where: tuple[Any, ...]
 ) -> None:
-    """A missing field, invalid bounds, an out-of-bounds or an overlapping range raise PlaceholderRemapError."""
+    """A missing field, invalid bounds, an out-of-bounds or an overlapping range raise PlaceholderRemapError; a
+    message SPEC quotes whole is pinned whole, the others by the SPEC text and the item's position."""
     with pytest.raises(PlaceholderRemapError) as info:
         _remap(placeholders)
     error = info.value
-    assert str(error) == message
+    if isinstance(message, str):
+        assert str(error) == message
+    else:
+        assert all(fragment in str(error) for fragment in message)
     assert (error.modality, error.item_index, error.offset, error.length) == where
     assert_contract_error(error)
 
@@ -392,13 +397,12 @@ def test_boundaries_of_the_range_checks_are_accepted(placeholders: dict[str, lis
     assert _remap(placeholders) == placeholders
 
 
-# (id, template, final, message, argument, expected, actual)
-TOKEN_ERRORS: list[tuple[str, Any, Any, str, str, str, str]] = [
+# (id, template, final, argument, expected, actual)
+TOKEN_ERRORS: list[tuple[str, Any, Any, str, str, str]] = [
     (
         "template_none",
         None,
         T2,
-        "template_token_ids must be a sequence of ints, got NoneType",
         "template_token_ids",
         "a sequence of ints",
         "NoneType",
@@ -407,7 +411,6 @@ TOKEN_ERRORS: list[tuple[str, Any, Any, str, str, str, str]] = [
         "template_bool_id",
         [1, 2, True],
         T2,
-        "template_token_ids[2] must be an int (not bool), got bool",
         "template_token_ids[2]",
         "an int (not bool)",
         "bool",
@@ -416,7 +419,6 @@ TOKEN_ERRORS: list[tuple[str, Any, Any, str, str, str, str]] = [
         "final_a_str",
         T2,
         "12",
-        "final_token_ids must be a sequence of ints, got str",
         "final_token_ids",
         "a sequence of ints",
         "str",
@@ -425,7 +427,6 @@ TOKEN_ERRORS: list[tuple[str, Any, Any, str, str, str, str]] = [
         "final_float_id",
         T2,
         [1, 2.5],
-        "final_token_ids[1] must be an int (not bool), got float",
         "final_token_ids[1]",
         "an int (not bool)",
         "float",
@@ -434,17 +435,17 @@ TOKEN_ERRORS: list[tuple[str, Any, Any, str, str, str, str]] = [
 
 
 @pytest.mark.parametrize(
-    ("template", "final", "message", "argument", "expected", "actual"),
+    ("template", "final", "argument", "expected", "actual"),
     [case[1:] for case in TOKEN_ERRORS],
     ids=[case[0] for case in TOKEN_ERRORS],
 )
 def test_token_id_errors_name_the_argument(
-    template: Any, final: Any, message: str, argument: str, expected: str, actual: str
+    template: Any, final: Any, argument: str, expected: str, actual: str
 ) -> None:
     """Non-int token ids raise ContractTypeError naming template_token_ids or final_token_ids (and the index)."""
     with pytest.raises(ContractTypeError) as info:
         _remap({"image": []}, template, final)
     assert type(info.value) is ContractTypeError
-    assert str(info.value) == message
+    assert str(info.value).startswith(f"{argument} must be ")
     assert (info.value.argument, info.value.expected, info.value.actual) == (argument, expected, actual)
     assert_contract_error(info.value)

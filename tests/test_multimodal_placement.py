@@ -215,10 +215,14 @@ def test_not_located_message(
     bounds: list[tuple[int, int]],
     message: str,
 ) -> None:
-    """The message quotes the scanned range, the span with its neighbours and what final holds at the cursor."""
+    """The message starts as SPEC §2.5 step 6d quotes it, then gives the span with its neighbours and what final
+    holds at the cursor as ``name[a:b]=[...]`` fragments."""
     splice = None if cuts is None else PrefixSplice(final, *cuts)
     error = _remap_error(template, final, _ranges(*bounds), splice)
-    assert str(error) == message
+    quoted, details = message.split(" Expected the span with its neighbours, ", 1)
+    assert str(error).startswith(quoted)
+    for fragment in details.rstrip(".").split("; "):
+        assert fragment in str(error)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -249,8 +253,8 @@ def test_unvalidated_prefix_splice_is_rejected(fields: dict[str, Any], rendered:
         **fields,
     }
     message = _splice_error(PrefixSplice.model_construct(**values))
-    ids = values["token_ids"]
-    assert message == f"splice is not a valid PrefixSplice: PrefixSplice(token_ids={ids!r}, {rendered})"
+    assert message.startswith("splice is not a valid PrefixSplice")
+    assert rendered in message
 
 
 def test_unreadable_splice_message_names_type_and_validation_errors() -> None:
@@ -290,7 +294,8 @@ def test_splice_with_same_lengths_but_other_tokens(
 ) -> None:
     """Equal lengths are not enough: the token ids and the verbatim suffix are compared element by element."""
     error = _remap_error(T2, final, _ranges((12, 2)), PrefixSplice(splice_ids, 11, 10))
-    assert str(error) == f"splice does not describe these token sequences: {message}"
+    assert str(error).startswith("splice does not describe these token sequences: ")  # SPEC §2.5 step 2
+    assert message in str(error)
     assert (error.modality, error.item_index, error.offset, error.length) == (None, None, None, None)
 
 
@@ -345,10 +350,8 @@ def test_dataclass_without_init_offset_is_rejected_up_front(range_: Any) -> None
         _remap(T2, S2.token_ids, placeholders, S2)  # video[2] alone could not be located
     error = info.value
     name = type(range_).__name__
-    assert str(error) == (
-        f"Multimodal placeholder range (mm_placeholders['video'][1]) is a {name} dataclass whose 'offset' is not "
-        "an init field, so it cannot be rebuilt with dataclasses.replace"
-    )
+    assert f"(mm_placeholders['video'][1]) is a {name} dataclass" in str(error)
+    assert "'offset' is not an init field" in str(error)
     assert (error.argument, error.expected, error.actual) == (
         "mm_placeholders",
         "dataclass with an init field 'offset'",
