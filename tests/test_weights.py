@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -327,3 +329,12 @@ def test_weight_version_error_is_a_value_error_and_exported() -> None:
     assert issubclass(WeightVersionError, ContractError)
     assert issubclass(WeightVersionError, ValueError)
     assert WeightVersionError.attribute_names[:2] == ("output_index", "span_index")
+
+
+def test_weights_imports_neither_torch_nor_vllm() -> None:
+    """``rl_contracts.weights`` is import-light: a fresh interpreter importing it loads numpy, not torch or vLLM."""
+    probe = (
+        "import sys, rl_contracts.weights; print(sorted(m for m in ('torch', 'vllm') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
