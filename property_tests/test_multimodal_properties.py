@@ -327,7 +327,9 @@ def _anchored_positions(
 def _edited_prompts(draw: st.DrawFn) -> tuple[list[int], list[int], list[tuple[int, int]]]:
     """A template over a two- or three-token alphabet, a copy with a few tokens inserted and deleted (so runs of
     equal tokens are common, also at both ends), and disjoint spans of the template."""
-    alphabet = draw(st.sampled_from([[1, 2], [1, 2, 3], [7, 2**70]]))
+    alphabet = draw(
+        st.sampled_from([[1, 2], [1, 2, 3], [7, 2**70], [0, 2**63 - 1, -(2**63)], [7, 2**64 + 7]])
+    )
     template = draw(st.lists(st.sampled_from(alphabet), min_size=1, max_size=14))
     final = list(template)
     for _ in range(draw(st.integers(0, 3))):
@@ -345,18 +347,25 @@ def _edited_prompts(draw: st.DrawFn) -> tuple[list[int], list[int], list[tuple[i
     return template, final, spans
 
 
+@pytest.mark.parametrize(
+    ("probe", "base"),
+    [(multimodal._PROBE, multimodal._HASH_BASE), (0, multimodal._HASH_BASE), (0, 0), (0, 2**32), (2, 3)],
+)
 @given(_edited_prompts())
 def test_content_placement_is_the_smallest_anchored_position(
-    prompts: tuple[list[int], list[int], list[tuple[int, int]]],
+    probe: int, base: int, prompts: tuple[list[int], list[int], list[tuple[int, int]]]
 ) -> None:
     """Without a splice, every span lands at the smallest anchored position (the sequence ends count as neighbours,
-    SPEC §2.5 step 6d revised) after the previous span, or the call raises exactly when no such position exists."""
+    SPEC §2.5 step 6d revised) after the previous span, or the call raises exactly when no such position exists;
+    also with the direct probe shortened and degenerate hash bases, so hashed windows, collisions and ids beyond
+    int64 all go through the search."""
     template, final, spans = prompts
     expected = _anchored_positions(template, final, spans)
     placeholders = {"image": [{"offset": offset, "length": length} for offset, length in spans]}
-    if expected is None:
-        with pytest.raises(PlaceholderRemapError):
-            _remap(template, final, placeholders)
-        return
-    result = _remap(template, final, placeholders)
+    with patch.object(multimodal, "_PROBE", probe), patch.object(multimodal, "_HASH_BASE", base):
+        if expected is None:
+            with pytest.raises(PlaceholderRemapError):
+                _remap(template, final, placeholders)
+            return
+        result = _remap(template, final, placeholders)
     assert [r["offset"] for r in result["image"]] == [expected[span] for span in spans]
