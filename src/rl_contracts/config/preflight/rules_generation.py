@@ -197,7 +197,7 @@ def check_engine_arguments(context: Context) -> None:
         if name in keys or reader.is_unresolved(path):
             context.error(
                 path,
-                keys.get(name),
+                keys.get(name, ABSENT),
                 f"{path} collides with the engine argument the trainer sets; remove it (use the vllm_cfg key).",
             )
     if "distributed_executor_backend" in keys:
@@ -300,8 +300,9 @@ def check_routed_experts(context: Context) -> None:
     vLLM ≥ 0.32: no Nixl*/MoRIIO*/Mooncake* connector (also as a MultiConnector child), ``enable_prefix_caching``
     not false, ``VLLM_USE_V2_MODEL_RUNNER`` in ``vllm_cfg.env_vars`` not 0/false, no V1-only speculative method
     (when ``num_speculative_tokens`` ≠ 0; absent counts as non-zero), ``parallel_drafting`` only with
-    dflash/dspark, ``enable_adaptive_verification`` not true.  Without a vLLM version the version-dependent part
-    is skipped.  Reading: versions between and after the two named ones take the nearest lower one's rules."""
+    dflash/dspark (fail-closed reading: whatever ``num_speculative_tokens`` is), ``enable_adaptive_verification``
+    not true.  Without a vLLM version the version-dependent part is skipped.  Reading: versions between and after
+    the two named ones take the nearest lower one's rules."""
     reader = context.reader
     if not (is_vllm(reader) and r3(reader)):
         return
@@ -375,21 +376,20 @@ def _check_speculative(context: Context, shown: str) -> None:
         return
     base = f"{VK}.speculative_config"
     method = spec.get("method")
-    if spec.get("num_speculative_tokens") != 0:
-        if method in _V1_METHODS:
-            context.error(
-                f"{base}.method",
-                method,
-                f"{shown}: speculative method {render(method)} runs only on Model Runner V1, which rejects routed "
-                "experts; use another method or disable speculative decoding.",
-            )
-        if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
-            context.error(
-                f"{base}.parallel_drafting",
-                spec.get("parallel_drafting"),
-                f"{shown}: parallel_drafting with method {render(method)} falls back to Model Runner V1, which "
-                "rejects routed experts; remove parallel_drafting or use dflash/dspark.",
-            )
+    if spec.get("num_speculative_tokens") != 0 and method in _V1_METHODS:
+        context.error(
+            f"{base}.method",
+            method,
+            f"{shown}: speculative method {render(method)} runs only on Model Runner V1, which rejects routed "
+            "experts; use another method or disable speculative decoding.",
+        )
+    if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
+        context.error(
+            f"{base}.parallel_drafting",
+            spec.get("parallel_drafting"),
+            f"{shown}: parallel_drafting with method {render(method)} falls back to Model Runner V1, which "
+            "rejects routed experts; remove parallel_drafting or use dflash/dspark.",
+        )
     if spec.get("enable_adaptive_verification") is True:
         context.error(
             f"{base}.enable_adaptive_verification",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..._messages import render
 from ._catalogue import ALL_ENTRIES, LEGACY_ENTRIES, Context, rule
 from .derived import PG, VC, gym, is_async, is_vllm, megatron
+from .report import ABSENT
 
 __all__ = [
     "check_forced_on_policy_ratio",
@@ -28,14 +29,18 @@ _SAMPLING = ("temperature", "top_p", "top_k")
     entries=LEGACY_ENTRIES,
 )
 def check_validation_sampling(context: Context) -> None:
-    """If any ``val_{temperature,top_p,top_k}`` differs from its training key (an absent val_ key equals it),
-    the backend must be vLLM with ``env.should_use_nemo_gym``, and ``val_top_k`` must be null or 0."""
+    """If any ``val_{temperature,top_p,top_k}`` differs from its training key, the backend must be vLLM with
+    ``env.should_use_nemo_gym``, and ``val_top_k`` must be null or 0.  Reading: an absent val_ key equals its
+    training key (so an absent ``val_top_k`` is checked as ``top_k``); an absent training key reads as null."""
     reader = context.reader
     pairs: list[tuple[str, object, object]] = []
+    effective: dict[str, object] = {}
     for name in _SAMPLING:
         train = reader.value(f"{PG}.{name}")
+        train = None if train is ABSENT else train
         val_path = f"{PG}.val_{name}"
         val = reader.value(val_path) if reader.present(val_path) else train
+        effective[name] = val
         if val != train:
             pairs.append((name, val, train))
     if not pairs:
@@ -48,8 +53,8 @@ def check_validation_sampling(context: Context) -> None:
             f"validation sampling differs from training ({shown}); only the vLLM NeMo-Gym path honours it: make "
             "val_* equal to the training keys or use backend vllm with env.should_use_nemo_gym=true.",
         )
-    val_top_k = reader.value(f"{PG}.val_top_k")
-    if reader.present(f"{PG}.val_top_k") and val_top_k:
+    val_top_k = effective["top_k"]
+    if val_top_k:
         context.error(
             f"{PG}.val_top_k",
             val_top_k,

@@ -3,7 +3,7 @@ the TP batch-variance check (P19) and router replay's policy side (P20)."""
 
 from __future__ import annotations
 
-from ..._messages import render
+from ..._messages import render, type_name
 from ._catalogue import LEGACY_ENTRIES, Context, rule
 from ._document import Unresolved, WrongShape
 from .derived import VC, dtensor, is_vllm, megatron, train_parallel
@@ -33,7 +33,10 @@ def _require(context: Context, path: str) -> None:
             context.missing(path)
     except WrongShape as signal:
         context.once(
-            signal.path, signal.value, f"{signal.path} must be a mapping holding {path}; fix its shape"
+            signal.path,
+            signal.value,
+            f"{signal.path} must be a mapping holding {path}, got {type_name(signal.value)} {render(signal.value)}; "
+            "fix its shape.",
         )
     except Unresolved as signal:
         context.skip(f"P1 cannot tell whether {path} exists: {signal.path} did not resolve", signal.path)
@@ -163,15 +166,15 @@ def check_training_placement(context: Context) -> None:
 def check_tp_batch_variance(context: Context) -> None:
     """When train TP ≥ 4 and ``policy.logprob_batch_size`` is set: ``train_micro_batch_size`` must equal it,
     unless the check is bypassed (option, or a non-empty ``NRL_IGNORE_TP_ACCURACY_CHECK``) or, for grpo and
-    grpo-gym, ``loss_fn.force_on_policy_ratio`` is true.  Reading: a null ``logprob_batch_size`` counts as not
-    set (the trainer then uses the micro batch size)."""
+    grpo-gym, ``loss_fn.force_on_policy_ratio`` is true.  Fail-closed reading: a null ``logprob_batch_size`` is
+    present, and differs from the micro batch size."""
     reader = context.reader
     parallel = train_parallel(reader)
     if parallel is None or parallel.tp < 4:
         return
-    logprob = reader.opt_integer("policy.logprob_batch_size")
-    if logprob is None:
+    if not reader.present("policy.logprob_batch_size"):
         return
+    logprob = reader.opt_integer("policy.logprob_batch_size")
     if context.options.ignore_tp_accuracy_check or context.environ.get("NRL_IGNORE_TP_ACCURACY_CHECK"):
         return
     if context.entrypoint in LEGACY_ENTRIES and reader.flag("loss_fn.force_on_policy_ratio"):
@@ -182,7 +185,7 @@ def check_tp_batch_variance(context: Context) -> None:
             "policy.logprob_batch_size",
             logprob,
             f"training TP={parallel.tp} (>= 4) with policy.train_micro_batch_size={micro} != "
-            f"policy.logprob_batch_size={logprob}: batch-size-dependent numerics make the logprobs disagree. Fix "
+            f"policy.logprob_batch_size={render(logprob)}: batch-size-dependent numerics make the logprobs disagree. Fix "
             "one of: make the two sizes equal; use training TP <= 2; set loss_fn.force_on_policy_ratio=true; or "
             "bypass with --ignore-tp-accuracy-check (NRL_IGNORE_TP_ACCURACY_CHECK=1).",
         )
