@@ -77,6 +77,20 @@ def _where(modality: str | None, index: int | None) -> str:
     return "" if modality is None else f" (mm_placeholders['{render_name(modality)}'][{index}])"
 
 
+def _range_type_error(
+    message: str, expected: str, placeholder_range: Any, modality: str | None, index: int | None
+) -> PlaceholderTypeError:
+    """A ``PlaceholderTypeError`` about the container of one range, which it names by type and position."""
+    return PlaceholderTypeError(
+        message,
+        argument="mm_placeholders",
+        expected=expected,
+        actual=type_name(placeholder_range),
+        modality=modality,
+        item_index=index,
+    )
+
+
 def _raw_fields(placeholder_range: Any, modality: str | None, index: int | None) -> list[tuple[str, Any]]:
     """SPEC §2.4 steps 1–2: dispatch on the container type, then ``(field, value)`` for offset and length."""
     if isinstance(placeholder_range, Mapping):
@@ -86,14 +100,13 @@ def _raw_fields(placeholder_range: Any, modality: str | None, index: int | None)
     ):
         fields = [(field, getattr(placeholder_range, field, _MISSING)) for field in ("offset", "length")]
     else:
-        raise PlaceholderTypeError(
+        raise _range_type_error(
             "Multimodal placeholder ranges must be mappings or dataclass instances, got "
             f"{type_name(placeholder_range)}{_where(modality, index)}",
-            argument="mm_placeholders",
-            expected="Mapping | dataclass instance | PlaceholderRange",
-            actual=type_name(placeholder_range),
-            modality=modality,
-            item_index=index,
+            "Mapping | dataclass instance | PlaceholderRange",
+            placeholder_range,
+            modality,
+            index,
         )
     missing = next((field for field, value in fields if value is _MISSING), None)
     if missing is not None:
@@ -195,14 +208,13 @@ def _check_rebuildable(placeholder_range: Any, modality: str, index: int) -> Non
         return
     field = next((f for f in dataclasses.fields(placeholder_range) if f.name == "offset"), None)
     if field is None or not field.init:
-        raise PlaceholderTypeError(
+        raise _range_type_error(
             f"Multimodal placeholder range{_where(modality, index)} is a {type_name(placeholder_range)} dataclass "
             "whose 'offset' is not an init field, so it cannot be rebuilt with dataclasses.replace",
-            argument="mm_placeholders",
-            expected="dataclass with an init field 'offset'",
-            actual=type_name(placeholder_range),
-            modality=modality,
-            item_index=index,
+            "dataclass with an init field 'offset'",
+            placeholder_range,
+            modality,
+            index,
         )
 
 
@@ -516,14 +528,13 @@ def _rebuilt(placeholder_range: Any, offset: int, modality: str, index: int) -> 
     try:
         return dataclasses.replace(placeholder_range, offset=offset)
     except (TypeError, ValueError) as exc:
-        raise PlaceholderTypeError(
+        raise _range_type_error(
             f"Multimodal placeholder range{_where(modality, index)} of type {type_name(placeholder_range)} "
             f"cannot be rebuilt with dataclasses.replace: {type_name(exc)}: {render_name(exc)}",
-            argument="mm_placeholders",
-            expected="dataclass rebuildable with dataclasses.replace",
-            actual=type_name(placeholder_range),
-            modality=modality,
-            item_index=index,
+            "dataclass rebuildable with dataclasses.replace",
+            placeholder_range,
+            modality,
+            index,
         ) from None
 
 
