@@ -347,3 +347,58 @@ def test_installed_vllm_version_matches_package_metadata() -> None:
     imported_before = "vllm" in sys.modules
     assert installed_vllm_version() == expected
     assert ("vllm" in sys.modules) == imported_before
+
+
+# --- argument errors ------------------------------------------------------------------------------------------------
+
+
+BAD_OPTIONS: list[tuple[dict[str, Any], type[ContractError], str]] = [
+    (
+        {"entrypoint": "grpo-async"},
+        ConfigContractError,
+        "entrypoint must be one of ['grpo', 'grpo-gym', 'grpo-sc']",
+    ),
+    ({"entrypoint": 3}, ContractTypeError, "entrypoint must be a string or None, got int"),
+    ({"vllm_version": (0,)}, ContractTypeError, "vllm_version must be a (major, minor) tuple of two ints"),
+    ({"vllm_version": "0.32"}, ContractTypeError, "vllm_version must be a (major, minor) tuple"),
+    ({"vllm_version": (0, -1)}, ConfigContractError, "non-negative ints, got (0, -1)"),
+    ({"gpu_capability": (True, 0)}, ContractTypeError, "gpu_capability must be a (major, minor) tuple"),
+    ({"ignore_tp_accuracy_check": 1}, ContractTypeError, "ignore_tp_accuracy_check must be a bool, got int"),
+    (
+        {"environ": ["NRL_IGNORE_TP_ACCURACY_CHECK"]},
+        ContractTypeError,
+        "environ must be a mapping or None, got list",
+    ),
+    ({"model_config": "config.json"}, ContractTypeError, "model_config must be a mapping or None, got str"),
+]
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "fragment"), BAD_OPTIONS, ids=[str(f) for f, _, _ in BAD_OPTIONS]
+)
+def test_bad_options_are_rejected(fields: dict[str, Any], error: type[ContractError], fragment: str) -> None:
+    """PreflightOptions rejects a field of the wrong type or value, naming the field and what it got."""
+    with pytest.raises(error) as info:
+        PreflightOptions(**fields)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({"options": {"vllm_version": (0, 32)}}, "options must be a PreflightOptions or None, got dict"),
+        (
+            {"unresolved": "cluster.num_nodes"},
+            "unresolved must be a collection of dotted paths (not a string)",
+        ),
+        (
+            {"unresolved": [("cluster", "num_nodes")]},
+            "unresolved must be a collection of dotted-path strings",
+        ),
+    ],
+)
+def test_bad_arguments_are_rejected(arguments: dict[str, Any], fragment: str) -> None:
+    """preflight rejects options that are not PreflightOptions and unresolved paths that are not strings."""
+    with pytest.raises(ContractTypeError) as info:
+        preflight(base(), **arguments)
+    assert fragment in str(info.value)

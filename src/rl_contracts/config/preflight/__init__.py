@@ -14,11 +14,12 @@ torch nor vLLM and never raises on a malformed document.  Modules, by concern:
 
 from .codes import PREFLIGHT_CODES
 from .engine import preflight
-from .report import ABSENT, Entrypoint, Finding, PreflightOptions, PreflightReport, SkippedRule
+from .report import ABSENT, ENTRYPOINTS, Entrypoint, Finding, PreflightOptions, PreflightReport, SkippedRule
 from .version import installed_vllm_version, parse_vllm_version
 
 __all__ = [
     "ABSENT",
+    "ENTRYPOINTS",
     "PREFLIGHT_CODES",
     "Entrypoint",
     "Finding",

@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..._messages import render, type_name
+from ...errors import ContractTypeError
 from . import (  # noqa: F401  (importing a rule module registers its rules in the catalogue)
     layout,
     rules_generation,
@@ -62,11 +63,22 @@ def preflight(
     document: a value of the wrong shape is a finding at its path (P1 for an absent key the trainer indexes,
     the reading rule's code otherwise), and a rule reading an unresolved path is a :class:`SkippedRule`.
     Out of scope (no ``grpo`` mapping, or ``policy.generation`` not a mapping): ``in_scope=False``, nothing run.
+    Raises :class:`~rl_contracts.errors.ContractTypeError` for ``options`` that are not :class:`PreflightOptions`
+    or ``unresolved`` that is not a collection of strings (a bare string included).
 
     >>> preflight({"sft": {}}).in_scope
     False
     """
-    options = options or PreflightOptions()
+    if options is None:
+        options = PreflightOptions()
+    elif not isinstance(options, PreflightOptions):
+        raise ContractTypeError.for_value("options", "a PreflightOptions or None", options)
+    if isinstance(unresolved, str | bytes) or not isinstance(unresolved, Collection):
+        raise ContractTypeError.for_value(
+            "unresolved", "a collection of dotted paths (not a string)", unresolved
+        )
+    if not all(isinstance(path, str) for path in unresolved):
+        raise ContractTypeError.for_value("unresolved", "a collection of dotted-path strings", unresolved)
     if not isinstance(document, Mapping) or not in_scope(document):
         return PreflightReport(False, None, (), ())
     entrypoint = options.entrypoint or detect_entrypoint(document)

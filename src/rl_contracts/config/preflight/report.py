@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
+
+from ..._messages import render, render_list
+from ...checks import require_bool
+from ...errors import ConfigContractError, ContractTypeError
 
 __all__ = [
     "ABSENT",
+    "ENTRYPOINTS",
     "Entrypoint",
     "Finding",
     "PreflightOptions",
@@ -36,6 +41,47 @@ class PreflightOptions:
     environ: Mapping[str, str] | None = None
     model_config: Mapping[str, Any] | None = None
     gpu_capability: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        """Raises :class:`ContractTypeError` for a field of the wrong type and :class:`ConfigContractError` for an
+        unknown entrypoint or a negative version number."""
+        if self.entrypoint is not None:
+            if not isinstance(self.entrypoint, str):
+                raise ContractTypeError.for_value("entrypoint", "a string or None", self.entrypoint)
+            if self.entrypoint not in ENTRYPOINTS:
+                raise ConfigContractError(
+                    f"entrypoint must be one of {render_list(ENTRYPOINTS)}, got {render(self.entrypoint)}",
+                    path=None,
+                    value=render(self.entrypoint),
+                )
+        for name in ("vllm_version", "gpu_capability"):
+            _check_pair(name, getattr(self, name))
+        require_bool(self.ignore_tp_accuracy_check, "ignore_tp_accuracy_check")
+        for name in ("environ", "model_config"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Mapping):
+                raise ContractTypeError.for_value(name, "a mapping or None", value)
+
+
+ENTRYPOINTS: Final[tuple[Entrypoint, ...]] = get_args(Entrypoint)
+"""Every entrypoint, in the order PREFLIGHT.md names them."""
+
+
+def _check_pair(name: str, value: object) -> None:
+    if value is None:
+        return
+    if not (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(part, int) and not isinstance(part, bool) for part in value)
+    ):
+        raise ContractTypeError.for_value(name, "a (major, minor) tuple of two ints or None", value)
+    if min(value) < 0:
+        raise ConfigContractError(
+            f"{name} must be a (major, minor) tuple of non-negative ints, got {render(value)}",
+            path=None,
+            value=render(value),
+        )
 
 
 class _Absent:
