@@ -15,19 +15,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from rl_contracts.config import VllmConfig
-from rl_contracts.config.recipe import (
-    ConfigIssue,
-    LoadedRecipe,
-    _omegaconf_key,
-    _reason,
-    _rule_issue,
-    _version_at_least,
-    load_recipe,
-    register_resolvers,
-)
+from rl_contracts.config._documents import reason
+from rl_contracts.config.recipe import ConfigIssue, LoadedRecipe, load_recipe, register_resolvers
+from rl_contracts.config.resolution import version_at_least
 from rl_contracts.errors import (
     ConfigContractError,
-    ContractError,
     ContractTypeError,
     RecipeError,
     RecipeLoadError,
@@ -537,14 +529,11 @@ def test_missing_generation_section_is_skipped_with_a_warning(tmp_path: Path) ->
     """With ``section=None`` a recipe without ``policy.generation`` is skipped with the §1.8 warning."""
     recipe = load_recipe(write(tmp_path, "r.yaml", {"policy": {"model_name": "m"}}))
     assert (recipe.status, recipe.section, recipe.generation) == ("skipped", GEN, None)
-    assert recipe.issues == (
-        ConfigIssue(
-            path=GEN,
-            value="<missing>",
-            reason="no generation section (not a generation recipe)",
-            severity="warning",
-        ),
-    )
+    (issue,) = recipe.issues
+    assert (issue.path, issue.value, issue.severity, issue.code) == (GEN, "<missing>", "warning", "V5")
+    assert (issue.source, issue.line, issue.missing, issue.json_value) == (None, None, True, None)
+    assert "no generation section" in issue.reason
+    assert "--section" in issue.reason
 
 
 def test_null_generation_section_is_skipped(tmp_path: Path) -> None:
@@ -557,9 +546,9 @@ def test_null_generation_section_is_skipped(tmp_path: Path) -> None:
 def test_explicit_missing_section_is_an_error(tmp_path: Path, section: str) -> None:
     """An explicit section must exist, the default spelling included."""
     issues = issues_of(write(tmp_path, "r.yaml", {"policy": {"generation": None}}), section=section)
-    assert issues == (
-        ConfigIssue(path=section, value="<missing>", reason=f"section {section} not found", severity="error"),
-    )
+    assert [(i.path, i.value, i.reason, i.severity, i.code) for i in issues] == [
+        (section, "<missing>", f"section {section} not found", "error", "V4")
+    ]
 
 
 def test_explicit_section_elsewhere_is_validated(tmp_path: Path) -> None:
@@ -570,23 +559,6 @@ def test_explicit_section_elsewhere_is_validated(tmp_path: Path) -> None:
     path = write(tmp_path, "ok.yaml", {"eval": {"generation": valid_generation()}})
     recipe = load_recipe(path, section="eval.generation")
     assert (recipe.section, recipe.status) == ("eval.generation", "valid")
-
-
-@pytest.mark.parametrize(
-    ("document", "match"),
-    [
-        ({"policy": {"generation": [1, 2]}}, "section policy.generation must be a mapping, got a list"),
-        ({"policy": {"generation": "vllm"}}, "section policy.generation must be a mapping, got a str"),
-        ({"policy": [1]}, "policy must be a mapping"),
-        ({"policy": 3}, "policy must be a mapping"),
-    ],
-)
-def test_non_mapping_section_is_a_load_error(tmp_path: Path, document: dict[str, Any], match: str) -> None:
-    """A list or scalar where the section (or a mapping on the way to it) belongs raises ``RecipeLoadError``."""
-    path = write(tmp_path, "r.yaml", document)
-    with pytest.raises(RecipeLoadError, match=match) as info:
-        load_recipe(path)
-    assert info.value.file == str(path)
 
 
 @pytest.mark.parametrize(
@@ -785,37 +757,6 @@ def test_unknown_list_shows_failed_elements_as_unresolved(tmp_path: Path) -> Non
     ]
 
 
-RULE_DATA: dict[str, Any] = {"vllm_cfg": {"max_model_len": 7, "tags": ["a", "b"]}, "quant_cfg": None}
-WHOLE = "{'vllm_cfg': {'max_model_len': 7, 'tags': ['a', 'b']}, 'quant_cfg': None}"
-
-
-@pytest.mark.parametrize(
-    ("error", "path", "value"),
-    [
-        (
-            ConfigContractError("m", path="refit_transport", value="'given'"),
-            f"{GEN}.refit_transport",
-            "'given'",
-        ),
-        (ConfigContractError("m", path="vllm_cfg.max_model_len"), f"{GEN}.vllm_cfg.max_model_len", "7"),
-        (ConfigContractError("m", path="vllm_cfg.tags"), f"{GEN}.vllm_cfg.tags", "['a', 'b']"),
-        (ConfigContractError("m", path="quant_cfg"), f"{GEN}.quant_cfg", "None"),
-        (ConfigContractError("m", path="vllm_cfg.absent"), f"{GEN}.vllm_cfg.absent", "<missing>"),
-        (ConfigContractError("m", path="absent.deeper"), f"{GEN}.absent.deeper", "<missing>"),
-        (ConfigContractError("m", path=""), GEN, WHOLE),
-        (ConfigContractError("m"), GEN, WHOLE),
-        (ContractTypeError("m", argument="config"), GEN, WHOLE),
-    ],
-)
-def test_rule_error_becomes_an_issue_showing_the_value_at_its_path(
-    error: ContractError, path: str, value: str
-) -> None:
-    """A rule error is an error issue at ``{section}.{path}``; without a rendered ``.value`` the issue shows the
-    value found at that path in the resolved section (``<missing>`` when absent; the section without a path)."""
-    issue = _rule_issue(GEN, copy.deepcopy(RULE_DATA), error)
-    assert issue == ConfigIssue(path=path, value=value, reason="m", severity="error")
-
-
 def test_strict_turns_unknown_keys_into_errors(tmp_path: Path) -> None:
     """``strict=True`` makes unknown keys errors; the missing-section warning stays a warning."""
     vllm_cfg = {**valid_generation()["vllm_cfg"], "gpu_memory_utilisation": 0.9}
@@ -860,12 +801,14 @@ def test_recipe_error_message_is_bounded_and_pickles(tmp_path: Path) -> None:
 
 def test_config_issue_is_frozen() -> None:
     """``ConfigIssue`` is a frozen value model that rejects unknown severities."""
-    issue = ConfigIssue(path="a", value="1", reason="r", severity="error")
+    issue = ConfigIssue(path="a", value="1", reason="r", severity="error", code="V3")
     with pytest.raises(ValueError, match="frozen"):
         issue.path = "b"  # type: ignore[misc]
     fatal: Any = "fatal"
     with pytest.raises(ValueError, match="severity"):
-        ConfigIssue(path="a", value="1", reason="r", severity=fatal)
+        ConfigIssue(path="a", value="1", reason="r", severity=fatal, code="V3")
+    with pytest.raises(ValueError, match="code"):
+        ConfigIssue(path="a", value="1", reason="r", severity="error")  # type: ignore[call-arg]
 
 
 def test_inputs_are_not_mutated(tmp_path: Path) -> None:
@@ -982,7 +925,6 @@ def test_typo_example_is_an_error_strict_or_not() -> None:
             "YAML syntax error at line 6, column 16: .* started at line 5, column 21",
         ),
         ("broken/missing_parent.yaml", "does not exist"),
-        ("broken/list_section.yaml", "must be a mapping, got a list"),
         ("broken/root_list.yaml", "root must be a mapping"),
     ],
 )
@@ -991,6 +933,15 @@ def test_unreadable_example_recipes(name: str, match: str) -> None:
     with pytest.raises(RecipeLoadError, match=match) as info:
         load_recipe(DATA / name)
     assert "\n" not in info.value.message
+
+
+def test_list_section_example_is_an_issue_at_the_section_line() -> None:
+    """A list where the generation mapping belongs is a V4 error at the section, located in its file and line."""
+    (issue,) = issues_of(DATA / "broken/list_section.yaml")
+    assert (issue.path, issue.code, issue.line) == (GEN, "V4", 3)
+    assert issue.source == str(DATA / "broken/list_section.yaml")
+    assert issue.reason == f"section {GEN} must be a mapping, got a list"
+    assert issue.json_value == [{"backend": "vllm"}, {"temperature": 1.0}]
 
 
 def test_examples_are_deep_copied_not_shared(tmp_path: Path) -> None:
@@ -1046,7 +997,7 @@ def test_list_meeting_a_mapping_message_names_both_kinds(
 )
 def test_version_at_least_compares_major_and_minor(version: str, expected: bool) -> None:
     """Versions compare by (major, minor); an unparseable version counts as current."""
-    assert _version_at_least(version, (2, 4)) is expected
+    assert version_at_least(version, (2, 4)) is expected
 
 
 class _UnprintableError(Exception):
@@ -1068,29 +1019,7 @@ class _UnprintableError(Exception):
 )
 def test_reason_is_the_first_non_blank_line_or_the_type(exc: BaseException, expected: str) -> None:
     """The reason is the first non-blank line (shortened to 300), else the exception's type name."""
-    assert _reason(exc) == expected
-
-
-def _with_full_key(key: object) -> BaseException:
-    """A ValueError carrying OmegaConf's ``full_key`` attribute."""
-    exc = ValueError("x")
-    exc.full_key = key  # type: ignore[attr-defined]
-    return exc
-
-
-@pytest.mark.parametrize(
-    ("exc", "expected"),
-    [
-        (ValueError("no key"), None),
-        (_with_full_key("a.b[0]"), "a.b[0]"),
-        (_with_full_key(""), None),
-        (_with_full_key(3), None),
-        (_with_full_key(None), None),
-    ],
-)
-def test_omegaconf_key_is_a_non_empty_str_or_none(exc: BaseException, expected: str | None) -> None:
-    """Only a non-empty str ``full_key`` names the failing key; anything else is None."""
-    assert _omegaconf_key(exc) == expected
+    assert reason(exc) == expected
 
 
 def test_interpolation_cycle_between_two_mappings_is_reported_at_each_entry(tmp_path: Path) -> None:
@@ -1099,39 +1028,48 @@ def test_interpolation_cycle_between_two_mappings_is_reported_at_each_entry(tmp_
     extra = {"a": {"x": f"${{{kwargs}.b}}"}, "b": {"y": f"${{{kwargs}.a}}"}}
     issues = issues_of(write(tmp_path, "r.yaml", recipe_with(valid_generation(vllm_kwargs=extra))))
     reason = "recursive interpolation: the value contains itself"
-    assert issues == (
-        ConfigIssue(path=f"{kwargs}.a.x.y", value=f"'${{{kwargs}.a}}'", reason=reason, severity="error"),
-        ConfigIssue(path=f"{kwargs}.b.y.x", value=f"'${{{kwargs}.b}}'", reason=reason, severity="error"),
-    )
+    assert [(i.path, i.value, i.reason, i.severity, i.code) for i in issues] == [
+        (f"{kwargs}.a.x.y", f"'${{{kwargs}.a}}'", reason, "error", "V2"),
+        (f"{kwargs}.b.y.x", f"'${{{kwargs}.b}}'", reason, "error", "V2"),
+    ]
 
 
 @pytest.mark.parametrize(
-    ("document", "message", "path", "value"),
+    ("document", "message", "path", "value", "line"),
     [
-        ({"policy": 5}, "policy must be a mapping (it holds policy.generation), got a int", "policy", "5"),
+        ({"policy": 5}, "policy must be a mapping (it holds policy.generation), got a int", "policy", "5", 1),
         (
             {"policy": [1, "x"]},
             "policy must be a mapping (it holds policy.generation), got a list",
             "policy",
             "[1, 'x']",
+            1,
         ),
         (
             {"policy": {"generation": [1]}},
             "section policy.generation must be a mapping, got a list",
             GEN,
             "[1]",
+            2,
+        ),
+        (
+            {"policy": {"generation": "vllm"}},
+            "section policy.generation must be a mapping, got a str",
+            GEN,
+            "'vllm'",
+            2,
         ),
     ],
 )
-def test_section_path_through_a_non_mapping_raises_load_error(
-    tmp_path: Path, document: dict[str, Any], message: str, path: str, value: str
+def test_section_path_through_a_non_mapping_is_an_issue(
+    tmp_path: Path, document: dict[str, Any], message: str, path: str, value: str, line: int
 ) -> None:
-    """A scalar or list on the way to (or at) the section is a ``RecipeLoadError`` naming the node and its value."""
+    """A scalar or list on the way to (or at) the section is an error issue (V4) naming the node and its value."""
     file = write(tmp_path, "r.yaml", document)
-    with pytest.raises(RecipeLoadError) as info:
-        load_recipe(file)
-    assert info.value.message == f"{file}: {message}"
-    assert (info.value.file, info.value.path, info.value.value) == (str(file), path, value)
+    issues = issues_of(file)
+    assert [(i.path, i.value, i.reason, i.code, i.source, i.line) for i in issues] == [
+        (path, value, message, "V4", str(file), line)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -1143,4 +1081,6 @@ def test_unresolvable_node_on_the_way_to_the_section_is_an_issue(
 ) -> None:
     """A missing or broken node above the section is one error issue at that node, showing the raw value."""
     issues = issues_of(write(tmp_path, "r.yaml", {"policy": policy}))
-    assert issues == (ConfigIssue(path="policy", value=repr(policy), reason=reason, severity="error"),)
+    assert [(i.path, i.value, i.reason, i.severity, i.code) for i in issues] == [
+        ("policy", repr(policy), reason, "error", "V2")
+    ]

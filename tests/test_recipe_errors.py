@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import GrammarParseError
-from pydantic import BaseModel, ValidationError, field_validator, model_validator
 
-import rl_contracts.config.recipe as recipe_module
-from rl_contracts.config.models import VllmConfig
-from rl_contracts.config.recipe import (
-    ConfigIssue,
-    LoadedRecipe,
-    _lookup,
-    _pydantic_message,
-    _schema_issues,
-    load_recipe,
-)
-from rl_contracts.errors import ConfigContractError, RecipeError, RecipeLoadError
+from rl_contracts.config._documents import lookup
+from rl_contracts.config.recipe import ConfigIssue, load_recipe
+from rl_contracts.errors import RecipeError, RecipeLoadError
 from rl_contracts.testing.strategies import minimal_vllm_generation as valid_generation
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
@@ -47,6 +39,11 @@ def recipe_error(path: Path) -> RecipeError:
     return info.value
 
 
+def brief(issues: Iterable[ConfigIssue] | None) -> list[tuple[str, str, str, str, str]]:
+    """The (path, value, reason, severity, code) of each issue."""
+    return [(i.path, i.value, i.reason, i.severity, i.code) for i in issues or ()]
+
+
 def errors_at(error: RecipeError, path: str) -> list[ConfigIssue]:
     assert error.issues is not None
     return [issue for issue in error.issues if issue.path == path]
@@ -60,12 +57,13 @@ def test_missing_rule_key_shows_missing_and_hints_at_a_top_level_misspelling(tmp
     generation = valid_generation(real_quant=True)
     generation["real_quant_export_cpu_offlaod"] = False
     error = recipe_error(write_recipe(tmp_path, generation))
-    assert errors_at(error, f"{GEN}.{OFFLOAD}") == [
-        ConfigIssue(
-            path=f"{GEN}.{OFFLOAD}",
-            value="<missing>",
-            reason=f"{C11}; found unknown key 'real_quant_export_cpu_offlaod' (a misspelling?)",
-            severity="error",
+    assert brief(errors_at(error, f"{GEN}.{OFFLOAD}")) == [
+        (
+            f"{GEN}.{OFFLOAD}",
+            "<missing>",
+            f"{C11}; found unknown key 'real_quant_export_cpu_offlaod' (a misspelling?)",
+            "error",
+            "C11",
         )
     ]
 
@@ -74,10 +72,9 @@ def test_missing_rule_key_without_a_close_key_has_no_hint(tmp_path: Path) -> Non
     """A key only loosely like the missing one (ratio below 0.8) gives no hint; the message lists the error."""
     path = write_recipe(tmp_path, valid_generation(real_quant=True, quant_export_cpu=1))
     error = recipe_error(path)
-    assert error.issues == (
-        ConfigIssue(path=f"{GEN}.{OFFLOAD}", value="<missing>", reason=C11, severity="error"),
-    )
-    assert error.message == f"{path}: section policy.generation has 1 error(s): ['{GEN}.{OFFLOAD}: {C11}']"
+    assert brief(error.issues) == [(f"{GEN}.{OFFLOAD}", "<missing>", C11, "error", "C11")]
+    assert f"{path}: 1 error(s) (section policy.generation): " in error.message
+    assert f"['{GEN}.{OFFLOAD}: {C11}']" in error.message
     assert error.file == str(path)
 
 
@@ -93,7 +90,7 @@ def test_error_message_counts_and_lists_errors_only(tmp_path: Path) -> None:
         (f"{GEN}.colocated.enabled", "error"),
     ]
     assert error.message.startswith(
-        f"{path}: section policy.generation has 1 error(s): ['{GEN}.colocated.enabled: "
+        f"{path}: 1 error(s) (section policy.generation): ['{GEN}.colocated.enabled: "
         f"{GEN}.vllm_cfg.refit_with_reload_api=true is not supported yet with colocated vLLM refit."
     )
     assert "aaa" not in error.message
@@ -108,9 +105,7 @@ def test_missing_plugin_config_under_an_absent_or_null_mapping_has_no_hint(
     if refit_cfg == "<absent>":
         del generation["refit_cfg"]
     error = recipe_error(write_recipe(tmp_path, generation))
-    assert error.issues == (
-        ConfigIssue(path=f"{GEN}.refit_cfg.{PLUGIN}", value="<missing>", reason=C9, severity="error"),
-    )
+    assert brief(error.issues) == [(f"{GEN}.refit_cfg.{PLUGIN}", "<missing>", C9, "error", "C9")]
 
 
 def test_missing_plugin_config_hints_at_a_misspelt_plugin_key(tmp_path: Path) -> None:
@@ -128,12 +123,13 @@ def test_missing_field_hint_ignores_non_string_keys(tmp_path: Path) -> None:
     vllm_cfg["gpu_memory_utilisation"] = vllm_cfg.pop("gpu_memory_utilization")
     vllm_cfg[7] = "x"
     error = recipe_error(write_recipe(tmp_path, valid_generation(vllm_cfg=vllm_cfg)))
-    assert errors_at(error, f"{GEN}.vllm_cfg.gpu_memory_utilization") == [
-        ConfigIssue(
-            path=f"{GEN}.vllm_cfg.gpu_memory_utilization",
-            value="<missing>",
-            reason="Field required; found unknown key 'gpu_memory_utilisation' (a misspelling?)",
-            severity="error",
+    assert brief(errors_at(error, f"{GEN}.vllm_cfg.gpu_memory_utilization")) == [
+        (
+            f"{GEN}.vllm_cfg.gpu_memory_utilization",
+            "<missing>",
+            "Field required; found unknown key 'gpu_memory_utilisation' (a misspelling?)",
+            "error",
+            "V3",
         )
     ]
 
@@ -157,57 +153,8 @@ def test_missing_field_hint_ignores_non_string_keys(tmp_path: Path) -> None:
     ],
 )
 def test_lookup_follows_keys_and_indices(data: Any, keys: list[Any], expected: tuple[bool, Any]) -> None:
-    """``_lookup`` follows dict keys and in-range list indices; anything else is "not found"."""
-    assert _lookup(data, keys) == expected
-
-
-class _Checked(BaseModel):
-    count: int
-    either: int | list[int] = 0
-
-    @field_validator("count")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        if value <= 0:
-            raise AssertionError("count must be positive")
-        return value
-
-    @model_validator(mode="after")
-    def _not_seven(self) -> _Checked:
-        if self.count == 7:
-            raise ValueError("seven is not allowed")
-        return self
-
-
-def _validation_error(data: dict[str, Any]) -> ValidationError:
-    with pytest.raises(ValidationError) as info:
-        _Checked.model_validate(data)
-    return info.value
-
-
-def test_assertion_prefix_is_removed_from_the_message() -> None:
-    """pydantic's "Assertion failed, " prefix is dropped like "Value error, "."""
-    (error,) = _validation_error({"count": -1}).errors()
-    assert error["msg"] == "Assertion failed, count must be positive"
-    assert _pydantic_message(error) == "count must be positive"
-
-
-def test_schema_issue_for_the_whole_section_shows_the_section() -> None:
-    """An error located at the model itself is reported at the section with the section's value."""
-    data = {"count": 7}
-    assert _schema_issues("s", data, _validation_error(data)) == [
-        ConfigIssue(path="s", value="{'count': 7}", reason="seven is not allowed", severity="error")
-    ]
-
-
-def test_schema_issue_at_a_path_not_in_the_data_shows_the_input() -> None:
-    """When pydantic's location is not a path of the data (a union member), the issue shows pydantic's input."""
-    data: dict[str, Any] = {"count": 1, "either": "x"}
-    issues = _schema_issues("s", data, _validation_error(data))
-    assert [(issue.path, issue.value) for issue in issues] == [
-        ("s.either.int", "'x'"),
-        ("s.either.list[int]", "'x'"),
-    ]
+    """``lookup`` follows dict keys and in-range list indices; anything else is "not found"."""
+    assert lookup(data, keys) == expected
 
 
 # ---------------------------------------------------------------------------------------------- load errors
@@ -511,116 +458,91 @@ def _generation_text(body: str) -> str:
         (
             "backend: null",
             None,
-            ConfigIssue(
-                path=f"{GEN}.backend",
-                value="None",
-                reason="backend is required (set backend: vllm to validate this section)",
-                severity="error",
+            (
+                f"{GEN}.backend",
+                "None",
+                "backend is required (set backend: vllm to validate this section)",
+                "error",
+                "V4",
             ),
             GEN,
         ),
         (
             "backend: 5",
             None,
-            ConfigIssue(
-                path=f"{GEN}.backend",
-                value="5",
-                reason="backend must be a string such as 'vllm', got int",
-                severity="error",
-            ),
+            (f"{GEN}.backend", "5", "backend must be a string such as 'vllm', got int", "error", "V4"),
             GEN,
         ),
-        (
-            "backend: vllm",
-            "x.y",
-            ConfigIssue(path="x.y", value="<missing>", reason="section x.y not found", severity="error"),
-            "x.y",
-        ),
+        ("backend: vllm", "x.y", ("x.y", "<missing>", "section x.y not found", "error", "V4"), "x.y"),
         (
             "x: {}",
             "policy.generation.y",
-            ConfigIssue(
-                path="policy.generation.y",
-                value="<missing>",
-                reason="section policy.generation.y not found",
-                severity="error",
-            ),
+            ("policy.generation.y", "<missing>", "section policy.generation.y not found", "error", "V4"),
             "policy.generation.y",
         ),
     ],
 )
 def test_section_errors_name_the_file_and_section(
-    tmp_path: Path, body: str, section: str | None, issue: ConfigIssue, summary_section: str
+    tmp_path: Path, body: str, section: str | None, issue: tuple[str, ...], summary_section: str
 ) -> None:
+    """A missing or untyped backend, or an explicit section that does not exist, is an error naming the section."""
     file = write(tmp_path, "r.yaml", _generation_text(body))
     with pytest.raises(RecipeError) as info:
         load_recipe(file, section=section)
-    assert info.value.issues == (issue,)
+    assert brief(info.value.issues) == [issue]
     assert info.value.file == str(file)
     assert info.value.message == (
-        f"{file}: section {summary_section} has 1 error(s): {[f'{issue.path}: {issue.reason}']!r}"
+        f"{file}: 1 error(s) (section {summary_section}): {[f'{issue[0]}: {issue[2]}']!r}"
     )
 
 
 def test_unresolvable_section_names_the_file_and_section(tmp_path: Path) -> None:
+    """A section that fails resolution is one V2 error at the section, showing the value as written."""
     file = write(tmp_path, "r.yaml", "policy:\n  generation: ${nope.x}\n")
     error = recipe_error(file)
     reason = "Interpolation key 'nope.x' not found"
-    assert error.issues == (ConfigIssue(path=GEN, value="'${nope.x}'", reason=reason, severity="error"),)
-    assert (error.file, error.message) == (
-        str(file),
-        f"{file}: section {GEN} has 1 error(s): {[f'{GEN}: {reason}']!r}",
-    )
+    assert brief(error.issues) == [(GEN, "'${nope.x}'", reason, "error", "V2")]
+    assert (error.issues or ())[0].line == 2
+    assert error.file == str(file)
+    assert f"{[f'{GEN}: {reason}']!r}" in error.message
 
 
 @pytest.mark.parametrize("section", [None, "policy.generation"])
 def test_skipped_recipes_keep_file_section_and_document(tmp_path: Path, section: str | None) -> None:
+    """A non-vLLM backend is skipped with a V5 note at the backend; the result keeps the file and document."""
     file = write(tmp_path, "r.yaml", _generation_text("backend: sglang"))
-    note = ConfigIssue(
-        path=f"{GEN}.backend",
-        value="'sglang'",
-        reason="backend 'sglang' is not validated (only 'vllm' is)",
-        severity="warning",
+    recipe = load_recipe(file, section=section)
+    assert (recipe.file, recipe.section, recipe.status, recipe.generation) == (
+        str(file),
+        GEN,
+        "skipped",
+        None,
     )
-    assert load_recipe(file, section=section) == LoadedRecipe(
-        str(file), GEN, "skipped", {"policy": {"generation": {"backend": "sglang"}}}, None, (note,)
+    assert recipe.document == {"policy": {"generation": {"backend": "sglang"}}}
+    note = (
+        f"{GEN}.backend",
+        "'sglang'",
+        "backend 'sglang' is not validated (only 'vllm' is)",
+        "warning",
+        "V5",
     )
-    other = write(tmp_path, "sft.yaml", "policy: {}\n")
-    missing = ConfigIssue(
-        path=GEN,
-        value="<missing>",
-        reason="no generation section (not a generation recipe)",
-        severity="warning",
+    assert brief(recipe.issues) == [note]
+    assert ((recipe.issues[0].source, recipe.issues[0].line)) == (str(file), 3)
+    other = load_recipe(write(tmp_path, "sft.yaml", "policy: {}\n"))
+    assert (other.status, [(i.path, i.code, i.missing) for i in other.issues]) == (
+        "skipped",
+        [(GEN, "V5", True)],
     )
-    assert load_recipe(other) == LoadedRecipe(str(other), GEN, "skipped", {"policy": {}}, None, (missing,))
 
 
-def test_list_section_is_a_load_error(tmp_path: Path) -> None:
+def test_list_section_is_an_issue(tmp_path: Path) -> None:
+    """A section that is a list is one V4 error at the section, showing the list."""
     file = write(tmp_path, "r.yaml", "policy:\n  generation: [1, 2]\n")
-    error = load_error(file)
-    assert error.message == f"{file}: section {GEN} must be a mapping, got a list"
-    assert (error.file, error.path, error.value) == (str(file), GEN, "[1, 2]")
-
-
-def test_contract_errors_from_validation_become_issues(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A ``ContractError`` raised by validation or the refit check becomes an issue showing the value as written."""
-    path = write_recipe(tmp_path, valid_generation())
-    tp = f"{GEN}.vllm_cfg.tensor_parallel_size"
-    value = repr(valid_generation()["vllm_cfg"]["tensor_parallel_size"])
-
-    def reject(*args: object, **kwargs: object) -> None:
-        raise ConfigContractError("tp rejected", path="vllm_cfg.tensor_parallel_size")
-
-    monkeypatch.setattr(recipe_module, "assert_reload_refit_config_supported", reject)
-    assert recipe_error(path).issues == (
-        ConfigIssue(path=tp, value=value, reason="tp rejected", severity="error"),
-    )
-    monkeypatch.setattr(VllmConfig, "model_validate", classmethod(reject))
-    error = recipe_error(path)
-    assert error.issues == (ConfigIssue(path=tp, value=value, reason="tp rejected", severity="error"),)
-    assert error.message == f"{path}: section {GEN} has 1 error(s): ['{tp}: tp rejected']"
+    error = recipe_error(file)
+    assert brief(error.issues) == [
+        (GEN, "[1, 2]", f"section {GEN} must be a mapping, got a list", "error", "V4")
+    ]
+    assert (error.issues or ())[0].json_value == [1, 2]
 
 
 def test_an_int_mapping_key_is_a_dotted_key_and_a_list_index_is_bracketed(tmp_path: Path) -> None:

@@ -242,11 +242,13 @@ class UnsupportedConfigError(ConfigContractError, AssertionError):
 
 
 class RecipeError(ConfigContractError):
-    """A recipe whose content is invalid; ``issues`` holds every issue at once (warnings included)."""
+    """A recipe whose content is invalid; ``issues`` holds every issue at once (warnings included), ``skipped``
+    the preflight rules that could not run (each with its reason)."""
 
-    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file", "issues")
+    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file", "issues", "skipped")
     file: str | None
     issues: tuple[Any, ...] | None
+    skipped: tuple[Any, ...] | None
 
 
 class RecipeLoadError(ConfigContractError):

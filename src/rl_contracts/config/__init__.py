@@ -4,8 +4,11 @@
   nested part, with the cross-field rules (all re-exported by :mod:`.models`);
 - :mod:`.keys`: unknown keys of a validated section and their class (typo, misplaced, dead, unknown);
 - :mod:`.refit_rules`: refit-transport normalisation, the reload-refit support check, worker-class resolution;
-- :mod:`.recipe`: NeMo RL-style recipe loading (``defaults:`` inheritance, interpolation) and ``ConfigIssue``;
-- :mod:`.codes`: the stable finding codes and the ``--select``/``--ignore`` filter.
+- :mod:`.recipe`: recipe loading (``load_recipe``, ``ConfigIssue``), built on :mod:`.composition` (``defaults:``
+  inheritance), :mod:`.overrides` (``--set``), :mod:`.resolution` (leaf-by-leaf interpolation) and
+  :mod:`.provenance` (file and line of each value), and running :mod:`.preflight`;
+- :mod:`.codes` and :mod:`.catalogue`: the stable finding codes, the ``--select``/``--ignore`` filter, and every
+  code in one ordered tuple.
 """
 
 from .models import (
@@ -34,7 +37,14 @@ from .models import (
     config_json_schema,
     unknown_keys,
 )
-from .recipe import DEFAULT_SECTION, ConfigIssue, LoadedRecipe, load_recipe, register_resolvers
+from .recipe import (
+    DEFAULT_SECTION,
+    EVALUATION_SECTION,
+    ConfigIssue,
+    LoadedRecipe,
+    load_recipe,
+    register_resolvers,
+)
 from .refit_rules import (
     GENERATION_WORKER_OVERRIDES,
     assert_reload_refit_config_supported,
@@ -44,6 +54,7 @@ from .refit_rules import (
 
 __all__ = [
     "DEFAULT_SECTION",
+    "EVALUATION_SECTION",
     "GENERATION_WORKER_OVERRIDES",
     "VLLM_REFIT_SELECTORS",
     "VLLM_SPARSE_REFIT_TRANSPORTS",

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["BASE_CODES", "Code", "Severity", "code_selected"]
+__all__ = ["BASE_CODES", "FAMILIES", "KEY_PLACEMENT_CODES", "Code", "Severity", "code_selected"]
 
 Severity = Literal["error", "warning", "skipped"]
 """``skipped``: a rule that needs an input it was not given (the N-rules) is reported as a skipped note."""
@@ -146,6 +146,26 @@ BASE_CODES: tuple[Code, ...] = (
     Code("K2", "an unknown key (not validated); an error under --strict", "warning", "never"),
 )
 """Every code that is not a preflight rule, in catalogue order."""
+
+KEY_PLACEMENT_CODES: tuple[Code, ...] = (
+    Code(
+        "P28",
+        "a vllm_cfg key NeMo RL reads only from another place (misplaced): the setting silently does not apply",
+        "error",
+        "never",
+    ),
+    Code(
+        "W2",
+        "a vllm_cfg key NeMo RL never reads (dead), or a misplaced one whose value changes nothing",
+        "warning",
+        "never",
+    ),
+)
+"""The codes of the known dead and misplaced ``vllm_cfg`` keys (PREFLIGHT.md §5), produced by
+:mod:`rl_contracts.config.keys`; they number among preflight's rules."""
+
+FAMILIES: tuple[str, ...] = ("V", "C", "R", "K", "P", "W", "N")
+"""The code families in catalogue order."""
 
 
 def _matches(code: str, patterns: Iterable[str]) -> bool:
