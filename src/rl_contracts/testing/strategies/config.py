@@ -496,21 +496,26 @@ class BrokenRuleConfig(NamedTuple):
     description: str
 
 
-@st.composite
 def broken_rule_vllm_configs(
-    draw: st.DrawFn, *, rules: Sequence[str] = CROSS_FIELD_RULES
-) -> BrokenRuleConfig:
+    *, rules: Sequence[str] = CROSS_FIELD_RULES
+) -> st.SearchStrategy[BrokenRuleConfig]:
     """A :func:`vllm_config_dicts` section that breaks exactly one of ``rules`` (codes C1–C11, SPEC §1.2).
 
-    Every key keeps its own type and range (the section satisfies the JSON Schema unless the rule is one the
-    schema expresses, C1's ranges); only the combination is wrong.  ``VllmConfig.model_validate`` must raise a
-    ``ValidationError`` with an error at ``loc``; ``rule`` is the code ``load_recipe`` reports.
+    Every key keeps its own type and range, so the section satisfies the JSON Schema; only the combination is
+    wrong (C1's ranges included: the schema types ``top_k``/``top_p`` only).  ``VllmConfig.model_validate`` must
+    raise a ``ValidationError`` with exactly one error, at ``loc``; ``rule`` is the code ``load_recipe`` reports.
+    ``rules`` outside :data:`CROSS_FIELD_RULES` (or none) raise ``ValueError`` here.
     """
     unknown = sorted(set(rules) - set(CROSS_FIELD_RULES))
     if unknown or not rules:
         raise ValueError(f"rules must be a non-empty subset of {list(CROSS_FIELD_RULES)}; got {list(rules)}")
+    return _broken_rule_configs(tuple(rules))
+
+
+@st.composite
+def _broken_rule_configs(draw: st.DrawFn, rules: tuple[str, ...]) -> BrokenRuleConfig:
     config = copy.deepcopy(draw(vllm_config_dicts()))
-    rule = draw(st.sampled_from(list(rules)))
+    rule = draw(st.sampled_from(rules))
     loc, description = _break(draw, config, rule)
     return BrokenRuleConfig(config, rule, loc, description)
 
