@@ -7,6 +7,7 @@ import copy
 import importlib
 import importlib.metadata
 import pickle
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -402,3 +403,16 @@ def test_bad_arguments_are_rejected(arguments: dict[str, Any], fragment: str) ->
     with pytest.raises(ContractTypeError) as info:
         preflight(base(), **arguments)
     assert fragment in str(info.value)
+
+
+def test_preflight_imports_neither_torch_nor_vllm() -> None:
+    """Importing preflight and running it over a recipe, in a fresh interpreter, leaves torch and vllm unimported."""
+    probe = (
+        "import sys\n"
+        "from rl_contracts.config.preflight import preflight, installed_vllm_version\n"
+        "installed_vllm_version()\n"
+        "preflight({'grpo': {}, 'policy': {'generation': {'backend': 'vllm'}}})\n"
+        "print('torch' in sys.modules, 'vllm' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

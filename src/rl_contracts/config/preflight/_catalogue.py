@@ -1,7 +1,7 @@
 """The one catalogue of preflight rules: each rule is a small function registered with its code.
 
-:func:`rule` registers a check; :data:`RULES` lists them in registration order (the rule modules are imported in
-code order by :mod:`.engine`).  A check receives a :class:`Context`, reads the document through its
+:func:`rule` registers a check; :data:`RULES` lists them in registration order (:mod:`.engine` imports every rule
+module and sorts the catalogue by code).  A check receives a :class:`Context`, reads the document through its
 :class:`~._document.Reader` and reports with :meth:`Context.error`, :meth:`Context.warning` and
 :meth:`Context.skip`.
 """
