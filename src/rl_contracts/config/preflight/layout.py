@@ -32,7 +32,7 @@ def _colocated(reader: Reader) -> bool:
 @rule(
     "P13",
     "the cluster leaves no GPUs for training or generation (legacy accounting)",
-    "grpo.py:setup ~760-915 (S1)",
+    "algorithms/grpo.py:setup ~760-915 (S1)",
     entries=frozenset({"grpo", "grpo-gym"}),
 )
 def check_cluster_accounting(context: Context) -> None:
@@ -180,7 +180,7 @@ def _many_policy_nodes(context: Context, policy_nodes: int, g: int, gg: int | No
 @rule(
     "P25",
     "the cluster leaves no GPUs for training or generation (single-controller accounting)",
-    "single_controller_utils/setup.py ~129-199 (S1)",
+    "single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
     entries=frozenset({"grpo-sc"}),
 )
 def check_single_controller_accounting(context: Context) -> None:

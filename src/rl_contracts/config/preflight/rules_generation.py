@@ -28,7 +28,7 @@ _FP8_KV = ("auto", "fp8", "fp8_e4m3")
 @rule(
     "P14",
     "FP8 generation or an FP8 KV cache with settings that cannot run",
-    "grpo.py ~1321-1338, vllm/quantization/fp8.py:init_fp8 ~199 (S2/S3)",
+    "algorithms/grpo.py ~1321-1338, vllm/quantization/fp8.py:init_fp8 ~199 (S2/S3)",
     entries=LEGACY_ENTRIES,
 )
 def check_fp8_generation(context: Context) -> None:
@@ -177,7 +177,7 @@ def _executor_backend(context: Context) -> str | None:
 @rule(
     "P16",
     "a vllm_kwargs key collides with an engine argument the trainer sets",
-    "vllm_worker.py:_load_model ~570-596, grpo.py ~1345 (S3)",
+    "vllm/vllm_worker.py:_load_model ~570-596, algorithms/grpo.py ~1345 (S3)",
 )
 def check_engine_arguments(context: Context) -> None:
     """(vLLM) each key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` is an error (a duplicate keyword at engine
@@ -404,7 +404,7 @@ _RESHARD_PRECISIONS = (None, "auto", "bf16", "bfloat16", "fp8")
 @rule(
     "P22",
     "nccl_reshard refit transport without its preconditions",
-    "weight_sync/nccl_reshard_utils.py ~562, from grpo.py ~1522 (S5)",
+    "weight_sync/nccl_reshard_utils.py ~562, from algorithms/grpo.py ~1522 (S5)",
     entries=LEGACY_ENTRIES,
 )
 def check_nccl_reshard(context: Context) -> None:

@@ -25,7 +25,7 @@ _SAMPLING = ("temperature", "top_p", "top_k")
 @rule(
     "P5",
     "validation sampling that differs from training needs vLLM with NeMo-Gym",
-    "grpo.py:setup ~376 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=LEGACY_ENTRIES,
 )
 def check_validation_sampling(context: Context) -> None:
@@ -65,7 +65,7 @@ def check_validation_sampling(context: Context) -> None:
 @rule(
     "P6",
     "validation generations and early-stop settings are inconsistent",
-    "grpo.py:setup ~400 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=LEGACY_ENTRIES,
 )
 def check_validation_counts(context: Context) -> None:
@@ -99,7 +99,7 @@ def check_validation_counts(context: Context) -> None:
 @rule(
     "P7",
     "batch_multiplier without dynamic sampling, or prompts not divisible across dataloaders",
-    "grpo.py:setup ~450 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=LEGACY_ENTRIES,
 )
 def check_prompt_batching(context: Context) -> None:
@@ -137,7 +137,7 @@ def check_prompt_batching(context: Context) -> None:
 @rule(
     "P8",
     "fused linear logprobs need sequence packing off and no top-k/top-p filter",
-    "grpo.py:setup ~480 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=LEGACY_ENTRIES,
 )
 def check_fused_linear_logprobs(context: Context) -> None:
@@ -177,7 +177,7 @@ def check_fused_linear_logprobs(context: Context) -> None:
 @rule(
     "P9",
     "force_on_policy_ratio needs train_global_batch_size == prompts x generations",
-    "grpo.py:setup ~520 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=LEGACY_ENTRIES,
 )
 def check_forced_on_policy_ratio(context: Context) -> None:
@@ -201,7 +201,7 @@ def check_forced_on_policy_ratio(context: Context) -> None:
 @rule(
     "P10",
     "KL penalty without reference logprobs, or KL-in-reward against missing logprobs",
-    "grpo.py:setup ~560 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=LEGACY_ENTRIES,
 )
 def check_kl_reference(context: Context) -> None:
@@ -244,7 +244,7 @@ _PENALTIES = (
 @rule(
     "P11",
     "NeMo-Gym prerequisites: reward penalties need gym; gym needs async rollouts and the HTTP server",
-    "grpo.py:setup ~600 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=ALL_ENTRIES,
 )
 def check_gym_prerequisites(context: Context) -> None:
@@ -283,7 +283,7 @@ def check_gym_prerequisites(context: Context) -> None:
 @rule(
     "P12",
     "multimodal deduplication needs vLLM and no data plane",
-    "grpo.py:setup ~700 (S1)",
+    "algorithms/grpo.py:setup ~376-735 (S1)",
     entries=LEGACY_ENTRIES,
 )
 def check_multimodal_dedup(context: Context) -> None:

@@ -45,7 +45,7 @@ def _require(context: Context, path: str) -> None:
 @rule(
     "P1",
     "a key the trainer indexes directly is absent (KeyError at start-up)",
-    "grpo.py:setup, vllm_worker.py ~583 (S1-S3)",
+    "algorithms/grpo.py:setup, vllm/vllm_worker.py ~583 (S1-S3)",
 )
 def check_required(context: Context) -> None:
     """Every key the trainer indexes without a default must exist: the five of every entrypoint,
@@ -65,7 +65,7 @@ def check_required(context: Context) -> None:
 @rule(
     "P2",
     "exactly one training backend (megatron_cfg or dtensor_cfg) must be enabled",
-    "lm_policy.py:Policy.__init__ ~121 (S4)",
+    "models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
 )
 def check_backend(context: Context) -> None:
     """``policy.megatron_cfg.enabled`` and ``policy.dtensor_cfg.enabled`` must differ."""
@@ -80,7 +80,11 @@ def check_backend(context: Context) -> None:
         )
 
 
-@rule("P3", "a draft model needs Megatron and no sequence packing", "lm_policy.py:Policy.__init__ ~130 (S4)")
+@rule(
+    "P3",
+    "a draft model needs Megatron and no sequence packing",
+    "models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
+)
 def check_draft(context: Context) -> None:
     """``policy.draft.enabled`` needs ``policy.megatron_cfg.enabled`` and not ``policy.sequence_packing.enabled``."""
     reader = context.reader
@@ -105,7 +109,7 @@ def check_draft(context: Context) -> None:
 @rule(
     "P4",
     "DTensor v1 supports neither LoRA nor dp_replicate_size > 1",
-    "lm_policy.py:Policy.__init__ ~150 (S4)",
+    "models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
 )
 def check_dtensor_v1(context: Context) -> None:
     """With DTensor (not Megatron) and ``dtensor_cfg._v2`` not true: ``lora_cfg.enabled`` false and
@@ -133,7 +137,7 @@ def check_dtensor_v1(context: Context) -> None:
 @rule(
     "P18",
     "the training world is not a positive multiple of PP x CP x TP",
-    "lm_policy.py:Policy.__init__ ~200 (S4)",
+    "models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
 )
 def check_training_placement(context: Context) -> None:
     """With Megatron or DTensor and a known layout: W = train_nodes × train_gpn must be ≥ and a multiple of
@@ -161,7 +165,7 @@ def check_training_placement(context: Context) -> None:
 @rule(
     "P19",
     "train TP >= 4 needs train_micro_batch_size == logprob_batch_size",
-    "lm_policy.py:Policy.__init__ ~230 (S4)",
+    "models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
 )
 def check_tp_batch_variance(context: Context) -> None:
     """When train TP ≥ 4 and ``policy.logprob_batch_size`` is set: ``train_micro_batch_size`` must equal it,

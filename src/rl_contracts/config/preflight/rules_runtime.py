@@ -40,7 +40,7 @@ _SEVERITY: Final = "skipped"
 @rule(
     "N1",
     "validation is enabled but there may be no validation dataset",
-    "grpo.py:setup ~640 (S1)",
+    "algorithms/grpo.py:setup ~640 (S1)",
     entries=LEGACY_ENTRIES,
     severity=_SEVERITY,
 )
@@ -105,7 +105,7 @@ def check_moe_model(context: Context) -> None:
 @rule(
     "N3",
     "vLLM 0.32 routed experts need prefix caching, which the trainer enables only on capability >= 8",
-    "vllm_worker.py:_resolve_enable_prefix_caching ~84 (S3)",
+    "vllm/vllm_worker.py:_resolve_enable_prefix_caching ~84 (S3)",
     severity=_SEVERITY,
 )
 def check_prefix_caching_capability(context: Context) -> None:
@@ -158,7 +158,7 @@ def check_runner_v2_environment(context: Context) -> None:
 @rule(
     "N5",
     "Megatron needs TORCH_CUDA_ARCH_LIST in the launch environment",
-    "lm_policy.py ~147 (S4)",
+    "models/policy/lm_policy.py ~147 (S4)",
     severity=_SEVERITY,
 )
 def check_megatron_arch_list(context: Context) -> None:
@@ -170,7 +170,7 @@ def check_megatron_arch_list(context: Context) -> None:
 @rule(
     "N6",
     "cluster.segment_size needs enough alive Ray nodes for training and generation",
-    "grpo.py:setup ~934 (S1)",
+    "algorithms/grpo.py:setup ~934 (S1)",
     severity=_SEVERITY,
 )
 def check_ray_segments(context: Context) -> None:
@@ -187,7 +187,7 @@ _QUANTIZED_ARCHS = ("GptOss", "Mistral3")
 @rule(
     "N7",
     "quantized GPT-OSS / Mistral3 checkpoints need load_format dummy",
-    "vllm_worker.py ~497-560 (S3)",
+    "vllm/vllm_worker.py ~497-560 (S3)",
     severity=_SEVERITY,
 )
 def check_quantized_load_format(context: Context) -> None:

@@ -24,7 +24,7 @@ _ASYNC_BACKENDS = ("vllm", "megatron", "trtllm", "dynamo")
 @rule(
     "P23",
     "legacy async GRPO with a backend or feature it excludes",
-    "grpo.py:async_grpo_train ~4114-4180, examples/run_grpo.py (S5)",
+    "algorithms/grpo.py:async_grpo_train ~4114-4180, examples/run_grpo.py after setup (S5)",
     entries=LEGACY_ENTRIES,
 )
 def check_legacy_async(context: Context) -> None:
@@ -96,7 +96,7 @@ _SC: frozenset[Entrypoint] = frozenset({"grpo-sc"})
 @rule(
     "P24",
     "the single-controller path needs the data plane, no validation, one dataloader and vLLM/SGLang",
-    "single_controller_utils/setup.py ~505-560, examples/run_grpo_single_controller.py ~95 (S0-S1)",
+    "single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S0-S1)",
     entries=_SC,
 )
 def check_single_controller_gates(context: Context) -> None:
@@ -139,7 +139,7 @@ def check_single_controller_gates(context: Context) -> None:
 @rule(
     "P26",
     "single-controller batch, sampler, checkpoint metric or KL settings that cannot run",
-    "single_controller_utils/setup.py ~129-199, single_controller_utils/config.py ~678 (S1)",
+    "single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
     entries=_SC,
 )
 def check_single_controller_batch(context: Context) -> None:
