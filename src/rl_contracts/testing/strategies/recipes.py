@@ -110,7 +110,9 @@ def _recipe(draw: st.DrawFn, c: _Constraints) -> dict[str, Any]:
     mp = draw(st.sampled_from(_divisors(gen_gpn)))
     pp = 1 if c.vllm_pp_one else draw(st.sampled_from(_divisors(mp)))
     tp = mp // pp
-    async_engine = gym or pp > 1 or draw(st.booleans())
+    # An FP8 KV cache needs FP8 weights, Megatron with PP 1, and no async rollouts (P14).
+    fp8_kv = legacy and not gym and mega and pp == 1 and draw(st.booleans())
+    async_engine = not fp8_kv and (gym or pp > 1 or draw(st.booleans()))
     engines = gen_nodes * gen_gpn // mp
     ep = 1
     if tp > 1 and draw(st.booleans()):
@@ -122,7 +124,7 @@ def _recipe(draw: st.DrawFn, c: _Constraints) -> dict[str, Any]:
     world = train_nodes * train_gpn
     train_tp = draw(st.sampled_from([d for d in _divisors(world) if d >= c.min_train_tp]))
     rest = world // train_tp
-    train_pp = draw(st.sampled_from(_divisors(rest))) if mega else 1
+    train_pp = draw(st.sampled_from(_divisors(rest))) if mega and not fp8_kv else 1
     train_cp = draw(st.sampled_from(_divisors(rest // train_pp)))
     micro = draw(st.integers(1, 4))
     logprob = micro if train_tp >= 4 else draw(st.integers(1, 4))
@@ -133,14 +135,15 @@ def _recipe(draw: st.DrawFn, c: _Constraints) -> dict[str, Any]:
     dynamic = not multiple_loaders and draw(st.booleans())
     multiplier = draw(st.sampled_from([1, 1.0, 1.5, 2])) if dynamic else 1
 
-    async_grpo = legacy and c.async_grpo and not colocated and not dynamic and draw(st.booleans())
+    async_grpo = (
+        legacy and c.async_grpo and not colocated and not dynamic and not fp8_kv and draw(st.booleans())
+    )
     if async_grpo:
         async_engine, multiple_loaders = True, False
-    fp8 = draw(st.booleans())
+    fp8 = fp8_kv or draw(st.booleans())
     sampler = "in_order" if legacy else draw(st.sampled_from(["in_order", "windowed", "ready_first"]))
     force_ratio = sampler != "ready_first" and draw(st.booleans())
     correction = async_grpo or fp8 or sampler == "ready_first" or draw(st.booleans())
-    fp8_kv = legacy and fp8 and mega and train_pp == 1 and not async_engine and draw(st.booleans())
     router_replay = c.router_replay and mega and pp == 1 and draw(st.booleans())
     packing = draw(st.booleans())
     fused = mega and not packing and draw(st.booleans())
