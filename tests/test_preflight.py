@@ -199,6 +199,14 @@ def test_unresolved_list_entry_below_read_mapping() -> None:
     ]
 
 
+def test_unresolved_list_entry_skips_reward_model_detection() -> None:
+    """A data.train entry that did not resolve (kept as a placeholder) might be a reward-model dataset: P13 skips."""
+    document = base()
+    document["data"]["train"] = [{"env_name": "math"}, "<unresolved>"]
+    report = preflight(document, NO_ENV, unresolved=["data.train[1]"])
+    assert [(s.code, s.path) for s in report.skipped if s.code == "P13"] == [("P13", "data.train[1]")]
+
+
 # --- malformed documents --------------------------------------------------------------------------------------------
 
 

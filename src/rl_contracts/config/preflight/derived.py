@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._document import Reader, WrongShape, join
+from ._document import Reader, Unresolved, WrongShape, join
 from .report import Entrypoint
 
 __all__ = [
@@ -148,6 +148,8 @@ def _uses_reward_model(reader: Reader) -> bool:
                 return True
         elif isinstance(node, list):
             for index, entry in enumerate(node):
+                if reader.is_unresolved(f"{path}[{index}]"):
+                    raise Unresolved(f"{path}[{index}]")
                 if isinstance(entry, Mapping) and reader.value(f"{path}[{index}].env_name") == "reward_model":
                     return True
     return False
@@ -155,7 +157,8 @@ def _uses_reward_model(reader: Reader) -> bool:
 
 def reward_model(reader: Reader) -> tuple[bool, int, int]:
     """*RM*: whether some ``data.{train,validation,default}`` entry has ``env_name: reward_model``, and then
-    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required), else ``(False, 0, 0)``."""
+    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required), else ``(False, 0, 0)``.  A list entry
+    that did not resolve could be a reward-model dataset, so it makes the reading rule skip."""
     if not _uses_reward_model(reader):
         return False, 0, 0
     base = "env.reward_model.resources"
