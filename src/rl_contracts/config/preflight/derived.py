@@ -171,7 +171,6 @@ class Teacher:
 
     alias: str
     path: str
-    checkpoint: object
     num_nodes: int
     gpus_per_node: int
 
@@ -218,5 +217,5 @@ def teachers(reader: Reader) -> tuple[Teacher, ...]:
                 raise WrongShape(f"{where}.{key}", number, "an int")
         assert isinstance(nodes, int)
         assert isinstance(gpn, int)
-        found.append(Teacher(alias, override_path, checkpoint, nodes, gpn))
+        found.append(Teacher(alias, override_path, nodes, gpn))
     return tuple(found)
