@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from rl_contracts.config import VllmConfig
+from rl_contracts.config.catalogue import CODES
 from rl_contracts.config.keys import VLLM_CFG_KEYS
 from rl_contracts.config.recipe import LoadedRecipe, load_recipe
 from rl_contracts.errors import ContractError, RecipeError, RecipeLoadError
@@ -49,6 +50,9 @@ def _dump(directory: Path, name: str, content: object) -> Path:
     path = directory / name
     path.write_text(OmegaConf.to_yaml(content), encoding="utf-8")
     return path
+
+
+CATALOGUE = {code.code for code in CODES}
 
 
 def _without_misplaced_keys(generation: dict[str, Any]) -> dict[str, Any]:
@@ -203,6 +207,28 @@ def test_generation_round_trips_through_model_dump(generation: dict[str, Any]) -
     assert all(issue.severity == "warning" for issue in recipe.issues)
     again = VllmConfig.model_validate(recipe.generation.model_dump(by_alias=True, exclude_unset=True))
     assert again == recipe.generation
+
+
+@given(generation=vllm_config_dicts() | planted_bad_vllm_configs().map(lambda p: p.config))
+def test_every_issue_has_a_catalogue_code_and_provenance(generation: dict[str, Any]) -> None:
+    """Every issue carries a code of the catalogue; an issue about a value the file holds names the file and a
+    line within it; a missing value has neither."""
+    assume(_yaml_safe(generation))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _dump(Path(tmp), "r.yaml", {"policy": {"generation": generation}})
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        try:
+            issues = load_recipe(path).issues
+        except RecipeError as exc:
+            issues = exc.issues or ()
+    for issue in issues:
+        assert issue.code in CATALOGUE
+        if issue.missing:
+            assert (issue.source, issue.line, issue.json_value) == (None, None, None)
+        elif issue.source is not None:
+            assert issue.source == str(path)
+            assert issue.line is not None
+            assert 1 <= issue.line <= lines
 
 
 # ---------------------------------------------------------------------------------------------- rules end to end

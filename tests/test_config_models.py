@@ -28,6 +28,7 @@ from rl_contracts.config import (
     VllmRefitBaselineConfig,
     VllmRefitConfig,
     VllmRefitStorageConfig,
+    VllmSpecificArgs,
     VllmVideoConfig,
     config_json_schema,
     unknown_keys,
@@ -1043,3 +1044,60 @@ def test_env_vars_numbers_become_plain_strings() -> None:
     """An int or float ``env_vars`` value becomes its ``str``; a string stays as written."""
     config = VllmConfig.model_validate(with_vllm(env_vars={"A": 3, "B": 0.5, "C": "x"}))
     assert config.vllm_cfg.env_vars == {"A": "3", "B": "0.5", "C": "x"}
+
+
+def test_enable_return_routed_experts_is_not_a_declared_vllm_cfg_key() -> None:
+    """``vllm_cfg.enable_return_routed_experts`` is no field of ``VllmSpecificArgs`` (no vLLM worker reads it)."""
+    assert "enable_return_routed_experts" not in VllmSpecificArgs.model_fields
+    config = VllmConfig.model_validate(with_vllm(enable_return_routed_experts=True))
+    assert config.vllm_cfg.model_extra == {"enable_return_routed_experts": True}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "code", "fragment"),
+    [
+        ("distributed_executor_backend", "ray", "W2", "has no effect: NeMo RL never reads it from vllm_cfg"),
+        ("enable_thinking", True, "W2", "policy.tokenizer.chat_template_kwargs"),
+        ("enforce_monotonicity", False, "W2", "no NeMo RL code reads it"),
+        ("enable_expert_parallel", False, "W2", "expert_parallel_size > 1"),
+        (
+            "limit_mm_per_prompt",
+            {"image": 2},
+            "P28",
+            "reads it from policy.generation.vllm_kwargs.limit_mm_per_prompt",
+        ),
+        ("limit_mm_per_prompt", None, "W2", "its value None would change nothing"),
+        ("enable_return_routed_experts", True, "P28", "reads it from policy.router_replay.enabled: true"),
+        ("enable_return_routed_experts", False, "W2", "its value False would change nothing"),
+        ("enable_return_routed_experts", None, "W2", "its value None would change nothing"),
+    ],
+)
+def test_known_vllm_cfg_keys_are_classified(key: str, value: object, code: str, fragment: str) -> None:
+    """The dead and misplaced ``vllm_cfg`` keys of PREFLIGHT.md §5 get W2 or P28 with a reason saying why."""
+    (found,) = unknown_keys(VllmConfig.model_validate(with_vllm(**{key: value})))
+    assert (found.path, found.code, found.suggestion) == (("vllm_cfg", key), code, None)
+    assert fragment in found.reason
+
+
+def test_the_dead_and_misplaced_table_is_only_for_vllm_cfg() -> None:
+    """A key of the table outside ``vllm_cfg`` is an ordinary unknown key (K2)."""
+    config = section()
+    config["limit_mm_per_prompt"] = {"image": 2}
+    (found,) = unknown_keys(VllmConfig.model_validate(config))
+    assert (found.path, found.code, found.reason) == (
+        ("limit_mm_per_prompt",),
+        "K2",
+        "unknown key (not validated)",
+    )
+
+
+@pytest.mark.parametrize(("size", "warned"), [(1, True), (2, False)])
+def test_expert_parallel_switch_is_warned_without_expert_parallelism(size: int, warned: bool) -> None:
+    """``enable_expert_parallel: true`` gets a second W2 entry when ``expert_parallel_size`` ≤ 1."""
+    config = with_vllm(enable_expert_parallel=True, expert_parallel_size=size, tensor_parallel_size=size)
+    if size > 1:
+        config["vllm_cfg"]["async_engine"] = False
+    found = unknown_keys(VllmConfig.model_validate(config))
+    reasons = [u.reason for u in found if u.code == "W2"]
+    assert len(reasons) == (2 if warned else 1)
+    assert any("vLLM runs without expert parallelism" in r for r in reasons) is warned

@@ -343,9 +343,16 @@ def _check_section(
 def _preflight(
     report: _Report, resolution: Resolution, options: PreflightOptions | None
 ) -> tuple[tuple[SkippedRule, ...], Entrypoint | None]:
-    """Run preflight over the resolved document; its findings become issues with provenance."""
+    """Run preflight over the resolved document; its findings become issues with provenance.
+
+    A finding at a path whose value the section check already rejected as unresolvable or of the wrong type (V2,
+    V3) is dropped: preflight would only report the same bad value again.
+    """
     result = preflight(resolution.document, options, unresolved=resolution.unresolved)
+    rejected = {issue.path for issue in report.issues if issue.code in ("V2", "V3")}
     for finding in result.findings:
+        if finding.path in rejected:
+            continue
         value = MISSING if finding.value is ABSENT else finding.value
         keys = split_path(finding.path)
         report.add(keys, finding.code, finding.message, finding.severity, value, path=finding.path)
