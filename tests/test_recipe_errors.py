@@ -259,9 +259,8 @@ def test_undecodable_file_cannot_be_parsed(tmp_path: Path) -> None:
     file = tmp_path / "r.yaml"
     file.write_bytes(b"a: \xff\xfe\n")
     error = load_error(file)
-    assert error.message == (
-        f"{file}: cannot parse the file: 'utf-8' codec can't decode byte 0xff in position 3: invalid start byte"
-    )
+    assert error.message.startswith(f"{file}: cannot parse the file: ")
+    assert "can't decode byte 0xff in position 3" in error.message
     assert (error.file, error.path, error.value) == (str(file), None, None)
 
 
@@ -285,7 +284,9 @@ def test_missing_parent_names_the_child(tmp_path: Path) -> None:
     child = write(tmp_path, "child.yaml", "defaults: nope.yaml\n")
     error = load_error(child)
     parent = tmp_path / "nope.yaml"
-    assert error.message == f"{child}: parent recipe '{parent}' named in defaults does not exist"
+    assert error.message.startswith(f"{child}: ")
+    assert f"'{parent}'" in error.message
+    assert "does not exist" in error.message
     assert (error.file, error.path, error.value) == (str(child), "defaults", f"'{parent}'")
 
 
@@ -294,7 +295,8 @@ def test_defaults_cycle_lists_the_chain(tmp_path: Path) -> None:
     two = write(tmp_path, "c2.yaml", "defaults: c1.yaml\n")
     error = load_error(one)
     chain = f"['{one}', '{two}', '{one}']"
-    assert error.message == f"{one}: defaults cycle: the file appears again in its own ancestry {chain}"
+    assert error.message.startswith(f"{one}: defaults cycle")
+    assert error.message.endswith(chain)
     assert (error.file, error.path, error.value) == (str(one), "defaults", chain)
 
 
@@ -309,7 +311,8 @@ def test_unresolvable_paths(tmp_path: Path) -> None:
     )
     child = write(tmp_path, "child.yaml", 'defaults: "x\\0y.yaml"\n')
     error = load_error(child)
-    assert error.message == f"{tmp_path}/x\0y.yaml: cannot resolve the path: embedded null byte"
+    assert error.message.startswith(f"{tmp_path}/x\0y.yaml: cannot resolve the path")
+    assert "embedded null byte" in error.message
     assert (error.file, error.path) == (str(child), "defaults")
 
 
@@ -328,10 +331,10 @@ def test_list_meeting_a_mapping_cannot_merge(
     write(tmp_path, "p.yaml", parent)
     file = write(tmp_path, "r.yaml", f"defaults: p.yaml\n{child}")
     error = load_error(file)
-    remedy = "; mark the mapping with _override_: true to replace the list" if now == "mapping" else ""
-    assert error.message == (
-        f"{file}: cannot merge {where}: a {now} here where the recipe it inherits from has a {was}{remedy}"
-    )
+    assert error.message.startswith(f"{file}: cannot merge {where}: ")
+    assert f"a {now} here" in error.message
+    assert f"has a {was}" in error.message
+    assert ("_override_: true" in error.message) is (now == "mapping")
     assert (error.file, error.path, error.value) == (str(file), where, None)
 
 
@@ -491,9 +494,8 @@ def test_section_errors_name_the_file_and_section(
         load_recipe(file, section=section)
     assert brief(info.value.issues) == [issue]
     assert info.value.file == str(file)
-    assert info.value.message == (
-        f"{file}: 1 error(s) (section {summary_section}): {[f'{issue[0]}: {issue[2]}']!r}"
-    )
+    assert info.value.message.startswith(f"{file}: 1 error(s) (section {summary_section}): ")
+    assert f"{issue[0]}: {issue[2]}" in info.value.message
 
 
 def test_unresolvable_section_names_the_file_and_section(tmp_path: Path) -> None:
