@@ -323,6 +323,12 @@ def test_without_a_generation_mapping_the_recipe_is_skipped_naming_the_option(
     assert "--section" in issue.reason
 
 
+def test_a_top_level_generation_that_fails_resolution_is_reported(tmp_path: Path) -> None:
+    """A top-level ``generation`` that cannot resolve is selected, so its V2 error is reported, not skipped."""
+    issues = issues_of(write(tmp_path, "r.yaml", "generation: ${nope}\n"))
+    assert [(i.path, i.code, i.line) for i in issues] == [("generation", "V2", 1)]
+
+
 # ---------------------------------------------------------------------------------------------- overrides
 
 

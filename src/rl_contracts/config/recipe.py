@@ -257,13 +257,18 @@ def _config_issues(
     return config
 
 
-def _default_section(composed: dict[Any, Any], resolved: dict[Any, Any]) -> str | None:
+def _default_section(composed: dict[Any, Any], resolution: Resolution) -> str | None:
     """``policy.generation`` when the recipe has it (or a ``policy`` that is not a mapping), else a top-level
-    ``generation`` mapping, else ``None``."""
+    ``generation`` mapping (or one that failed resolution, so that its failure is reported), else ``None``."""
     policy = composed.get("policy")
     if policy is not None and (not isinstance(policy, dict) or policy.get("generation") is not None):
         return DEFAULT_SECTION
-    return EVALUATION_SECTION if isinstance(resolved.get(EVALUATION_SECTION), dict) else None
+    failed = any(failure.keys == (EVALUATION_SECTION,) for failure in resolution.failures)
+    return (
+        EVALUATION_SECTION
+        if failed or isinstance(resolution.document.get(EVALUATION_SECTION), dict)
+        else None
+    )
 
 
 def _locate(report: _Report, resolution: Resolution, section: Keys) -> dict[Any, Any] | None:
@@ -446,7 +451,7 @@ def load_recipe(
         ) from None
     resolution = resolve_document(document)
     report = _Report(composed, Provenance(composition.chain, overridden))
-    chosen = section if section is not None else _default_section(composed, resolution.document)
+    chosen = section if section is not None else _default_section(composed, resolution)
     status, config = _check_section(
         report, resolution, chosen or DEFAULT_SECTION, explicit=section is not None, strict=strict
     )
