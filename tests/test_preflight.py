@@ -164,7 +164,7 @@ def test_rule_reading_unresolved_leaf_is_skipped_with_path() -> None:
     path = f"{VC}.tensor_parallel_size"
     report = preflight(document, NO_ENV, unresolved=[path])
     p17 = [s for s in report.skipped if s.code == "P17"]
-    assert p17 == [SkippedRule("P17", f"P17 reads {path}, which did not resolve", path)]
+    assert p17 == [SkippedRule("P17", f"reads {path}, which did not resolve", path)]
     assert [f.code for f in report.errors] == ["P18"]
 
 

@@ -93,7 +93,7 @@ def preflight(
         try:
             rule.check(context)
         except Unresolved as signal:
-            context.skip(f"{rule.code} reads {signal.path}, which did not resolve", signal.path)
+            context.skip(f"reads {signal.path}, which did not resolve", signal.path)
         except WrongShape as signal:
             context.once(signal.path, signal.value, _shape_message(signal))
         except MissingKey as signal:

@@ -229,7 +229,7 @@ def check_vllm_placement(context: Context) -> None:
     if not is_vllm(reader):
         return
     if context.layout is None:
-        context.skip("P17 needs the cluster layout, which P13/P25 could not compute")
+        context.skip("needs the cluster layout, which P13/P25 could not compute")
         return
     layout = context.layout
     tp = reader.integer(f"{VC}.tensor_parallel_size")
@@ -325,7 +325,7 @@ def check_routed_experts(context: Context) -> None:
             )
     version = context.options.vllm_version
     if version is None:
-        context.skip("P21's version-dependent checks need the vLLM version (--vllm-version X.Y)")
+        context.skip("the version-dependent checks need the vLLM version (--vllm-version X.Y)")
         return
     transfer = reader.mapping(f"{VK}.kv_transfer_config") or {}
     names = _connectors(transfer)

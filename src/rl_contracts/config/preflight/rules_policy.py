@@ -39,7 +39,7 @@ def _require(context: Context, path: str) -> None:
             "fix its shape.",
         )
     except Unresolved as signal:
-        context.skip(f"P1 cannot tell whether {path} exists: {signal.path} did not resolve", signal.path)
+        context.skip(f"cannot tell whether {path} exists: {signal.path} did not resolve", signal.path)
 
 
 @rule(
@@ -147,7 +147,7 @@ def check_training_placement(context: Context) -> None:
     if parallel is None:
         return
     if context.layout is None:
-        context.skip("P18 needs the cluster layout, which P13/P25 could not compute")
+        context.skip("needs the cluster layout, which P13/P25 could not compute")
         return
     layout = context.layout
     world = layout.train_nodes * layout.train_gpn

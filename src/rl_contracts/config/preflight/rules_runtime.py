@@ -52,7 +52,7 @@ def check_validation_dataset(context: Context) -> None:
         or reader.flag("grpo.val_at_start")
         or reader.flag("grpo.val_at_end")
     ):
-        context.skip("N1 needs the dataset loader to know whether a validation dataset exists")
+        context.skip("needs the dataset loader to know whether a validation dataset exists")
 
 
 def _r3_path(context: Context) -> str:
@@ -88,9 +88,7 @@ def check_moe_model(context: Context) -> None:
         return
     model = context.options.model_config
     if model is None:
-        context.skip(
-            "N2 needs the model's config.json (--model-config) to tell whether the model has experts"
-        )
+        context.skip("needs the model's config.json (--model-config) to tell whether the model has experts")
         return
     if expert_count(model) == 0:
         path = _r3_path(context)
@@ -128,7 +126,7 @@ def check_prefix_caching_capability(context: Context) -> None:
             for name, given in (("--gpu-capability", capability), ("--vllm-version", version))
             if given is None
         )
-        context.skip(f"N3 needs {missing} to tell whether the trainer enables prefix caching")
+        context.skip(f"needs {missing} to tell whether the trainer enables prefix caching")
         return
     if capability < (8, 0):
         context.error(
@@ -152,7 +150,7 @@ def check_runner_v2_environment(context: Context) -> None:
     reader = context.reader
     version = context.options.vllm_version
     if is_vllm(reader) and r3(reader) and (version is None or version >= (0, 32)):
-        context.skip("N4 needs the launch environment (VLLM_USE_V2_MODEL_RUNNER, Triton) of the vLLM workers")
+        context.skip("needs the launch environment (VLLM_USE_V2_MODEL_RUNNER, Triton) of the vLLM workers")
 
 
 @rule(
@@ -164,7 +162,7 @@ def check_runner_v2_environment(context: Context) -> None:
 def check_megatron_arch_list(context: Context) -> None:
     """Needs the launch environment: skipped with Megatron."""
     if megatron(context.reader):
-        context.skip("N5 needs the launch environment of the policy workers (TORCH_CUDA_ARCH_LIST)")
+        context.skip("needs the launch environment of the policy workers (TORCH_CUDA_ARCH_LIST)")
 
 
 @rule(
@@ -176,9 +174,7 @@ def check_megatron_arch_list(context: Context) -> None:
 def check_ray_segments(context: Context) -> None:
     """Needs the Ray cluster: skipped when ``cluster.segment_size`` is set."""
     if context.reader.value("cluster.segment_size") not in (None, ABSENT):
-        context.skip(
-            "N6 needs the Ray cluster to count alive nodes per segment (cluster.segment_size is set)"
-        )
+        context.skip("needs the Ray cluster to count alive nodes per segment (cluster.segment_size is set)")
 
 
 _QUANTIZED_ARCHS = ("GptOss", "Mistral3")
@@ -200,7 +196,7 @@ def check_quantized_load_format(context: Context) -> None:
     model = context.options.model_config
     if model is None:
         context.skip(
-            "N7 needs the model's config.json (--model-config) to tell whether it is quantized GPT-OSS/Mistral3"
+            "needs the model's config.json (--model-config) to tell whether it is quantized GPT-OSS/Mistral3"
         )
         return
     architectures = model.get("architectures")
