@@ -14,11 +14,13 @@ import pytest
 
 from rl_contracts.cli import build_parser, main
 from rl_contracts.cli import metrics as metrics_cli
+from rl_contracts.cli import rules as rules_cli
+from rl_contracts.cli import schema as schema_cli
 from rl_contracts.cli import validate as validate_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
-TOP_USAGE = "usage: rl-contracts [-h] COMMAND ..."
+TOP_USAGE = "usage: rl-contracts [-h] [--version] COMMAND ..."
 METRICS_USAGE = "usage: rl-contracts metrics [-h] [--interval S] [--count N] [--json] [--timeout S] URL"
 
 TOP_HELP = f"""{TOP_USAGE}
@@ -27,12 +29,14 @@ Fail-closed contracts between RL trainers and vLLM.
 
 positional arguments:
   COMMAND
-    validate  validate recipe YAML files (schema, cross-field and reload-refit rules)
-    schema    print the JSON Schema of the vLLM generation section
+    validate  validate recipe YAML files (schema, cross-field, reload-refit and preflight rules)
+    rules     list every finding code with its summary and where the reference checks it
+    schema    print the JSON Schema of the vLLM generation section or of a whole recipe
     metrics   print per-interval engine and spec-decode metrics of a running vLLM server
 
 options:
   -h, --help  show this help message and exit
+  --version   print rl-contracts VERSION and exit
 """
 
 METRICS_HELP = f"""{METRICS_USAGE}
@@ -53,30 +57,73 @@ options:
   --timeout S   seconds to wait for the server on each scrape (default: 10)
 """
 
-VALIDATE_USAGE = "usage: rl-contracts validate [-h] [--section DOTTED] [--json] [--strict] FILE [FILE ...]"
+VALIDATE_USAGE = """usage: rl-contracts validate [-h] [--section DOTTED] [--strict]
+                             [--format {human,json,github} | --json] [--set KEY=VALUE]
+                             [--entrypoint {grpo,grpo-gym,grpo-sc}] [--vllm-version X.Y]
+                             [--ignore-tp-accuracy-check] [--model-config CONFIG.json]
+                             [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]
+                             FILE [FILE ...]"""
 
-VALIDATE_HELP = f"""{VALIDATE_USAGE}
+VALIDATE_HELP = (
+    VALIDATE_USAGE
+    + """
 
-Load each recipe (defaults inheritance, interpolation), validate its vLLM generation section and
-report every issue. Exit status: 0 all valid or skipped, 1 any invalid, 2 any unreadable file.
+Load each recipe (defaults inheritance, --set overrides, interpolation), validate its vLLM
+generation section and run the preflight start-up rules, and report every issue with its code and
+source line. Exit status: 0 all valid or skipped, 1 any invalid, 2 any unreadable file or a usage
+error.
 
 positional arguments:
-  FILE              recipe YAML file(s), checked in order
+  FILE                  recipe YAML file(s), checked in order
 
 options:
-  -h, --help        show this help message and exit
-  --section DOTTED  dotted path of the section to validate (default policy.generation; an explicit
-                    one must exist)
-  --json            print one JSON array instead of tables
-  --strict          treat unknown keys as errors
+  -h, --help            show this help message and exit
+  --section DOTTED      dotted path of the section to validate (default policy.generation, else a
+                        top-level generation; an explicit one must exist)
+  --strict              treat unknown keys as errors (dead keys stay warnings)
+  --format {human,json,github}
+                        report format: human tables, one JSON array, or GitHub workflow commands
+                        (default: human)
+  --json                the same as --format json
+  --set KEY=VALUE       override a value after composition, as the launcher does (repeatable;
+                        ++KEY=VALUE adds a key)
+  --entrypoint {grpo,grpo-gym,grpo-sc}
+                        the trainer script the recipe runs with (default: detected from the
+                        recipe)
+  --vllm-version X.Y    vLLM version for the version-dependent rules (default: the installed
+                        vLLM's, else they are skipped)
+  --ignore-tp-accuracy-check
+                        as NRL_IGNORE_TP_ACCURACY_CHECK: skip the TP >= 4 batch-size check (P19)
+  --model-config CONFIG.json
+                        the model's Hugging Face config.json (unlocks the rules that need the
+                        model: N2, N7)
+  --gpu-capability MAJOR.MINOR
+                        compute capability of the generation GPUs (unlocks N3)
+  --select CODES        report only these codes or families, comma-separated (P7,W; default: all)
+  --ignore CODES        do not report these codes or families, comma-separated (wins over
+                        --select)
 """
+)
 
-SCHEMA_HELP = """usage: rl-contracts schema [-h]
+SCHEMA_HELP = """usage: rl-contracts schema [-h] [--recipe]
 
-Print VllmConfig's JSON Schema (by alias, validation mode) to stdout.
+Print VllmConfig's JSON Schema (by alias, validation mode), or with --recipe the schema of a whole
+recipe file, for an editor's YAML language server.
 
 options:
   -h, --help  show this help message and exit
+  --recipe    the whole-recipe schema (generation and preflight sections typed, the rest open)
+"""
+
+RULES_HELP = """usage: rl-contracts rules [-h] [--format {human,json}]
+
+List every code that validate reports (V, C, R, K, P, W and N families), one line each: code,
+severity, summary and [where NeMo RL checks the same thing, or never].
+
+options:
+  -h, --help            show this help message and exit
+  --format {human,json}
+                        plain lines or one JSON array (default: human)
 """
 
 
@@ -108,6 +155,7 @@ def same_headings(text: str) -> str:
         (["--help"], TOP_HELP),
         (["validate", "--help"], VALIDATE_HELP),
         (["schema", "--help"], SCHEMA_HELP),
+        (["rules", "--help"], RULES_HELP),
         (["metrics", "--help"], METRICS_HELP),
     ],
 )
@@ -125,7 +173,8 @@ def test_top_level_help_lists_every_command_under_command(capsys: pytest.Capture
     lines = out.splitlines()
     assert lines[0] == TOP_USAGE
     start = lines.index("  COMMAND")
-    assert [line.split()[0] for line in lines[start + 1 : start + 4]] == ["validate", "schema", "metrics"]
+    names = [line.split()[0] for line in lines[start + 1 : start + 5]]
+    assert names == ["validate", "rules", "schema", "metrics"]
 
 
 @pytest.mark.parametrize(
@@ -165,7 +214,7 @@ def test_unknown_command_exits_2_listing_the_commands(capsys: pytest.CaptureFixt
     assert err.startswith(f"{TOP_USAGE}\n")
     last = err.splitlines()[-1]
     assert last.startswith("rl-contracts: error: argument COMMAND: invalid choice: 'lint' (choose from ")
-    assert all(name in last for name in ("validate", "schema", "metrics"))
+    assert all(name in last for name in ("validate", "rules", "schema", "metrics"))
 
 
 def test_metrics_without_url_exits_2_naming_url(capsys: pytest.CaptureFixture[str]) -> None:
@@ -179,7 +228,8 @@ def test_metrics_without_url_exits_2_naming_url(capsys: pytest.CaptureFixture[st
     ("argv", "command", "run"),
     [
         (["validate", "recipe.yaml"], "validate", validate_cli.run_validate),
-        (["schema"], "schema", validate_cli.run_schema),
+        (["schema"], "schema", schema_cli.run_schema),
+        (["rules"], "rules", rules_cli.run_rules),
         (["metrics", "http://127.0.0.1:8000/metrics"], "metrics", metrics_cli.run),
     ],
 )
@@ -192,19 +242,38 @@ def test_parsed_arguments_name_the_command(argv: list[str], command: str, run: o
 
 def usage_tokens(synopsis: str) -> list[str]:
     """The bracketed options and bare arguments of a synopsis; ``X [X ...]`` is written ``X...``; no ``[-h]``."""
-    synopsis = re.sub(r"(\w+) \[\1 \.\.\.\]", r"\1...", synopsis)
+    synopsis = re.sub(r"(\w+) \[\1 \.\.\.\]", r"\1...", " ".join(synopsis.split()))
     return sorted(t for t in re.findall(r"\[[^\]]*\]|\S+", synopsis) if t != "[-h]")
+
+
+def readme_synopses() -> dict[str, str]:
+    """The command lines of README's "Command line" block by sub-command (indented lines continue a command)."""
+    section = README.read_text(encoding="utf-8").split("## Command line", 1)[1]
+    block = section.split("```text\n", 1)[1].split("```", 1)[0]
+    commands: list[str] = []
+    for line in block.splitlines():
+        if line.startswith(" ") and commands:
+            commands[-1] += " " + line.strip()
+        elif line.strip():
+            commands.append(line.strip())
+    return {line.split()[1]: line for line in commands}
 
 
 def test_readme_synopsis_agrees_with_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
     """Every command line in the README's "Command line" block has the options and metavars of the real usage."""
-    section = README.read_text(encoding="utf-8").split("## Command line", 1)[1]
-    block = section.split("```text\n", 1)[1].split("```", 1)[0]
-    synopses = {line.split()[1]: line for line in block.splitlines()}
-    assert sorted(synopses) == ["metrics", "schema", "validate"]
+    synopses = readme_synopses()
+    assert sorted(synopses) == ["--version", "metrics", "rules", "schema", "validate"]
+    assert synopses.pop("--version") == "rl-contracts --version"
     for command, synopsis in synopses.items():
         code, out, _ = run_cli([command, "--help"], capsys)
         assert code == 0
-        usage = out.splitlines()[0].removeprefix("usage: ")
+        usage = out.split("\n\n", 1)[0].removeprefix("usage: ")
         assert usage.startswith(f"rl-contracts {command}")
         assert usage_tokens(usage) == usage_tokens(synopsis), command
+
+
+def test_version_help_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--version`` prints the program name and version on stdout and exits 0."""
+    code, out, err = run_cli(["--version"], capsys)
+    assert (code, err) == (0, "")
+    assert re.fullmatch(r"rl-contracts \d+\.\d+\.\d+\S*\n", out)

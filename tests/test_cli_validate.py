@@ -1,9 +1,13 @@
-"""Tests of ``rl-contracts validate`` and ``rl-contracts schema`` (SPEC §1.8): output formats and exit codes."""
+"""Tests of ``rl-contracts validate``, ``rules``, ``schema`` and ``--version`` (SPEC §1.8, PREFLIGHT.md §1).
+
+Fixtures: ``tests/data/cli/base.yaml`` passes every check (preflight included); its children each break one thing.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,19 +16,25 @@ from typing import Any
 
 import pytest
 
+from rl_contracts import __version__
 from rl_contracts.cli import main
+from rl_contracts.cli.report import shown_path
 from rl_contracts.cli.validate import validate_files
-from rl_contracts.config import VllmConfig, config_json_schema
-from rl_contracts.testing.strategies import minimal_vllm_generation
+from rl_contracts.config.catalogue import CODES
+from rl_contracts.config.recipe_schema import generation_json_schema, recipe_json_schema
 
-DATA = Path(__file__).parent / "data" / "recipes"
+CLI = Path(__file__).parent / "data" / "cli"
+RECIPES = Path(__file__).parent / "data" / "recipes"
 BUNDLED = Path(__file__).parents[1] / "src" / "rl_contracts" / "recipes" / "grpo_qwen3_moe.yaml"
-VALID = str(DATA / "grpo_base.yaml")
-INVALID = str(DATA / "broken" / "schema_errors.yaml")
-SYNTAX = str(DATA / "broken" / "syntax_error.yaml")
-SKIPPED = str(DATA / "sft_llama.yaml")
-TYPO = str(DATA / "broken" / "typo_key.yaml")
-ISSUE_KEYS = ["severity", "path", "value", "reason"]
+VALID = str(CLI / "base.yaml")
+CHILD = str(CLI / "child_recipe.yaml")
+DEAD = str(CLI / "dead_key.yaml")
+UNKNOWN = str(CLI / "unknown_key.yaml")
+EVAL = str(CLI / "eval.yaml")
+SKIPPED = str(RECIPES / "sft_llama.yaml")
+SYNTAX = str(RECIPES / "broken" / "syntax_error.yaml")
+ISSUE_KEYS = ["severity", "code", "path", "value", "missing", "reason", "source", "line"]
+REPORT_KEYS = ["file", "section", "status", "entrypoint", "issues", "skipped"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -33,12 +43,30 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return status, capsys.readouterr().out
 
 
+def plain(text: str) -> str:
+    """``text`` without ANSI escape sequences (bold, dim: ``NO_COLOR`` keeps styles that are not colours)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]]]:
-    """Run ``validate --json`` and return the exit status and the parsed array."""
-    status, out = run(capsys, "validate", "--json", *argv)
+    """Run ``validate --format json`` and return the exit status and the parsed array."""
+    status, out = run(capsys, "validate", "--format", "json", *argv)
     parsed = json.loads(out)
     assert isinstance(parsed, list)
     return status, parsed
+
+
+def line_of(path: str, fragment: str) -> int:
+    """The 1-based line of ``path`` that contains ``fragment``."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return next(number for number, line in enumerate(lines, start=1) if fragment in line)
+
+
+def child(tmp_path: Path, text: str, name: str = "r.yaml") -> str:
+    """Write a child recipe of base.yaml whose body is ``text`` (YAML) and return its path."""
+    path = tmp_path / name
+    path.write_text(f"defaults: {VALID}\n{text}", encoding="utf-8")
+    return str(path)
 
 
 # ---------------------------------------------------------------------------------------------- exit codes
@@ -49,180 +77,509 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[
     [
         ([VALID], 0),
         ([SKIPPED], 0),
-        ([TYPO], 0),
-        ([VALID, SKIPPED, TYPO], 0),
-        ([INVALID], 1),
-        ([VALID, INVALID], 1),
+        ([DEAD], 0),
+        ([UNKNOWN], 0),
+        ([EVAL], 0),
+        ([VALID, SKIPPED, DEAD], 0),
+        ([CHILD], 1),
+        ([VALID, CHILD], 1),
         ([SYNTAX], 2),
-        ([str(DATA / "absent.yaml")], 2),
-        ([str(DATA)], 2),
-        ([INVALID, SYNTAX, VALID], 2),
-        ([str(DATA / "broken" / "cycle_a.yaml")], 2),
-        ([str(DATA / "broken" / "missing_parent.yaml")], 2),
-        ([str(DATA / "broken" / "list_section.yaml")], 2),
+        ([str(RECIPES / "absent.yaml")], 2),
+        ([str(RECIPES)], 2),
+        ([CHILD, SYNTAX, VALID], 2),
+        ([str(RECIPES / "broken" / "cycle_a.yaml")], 2),
+        ([str(RECIPES / "broken" / "missing_parent.yaml")], 2),
     ],
 )
-@pytest.mark.parametrize("as_json", [False, True])
-def test_exit_status(
-    capsys: pytest.CaptureFixture[str], files: list[str], status: int, as_json: bool
-) -> None:
-    """2 for any load error, else 1 for any invalid file, else 0, in both output formats."""
-    assert run(capsys, "validate", *(["--json"] if as_json else []), *files)[0] == status
+@pytest.mark.parametrize("fmt", ["human", "json", "github"])
+def test_exit_status(capsys: pytest.CaptureFixture[str], files: list[str], status: int, fmt: str) -> None:
+    """2 for any load error, else 1 for any invalid file, else 0, in every output format."""
+    assert run(capsys, "validate", "--format", fmt, *files)[0] == status
 
 
-def test_strict_fails_on_unknown_keys(capsys: pytest.CaptureFixture[str]) -> None:
-    """``--strict`` turns the typo warning into an error (exit 1) but never fails a skipped file."""
-    assert run(capsys, "validate", "--strict", TYPO)[0] == 1
+def test_strict_fails_on_unknown_keys_not_on_dead_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--strict`` makes the unknown key K2 an error (exit 1); a dead key (W2) and a skipped file stay passing."""
+    assert run(capsys, "validate", "--strict", UNKNOWN)[0] == 1
+    assert run(capsys, "validate", "--strict", DEAD)[0] == 0
     assert run(capsys, "validate", "--strict", SKIPPED)[0] == 0
 
 
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--version`` prints ``rl-contracts {version}`` and exits 0."""
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"rl-contracts {__version__}\n"
+
+
+# ---------------------------------------------------------------------------------------------- usage errors
+
+
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "fragment"),
     [
-        ["validate"],
-        ["validate", "--section", "", VALID],
-        ["validate", "--section", "policy..generation", VALID],
-        ["validate", "--bogus", VALID],
-        ["schema", "extra"],
-        ["nonsense"],
-        [],
+        (["validate"], "the following arguments are required: FILE"),
+        (["validate", "--section", "", VALID], "argument --section: expected a dotted path"),
+        (["validate", "--section", "policy..generation", VALID], "got 'policy..generation'"),
+        (["validate", "--bogus", VALID], "unrecognized arguments: --bogus"),
+        (["validate", "--format", "xml", VALID], "argument --format: invalid choice: 'xml'"),
+        (["validate", "--json", "--format", "github", VALID], "not allowed with argument"),
+        (["validate", "--set", "noequals", VALID], "argument --set: expected KEY=VALUE"),
+        (["validate", "--set", "=1", VALID], "got '=1'"),
+        (["validate", "--set", "a..b=1", VALID], "got 'a..b=1'"),
+        (["validate", "--entrypoint", "sft", VALID], "argument --entrypoint: invalid choice: 'sft'"),
+        (
+            ["validate", "--vllm-version", "latest", VALID],
+            "expected a vLLM version X.Y such as 0.32, got 'latest'",
+        ),
+        (["validate", "--vllm-version", "0", VALID], "got '0'"),
+        (["validate", "--gpu-capability", "9", VALID], "expected a compute capability MAJOR.MINOR"),
+        (["validate", "--gpu-capability", "sm90", VALID], "got 'sm90'"),
+        (["validate", "--select", "X9", VALID], "unknown code 'X9'"),
+        (["validate", "--select", "P99", VALID], "unknown code 'P99'"),
+        (["validate", "--ignore", "P,Q", VALID], "unknown code 'Q'"),
+        (["validate", "--ignore", ",", VALID], "expected codes such as P7,W"),
+        (["rules", "--format", "github"], "argument --format: invalid choice: 'github'"),
+        (["schema", "extra"], "unrecognized arguments: extra"),
+        (["nonsense"], "invalid choice: 'nonsense'"),
+        ([], "the following arguments are required: COMMAND"),
     ],
 )
-def test_invalid_arguments_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    """Bad usage exits with status 2 (argparse) and a usage message on stderr."""
+def test_invalid_arguments_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str) -> None:
+    """Bad usage exits with status 2 and a usage message naming the argument and the bad value, no traceback."""
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
-    assert "usage:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "usage:" in err
+    assert fragment in err
+    assert "Traceback" not in err
 
 
-def test_explicit_section(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """``--section`` selects another dotted path; a missing explicit section is invalid (exit 1)."""
-    path = tmp_path / "r.yaml"
-    generation = minimal_vllm_generation(val_temperature="${.temperature}")
-    path.write_text(json.dumps({"other": {"generation": generation}}))  # JSON is YAML
-    status, reports = run_json(capsys, "--section", "other.generation", str(path))
-    assert (status, reports[0]["status"], reports[0]["section"]) == (0, "valid", "other.generation")
-    status, reports = run_json(capsys, "--section", "policy.generation", str(path))
-    assert (status, reports[0]["status"]) == (1, "invalid")
-    assert reports[0]["issues"][0]["reason"] == "section policy.generation not found"
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "cannot read"),
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "must hold a JSON object (a Hugging Face config.json), got a list"),
+    ],
+)
+def test_bad_model_config_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | None, fragment: str
+) -> None:
+    """``--model-config`` must name a readable JSON object; anything else is a usage error naming the file."""
+    path = tmp_path / "config.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--model-config", str(path), VALID])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --model-config" in err
+    assert fragment in err
+    assert str(path) in err
 
 
 # ---------------------------------------------------------------------------------------------- JSON output
 
 
 def test_json_report_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    """``--json`` prints one array with one object per file, in argument order, with the §1.8 keys."""
-    files = [VALID, INVALID, SKIPPED, SYNTAX, TYPO]
+    """One object per file in argument order with the report keys; every issue has code, source and line."""
+    files = [VALID, CHILD, SKIPPED, SYNTAX, EVAL]
     status, reports = run_json(capsys, *files)
     assert status == 2
     assert [r["file"] for r in reports] == files
     assert [r["status"] for r in reports] == ["valid", "invalid", "skipped", "error", "valid"]
+    assert [r["section"] for r in reports] == [
+        "policy.generation",
+        "policy.generation",
+        "policy.generation",
+        "policy.generation",
+        "generation",
+    ]
     for report in reports:
-        assert list(report) == ["file", "section", "status", "issues"]
-        assert report["section"] == "policy.generation"
+        assert list(report) == REPORT_KEYS
         for issue in report["issues"]:
             assert list(issue) == ISSUE_KEYS
-            assert all(isinstance(issue[key], str) for key in ISSUE_KEYS)
+            assert isinstance(issue["code"], str)
+            assert issue["code"] in {code.code for code in CODES}
     assert reports[0]["issues"] == []
-    assert {i["path"] for i in reports[1]["issues"]} >= {
-        "policy.generation.top_p",
-        "policy.generation.stop_token_ids[2]",
-    }
-    assert reports[2]["issues"] == [
-        {
-            "severity": "warning",
-            "path": "policy.generation",
-            "value": "<missing>",
-            "reason": "no generation section (not a generation recipe)",
-        }
+    assert reports[0]["entrypoint"] == "grpo"
+
+
+def test_json_child_issues_have_provenance(capsys: pytest.CaptureFixture[str]) -> None:
+    """The child's own mistakes point at its lines; the inherited value preflight rejects points at the parent."""
+    _, [report] = run_json(capsys, CHILD)
+    by_path = {issue["path"]: issue for issue in report["issues"]}
+    typo = by_path["policy.generation.vllm_cfg.gpu_memory_utilisation"]
+    assert (typo["code"], typo["severity"], typo["value"], typo["missing"]) == ("K1", "error", 0.3, False)
+    assert (typo["source"], typo["line"]) == (CHILD, line_of(CHILD, "gpu_memory_utilisation"))
+    assert "did you mean 'gpu_memory_utilization'?" in typo["reason"]
+    misplaced = by_path["policy.generation.vllm_cfg.limit_mm_per_prompt"]
+    assert (misplaced["code"], misplaced["value"]) == ("P28", {"image": 2})
+    assert (misplaced["source"], misplaced["line"]) == (CHILD, line_of(CHILD, "limit_mm_per_prompt"))
+    assert "policy.generation.vllm_kwargs.limit_mm_per_prompt" in misplaced["reason"]
+    batch = by_path["policy.train_global_batch_size"]
+    assert (batch["code"], batch["value"]) == ("P9", 512)
+    assert os.path.samefile(batch["source"], VALID)
+    assert batch["line"] == line_of(VALID, "train_global_batch_size")
+    assert "64 x 16 = 1024" in batch["reason"]
+
+
+def test_json_values_are_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Values keep their JSON type: numbers, null, objects; never Python ``repr`` strings."""
+    misplaced = child(
+        tmp_path, "policy:\n  generation:\n    vllm_cfg:\n      limit_mm_per_prompt: {audio: 1}\n"
+    )
+    dead = child(
+        tmp_path, "policy:\n  generation:\n    vllm_cfg:\n      enforce_monotonicity: null\n", "d.yaml"
+    )
+    schema = child(tmp_path, "policy:\n  generation:\n    stop_token_ids: [1, -2]\n", "s.yaml")
+    _, reports = run_json(capsys, misplaced, dead, schema)
+    values = [[(i["path"].rsplit(".", 1)[-1], i["value"]) for i in report["issues"]] for report in reports]
+    assert values == [
+        [("limit_mm_per_prompt", {"audio": 1})],
+        [("enforce_monotonicity", None)],
+        [("stop_token_ids[1]", -2)],
     ]
-    assert reports[4]["issues"][0]["reason"].endswith("did you mean 'gpu_memory_utilization'?")
+    assert [i["missing"] for report in reports for i in report["issues"]] == [False, False, False]
 
 
-def test_json_load_error_is_one_issue_with_an_empty_path(capsys: pytest.CaptureFixture[str]) -> None:
-    """A load error appears as a single error issue whose path is empty and whose reason has line and column."""
-    _, reports = run_json(capsys, SYNTAX)
-    [issue] = reports[0]["issues"]
-    assert (issue["severity"], issue["path"]) == ("error", "")
+def test_json_missing_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A required key that is absent is reported with value null, ``missing: true`` and no line."""
+    base = Path(VALID).read_text(encoding="utf-8").replace("  use_multiple_dataloader: false\n", "")
+    path = tmp_path / "r.yaml"
+    path.write_text(base, encoding="utf-8")
+    _, [report] = run_json(capsys, str(path))
+    [issue] = [i for i in report["issues"] if i["path"] == "data.use_multiple_dataloader"]
+    assert (issue["code"], issue["value"], issue["missing"], issue["line"]) == ("P1", None, True, None)
+
+
+def test_json_load_error_is_one_v1_issue(capsys: pytest.CaptureFixture[str]) -> None:
+    """A load error is a single V1 error issue with an empty path, at the file and line of the syntax error."""
+    _, [report] = run_json(capsys, SYNTAX)
+    [issue] = report["issues"]
+    assert (issue["code"], issue["severity"], issue["path"]) == ("V1", "error", "")
+    assert (issue["source"], issue["line"]) == (SYNTAX, 6)
     assert "line 6, column 16" in issue["reason"]
+    assert report["skipped"] == []
 
 
-def test_json_strict_reports_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    """Under ``--strict`` the unknown key is an error issue and the file is invalid."""
-    status, reports = run_json(capsys, "--strict", TYPO)
-    assert (status, reports[0]["status"]) == (1, "invalid")
-    assert [i["severity"] for i in reports[0]["issues"]] == ["error"]
+def test_json_alias(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json`` prints exactly what ``--format json`` prints."""
+    _, aliased = run(capsys, "validate", "--json", CHILD, VALID)
+    _, explicit = run(capsys, "validate", "--format", "json", CHILD, VALID)
+    assert aliased == explicit
+    assert aliased == json.dumps(json.loads(aliased), indent=2) + "\n"
+
+
+def test_skipped_rules_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """Rules that need an input nobody gave are listed as skipped with their reason; they never fail the run."""
+    status, [report] = run_json(capsys, VALID)
+    assert status == 0
+    codes = [rule["code"] for rule in report["skipped"]]
+    assert "N7" in codes
+    [n7] = [rule for rule in report["skipped"] if rule["code"] == "N7"]
+    assert "--model-config" in n7["reason"]
+    assert list(n7) == ["code", "path", "reason"]
+
+
+# ---------------------------------------------------------------------------------------------- preflight options
+
+
+def codes_of(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    """The issue codes of one file's JSON report."""
+    _, [report] = run_json(capsys, *argv)
+    return [issue["code"] for issue in report["issues"]]
+
+
+def skipped_of(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    """The skipped-rule codes of one file's JSON report."""
+    _, [report] = run_json(capsys, *argv)
+    return [rule["code"] for rule in report["skipped"]]
+
+
+def test_set_overrides_apply_after_composition(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--set`` changes the composed recipe before validation, as the launcher's overrides do."""
+    status, [report] = run_json(capsys, "--set", "policy.generation.vllm_cfg.tensor_parallel_size=3", VALID)
+    assert status == 1
+    assert [(i["code"], i["path"], i["value"]) for i in report["issues"] if i["code"] == "P17"] == [
+        ("P17", "policy.generation.vllm_cfg.tensor_parallel_size", 3)
+    ]
+    fixed = ["--set", "policy.train_global_batch_size=1024"]
+    assert "P9" not in codes_of(capsys, *fixed, CHILD)
+    later = ["--set", "++grpo.batch_multiplier=1.5", "--set", "++grpo.batch_multiplier=1"]
+    assert run(capsys, "validate", *later, VALID)[0] == 0
+    assert "P7" in codes_of(capsys, "--set", "++grpo.batch_multiplier=1.5", VALID)
+
+
+def test_set_of_an_absent_key_is_a_load_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """``KEY=VALUE`` for a key the recipe lacks is a V1 load error (exit 2) that suggests ``++``."""
+    status, [report] = run_json(capsys, "--set", "grpo.batch_multiplier=1.5", VALID)
+    assert (status, report["status"], report["issues"][0]["code"]) == (2, "error", "V1")
+    assert "use ++ to add it" in report["issues"][0]["reason"]
+
+
+def test_entrypoint_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--entrypoint grpo-sc`` applies the single-controller rules (P24 needs data_plane.enabled)."""
+    assert "P24" in codes_of(capsys, "--entrypoint", "grpo-sc", VALID)
+    assert "P24" not in codes_of(capsys, "--entrypoint", "grpo", VALID)
+
+
+def test_ignore_tp_accuracy_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """P19 (TP >= 4 with different micro and logprob batch sizes) fires, and the flag bypasses it."""
+    path = child(
+        tmp_path, "policy:\n  dtensor_cfg:\n    tensor_parallel_size: 4\n  train_micro_batch_size: 2\n"
+    )
+    assert "P19" in codes_of(capsys, path)
+    assert "P19" not in codes_of(capsys, "--ignore-tp-accuracy-check", path)
+
+
+def test_model_config_and_gpu_capability_unlock_n_rules(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Without ``--model-config`` N7 is skipped; with a dense model's config.json it runs (and passes)."""
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}), encoding="utf-8"
+    )
+    assert "N7" in skipped_of(capsys, VALID)
+    assert "N7" not in skipped_of(capsys, "--model-config", str(config), VALID)
+    assert run(capsys, "validate", "--model-config", str(config), "--gpu-capability", "9.0", VALID)[0] == 0
+
+
+def test_vllm_version_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a vLLM version P21's version-dependent part of a router-replay recipe is skipped; 0.32 runs it."""
+    recipe = str(CLI / ".." / ".." / ".." / ".." / "shared" / "nemo_rl_recipes" / "recipes" / "llm")
+    r3 = str(Path(recipe) / "grpo-qwen3-30ba3b-8n8g-megatron-cp2-r3.yaml")
+    assert "P21" in skipped_of(capsys, r3)
+    assert "P21" not in skipped_of(capsys, "--vllm-version", "0.32", r3)
+    assert "P21" in codes_of(capsys, "--vllm-version", "0.32", r3)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ["K1", "P28", "P9"]),
+        (["--select", "K"], ["K1"]),
+        (["--select", "P9,K1"], ["K1", "P9"]),
+        (["--select", "P", "--select", "K"], ["K1", "P28", "P9"]),
+        (["--ignore", "K,P9"], ["P28"]),
+        (["--select", "K,P", "--ignore", "K1,P28"], ["P9"]),
+    ],
+)
+def test_select_and_ignore(capsys: pytest.CaptureFixture[str], argv: list[str], expected: list[str]) -> None:
+    """``--select``/``--ignore`` filter issues by code or family; repeated options accumulate; ignore wins."""
+    assert codes_of(capsys, *argv, CHILD) == expected
+
+
+def test_ignoring_every_error_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    """A file whose every error is ignored is valid (exit 0), and ignored skipped rules are not listed."""
+    assert run(capsys, "validate", "--ignore", "K1,P28,P9", CHILD)[0] == 0
+    assert skipped_of(capsys, "--ignore", "N", CHILD) == []
+
+
+# ---------------------------------------------------------------------------------------------- github output
+
+
+def test_github_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """One workflow command per issue at its source file and line, a notice per skipped rule, then the summary."""
+    status, out = run(capsys, "validate", "--format", "github", CHILD)
+    assert status == 1
+    lines = out.splitlines()
+    typo_line = line_of(CHILD, "gpu_memory_utilisation")
+    assert (
+        f"::error file={shown_path(CHILD)},line={typo_line},title=rl-contracts K1::"
+        "policy.generation.vllm_cfg.gpu_memory_utilisation: "
+    ) in "\n".join(lines)
+    batch = [line for line in lines if "title=rl-contracts P9" in line]
+    assert batch == [
+        f"::error file={shown_path(VALID)},line={line_of(VALID, 'train_global_batch_size')},title=rl-contracts P9::"
+        + batch[0].split("::", 2)[2]
+    ]
+    assert batch[0].split("::", 2)[2].startswith("policy.train_global_batch_size: ")
+    assert any(
+        line.startswith(f"::notice file={shown_path(CHILD)},title=rl-contracts N7 skipped::")
+        for line in lines
+    )
+    assert lines[-1].startswith("1 file: 1 invalid; ")
+    assert all(line.startswith(("::error ", "::warning ", "::notice ")) for line in lines[:-1])
+
+
+def test_github_escaping(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Properties escape ``%``, ``:``, ``,``, CR and LF; messages escape ``%``, CR and LF (GitHub's rules)."""
+    folder = tmp_path / "a,b:c%d"
+    folder.mkdir()
+    path = child(folder, "policy:\n  generation:\n    vllm_cfg:\n      'odd%key': 1\n")
+    _, out = run(capsys, "validate", "--format", "github", path)
+    [warning] = [line for line in out.splitlines() if line.startswith("::warning ")]
+    assert "a%2Cb%3Ac%25d" in warning.split("::")[1]
+    assert "policy.generation.vllm_cfg.odd%25key: " in warning
+    assert "%0A" not in warning.split("::")[1]
+
+
+def test_github_load_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """A syntax error annotates the line of the file where it is, with code V1 and the reason as message."""
+    _, out = run(capsys, "validate", "--format", "github", SYNTAX)
+    first = out.splitlines()[0]
+    assert first.startswith(
+        f"::error file={shown_path(SYNTAX)},line=6,title=rl-contracts V1::{SYNTAX}: YAML syntax"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- human output
 
 
-def test_human_report_headers_and_table(capsys: pytest.CaptureFixture[str]) -> None:
-    """Each file gets a status header; issues are listed with severity, path, value and reason."""
-    status, out = run(capsys, "validate", VALID, INVALID, SKIPPED, SYNTAX)
+def test_human_piped_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """Piped: a header per file, one line per issue and skipped rule (never wrapped), the summary last."""
+    status, out = run(capsys, "validate", VALID, CHILD, SKIPPED, SYNTAX)
     assert status == 2
     lines = out.splitlines()
     headers = [line.split()[0] for line in lines if line.split() and line.split()[0].isupper()]
     assert headers == ["VALID", "INVALID", "SKIPPED", "ERROR"]
-    for column in ("severity", "path", "value", "reason"):
-        assert column in out
-    assert "policy.generation.top_p" in out
-    assert "line 6, column 16" in out
-    assert "4 files: 1 valid, 1 invalid, 1 skipped, 1 unreadable" in out
-
-
-def test_human_output_has_no_colour_codes_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
-    """Captured (non-TTY) output carries no ANSI escape sequences and no traceback."""
-    _, out = run(capsys, "validate", VALID, INVALID, SYNTAX, TYPO)
+    assert (
+        lines[-1]
+        == "4 files: 1 valid, 1 invalid, 1 skipped, 1 unreadable; 4 errors, 1 warning, 4 rules skipped"
+    )
     assert "\x1b[" not in out
     assert "Traceback" not in out
+    columns = next(line for line in lines if line.startswith("severity"))
+    assert columns.split() == ["severity", "code", "path", "source", "value", "reason"]
 
 
+def test_human_piped_rows_are_one_line_each(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A long path, value and reason stay on their row's single line (no wrap, no cut), whatever COLUMNS says."""
+    key = "k" * 150
+    path = child(
+        tmp_path,
+        f"policy:\n  generation:\n    vllm_cfg:\n      {key}: '{'v' * 80}'\n",
+        name="x" * 120 + ".yaml",
+    )
+    os.environ["COLUMNS"] = "40"
+    try:
+        _, out = run(capsys, "validate", path)
+    finally:
+        del os.environ["COLUMNS"]
+    lines = out.splitlines()
+    assert lines[0].startswith(f"VALID    {path}  [policy.generation]  1 warning")
+    [row] = [line for line in lines if line.startswith("warning ")]
+    assert f"policy.generation.vllm_cfg.{key}" in row
+    assert repr("v" * 80) in row
+    assert row.endswith("unknown key (not validated)")
+    assert f"{path}:{line_of(path, key)}" in row
+    assert "…" not in out
+
+
+def test_human_columns_are_aligned_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each column of the piped table starts at the same offset on every row."""
+    _, out = run(capsys, "validate", CHILD)
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("severity"))
+    header = lines[start]
+    rows = [line for line in lines[start + 1 :] if line.startswith(("error ", "warning "))]
+    assert len(rows) == 3
+    for column in ("code", "path", "source", "value"):
+        offset = header.index(column)
+        assert all(row[offset - 2 : offset] == "  " and row[offset] != " " for row in rows), column
+
+
+def test_human_header_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The header is the padded status, the file, the section, and the error, warning and skipped counts."""
+    _, out = run(capsys, "validate", CHILD)
+    assert out.splitlines()[0] == f"INVALID  {CHILD}  [policy.generation]  3 errors, 2 rules skipped"
+    _, out = run(capsys, "validate", SYNTAX)
+    assert out.splitlines()[0] == f"ERROR    {SYNTAX}"
+
+
+def test_human_summary_for_one_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """Even one file gets the summary line, warnings counted."""
+    _, out = run(capsys, "validate", DEAD)
+    assert out.splitlines()[-1] == "1 file: 1 valid; 0 errors, 1 warning, 2 rules skipped"
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make rich treat the captured stdout as a colourless terminal."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "xterm")
+
+
+@pytest.mark.usefixtures("terminal")
 @pytest.mark.parametrize("columns", [40, 60, 100, 160])
-def test_human_output_fits_the_terminal_width(
+def test_terminal_output_fits_the_width(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
 ) -> None:
-    """No line is wider than ``COLUMNS`` and every word of every reason is still printed."""
+    """On a terminal no line is wider than ``COLUMNS`` and every word of every reason is still printed."""
     monkeypatch.setenv("COLUMNS", str(columns))
-    _, out = run(capsys, "validate", INVALID, str(DATA / "broken" / "unresolved.yaml"))
+    _, out = run(capsys, "validate", CHILD, str(RECIPES / "broken" / "unresolved.yaml"))
+    out = plain(out)
     assert max(len(line.rstrip()) for line in out.splitlines()) <= columns
-    for word in ("filtering.", "top_k=0.", "division", "mandatory"):
-        assert word in out
+    flat = re.sub(r"\s+", "", out)
+    for word in ("gpu_memory_utilization", "1024", "mandatory"):
+        assert word in flat
 
 
-def test_human_output_is_120_columns_when_piped(
+@pytest.mark.usefixtures("terminal")
+def test_terminal_table_has_every_column(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without ``COLUMNS`` piped output uses 120 columns, so the table keeps its four columns."""
-    monkeypatch.delenv("COLUMNS", raising=False)
-    _, out = run(capsys, "validate", INVALID)
-    assert max(len(line.rstrip()) for line in out.splitlines()) <= 120
-    assert any(line.split()[:3] == ["severity", "path", "value"] for line in out.splitlines() if line.strip())
+    """From 100 columns the terminal table has severity, code, path/source, value and reason columns."""
+    monkeypatch.setenv("COLUMNS", "140")
+    out = plain(run(capsys, "validate", CHILD)[1])
+    assert out.splitlines()[1].split() == ["severity", "code", "path", "/", "source", "value", "reason"]
+    assert any(line.startswith("error      K1") for line in out.splitlines())
 
 
-def test_narrow_layout_stacks_the_columns(
+@pytest.mark.usefixtures("terminal")
+def test_narrow_terminal_stacks_the_cells(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Below 100 columns each issue prints its path, then ``value:`` and ``reason:`` lines."""
-    monkeypatch.setenv("COLUMNS", "60")
-    _, out = run(capsys, "validate", TYPO)
-    assert "policy.generation.vllm_cfg.gpu_memory_utilisation" in out
-    assert "value:  0.9" in out
-    assert "reason: unknown key (not validated)" in out
+    """Below 100 columns each issue is stacked: severity, code and path, then at:, value: and reason: lines."""
+    monkeypatch.setenv("COLUMNS", "99")
+    out = plain(run(capsys, "validate", CHILD)[1])
+    assert "error   K1 policy.generation.vllm_cfg.gpu_memory_utilisation" in out
+    assert f"at:     {shown_path(CHILD)}:{line_of(CHILD, 'gpu_memory_utilisation')}" in out
+    assert "value:  0.3" in out
+    assert "skipped N7" in out
 
 
-# ---------------------------------------------------------------------------------------------- schema
+# ---------------------------------------------------------------------------------------------- rules and schema
 
 
-def test_schema_prints_the_sorted_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
-    """``schema`` prints VllmConfig's schema by alias in validation mode, indent 2, sorted keys, and exits 0."""
-    status, out = run(capsys, "schema")
+def test_rules_lists_every_code(capsys: pytest.CaptureFixture[str]) -> None:
+    """``rules`` prints a heading and one line per catalogue code, in order, with summary and reference."""
+    status, out = run(capsys, "rules")
     assert status == 0
-    expected = VllmConfig.model_json_schema(by_alias=True, mode="validation")
-    assert json.loads(out) == expected == config_json_schema()
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["code", "severity", "summary"]
+    assert [line.split()[0] for line in lines[1:]] == [code.code for code in CODES]
+    for line, code in zip(lines[1:], CODES, strict=True):
+        assert line.endswith(f"{code.summary} [{code.reference}]")
+        assert line.split()[1] == code.severity
+    assert {"V1", "C1", "R2", "K1", "K2", "P1", "P28", "W1", "W2", "N7"} <= {code.code for code in CODES}
+
+
+def test_rules_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """``rules --format json`` is one array of {code, severity, summary, reference} in catalogue order."""
+    _, out = run(capsys, "rules", "--format", "json")
+    assert json.loads(out) == [
+        {"code": c.code, "severity": c.severity, "summary": c.summary, "reference": c.reference}
+        for c in CODES
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), [([], generation_json_schema()), (["--recipe"], recipe_json_schema())]
+)
+def test_schema_prints_the_sorted_json_schema(
+    capsys: pytest.CaptureFixture[str], argv: list[str], expected: dict[str, Any]
+) -> None:
+    """``schema`` and ``schema --recipe`` print their schema, indent 2, sorted keys, with $schema and $id; exit 0."""
+    status, out = run(capsys, "schema", *argv)
+    assert status == 0
     assert out == json.dumps(expected, indent=2, sort_keys=True) + "\n"
-    assert "_pad_token_id" in json.loads(out)["properties"]
+    assert json.loads(out)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
 
 # ---------------------------------------------------------------------------------------------- console script
@@ -244,9 +601,17 @@ def test_installed_console_script_validates_the_bundled_recipe() -> None:
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("VALID")
     assert done.stderr == ""
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["-m", "rl_contracts.cli", "--version"]])
+def test_version_through_the_script_and_module(argv: list[str]) -> None:
+    """``rl-contracts --version`` and ``python -m rl_contracts.cli --version`` print the version and exit 0."""
+    command = [_console_script(), *argv] if argv[0] != "-m" else [sys.executable, *argv]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"rl-contracts {__version__}\n", "")
 
 
 def test_installed_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
@@ -266,157 +631,10 @@ def test_installed_console_script_never_prints_a_traceback(tmp_path: Path) -> No
     assert "no such file" in done.stdout
 
 
-# ---------------------------------------------------------------------------------------------- details
-
-
-def write_recipe(tmp_path: Path, name: str, generation: dict[str, Any]) -> str:
-    """Write a recipe inheriting grpo_base.yaml whose ``policy.generation`` overrides ``generation``."""
-    path = tmp_path / name
-    path.write_text(json.dumps({"defaults": VALID, "policy": {"generation": generation}}))
-    return str(path)
-
-
-def test_validate_files_defaults(tmp_path: Path) -> None:
-    """``validate_files`` is not strict by default and reports the section it was asked for, even for errors."""
-    [typo] = validate_files([TYPO])
-    assert (typo.section, typo.status, [i.severity for i in typo.issues]) == (
-        "policy.generation",
-        "valid",
-        ["warning"],
-    )
-    reports = validate_files([SYNTAX, INVALID], section="other.generation")
-    assert [(r.section, r.status) for r in reports] == [
-        ("other.generation", "error"),
-        ("other.generation", "invalid"),
-    ]
-
-
-def test_json_load_error_issue_is_complete(capsys: pytest.CaptureFixture[str]) -> None:
-    """A syntax error's single issue has an empty path and an empty value; the JSON is indented by 2."""
-    _, out = run(capsys, "validate", "--json", SYNTAX)
-    [report] = json.loads(out)
-    assert out == json.dumps([report], indent=2) + "\n"
-    [issue] = report["issues"]
-    assert (issue["path"], issue["value"], issue["severity"]) == ("", "", "error")
-    assert issue["reason"].startswith(f"{SYNTAX}: YAML syntax error at line 6, column 16")
-
-
-@pytest.mark.parametrize(
-    ("generation", "counts"),
-    [
-        ({}, ""),
-        ({"stop_token_ids": [-1]}, "  1 error"),
-        ({"stop_token_ids": [-1, -2]}, "  2 errors"),
-        ({"bogus_a": 1}, "  1 warning"),
-        ({"bogus_a": 1, "bogus_b": 2}, "  2 warnings"),
-    ],
-)
-def test_human_header_counts(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, generation: dict[str, Any], counts: str
-) -> None:
-    """The header is the padded status, the file, the section and the error and warning counts (singular for 1)."""
-    path = write_recipe(tmp_path, "r.yaml", generation)
-    status, out = run(capsys, "validate", path)
-    word = "INVALID" if "error" in counts else "VALID"
-    assert out.splitlines()[0] == f"{word:<8} {path}  [policy.generation]{counts}"
-    assert "files:" not in out  # no summary for a single file
-    assert status == (1 if "error" in counts else 0)
-
-
-def test_human_error_header_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    """An unreadable file's header has no section or counts, its reason is indented; two files get a summary."""
-    _, out = run(capsys, "validate", SYNTAX, VALID)
-    lines = out.splitlines()
-    assert lines[0] == f"ERROR    {SYNTAX}"
-    assert lines[1].startswith(f"  {SYNTAX}: YAML syntax error")
-    assert lines[-1] == "2 files: 1 valid, 1 unreadable"
-
-
-def test_human_table_layout(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Columns start after fixed gaps; the path takes at most half the free width and long cells fold, never cut."""
-    monkeypatch.setenv("COLUMNS", "120")
-    key = "k" * 70
-    path = write_recipe(tmp_path, "r.yaml", {"vllm_cfg": {key: "v" * 40}})
-    _, out = run(capsys, "validate", path)
-    lines = out.splitlines()
-    header, rule, row = lines[1], lines[2], lines[3]
-    value_width = 24
-    path_width = (120 - len("severity") - value_width - 6) // 2
-    assert header.startswith("severity   path ")
-    assert header.index("value") == 11 + path_width + 3
-    assert header.index("reason") == header.index("value") + value_width + 3
-    assert set(rule.rstrip()) == {"─"}
-    assert rule.startswith("─")
-    assert row.startswith("warning    policy.generation.vllm_cfg.kkk")
-    assert "…" not in out
-    folded_path = "".join(line[11 : 11 + path_width].strip() for line in lines[3:])
-    assert folded_path == f"policy.generation.vllm_cfg.{key}"
-    start = header.index("value")
-    assert "".join(line[start : start + value_width].strip() for line in lines[3:]) == repr("v" * 40)
-
-
-def test_narrow_layout_folds_long_paths(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Below 100 columns each issue is the severity, then its path (folded, never cut), value and reason lines."""
-    monkeypatch.setenv("COLUMNS", "60")
-    key = "k" * 70
-    path = write_recipe(tmp_path, "r.yaml", {"vllm_cfg": {key: 1}})
-    _, out = run(capsys, "validate", path)
-    lines = out.splitlines()
-    start = lines.index(next(line for line in lines if line.startswith("warning ")))
-    assert "…" not in out
-    assert lines[start].startswith("warning policy.generation.vllm_cfg.kkk")
-    body = [line[8:].rstrip() for line in lines[start:]]
-    value_line = next(i for i, line in enumerate(body) if line.startswith("value:"))
-    assert "".join(body[:value_line]) == f"policy.generation.vllm_cfg.{key}"
-    assert body[value_line : value_line + 2] == ["value:  1", "reason: unknown key (not validated)"]
-    assert all(line.startswith("        ") for line in lines[start + 1 : start + value_line + 2])
-
-
-def test_colours_on_a_terminal(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """With colour forced, statuses, severities, file names, sections and the summary carry their styles."""
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.setenv("TERM", "xterm")
-    monkeypatch.setenv("COLUMNS", "120")
-    bad = write_recipe(tmp_path, "bad.yaml", {"stop_token_ids": [-1]})
-    _, out = run(capsys, "validate", TYPO, SYNTAX, bad, SKIPPED)
-    lines = out.splitlines()
-    dim_section = "\x1b[2m  [policy.generation]\x1b[0m"
-    assert lines[0] == f"\x1b[1;32mVALID   \x1b[0m \x1b[1m{TYPO}\x1b[0m{dim_section}  1 warning"
-    assert any(line.startswith("\x1b[33mwarning \x1b[0m   policy.generation") for line in lines)
-    assert f"\x1b[1;31mERROR   \x1b[0m \x1b[1m{SYNTAX}\x1b[0m" in lines
-    assert any(line.startswith(f"  \x1b[1;31m{SYNTAX}: YAML syntax error") for line in lines)
-    assert f"\x1b[1;31mINVALID \x1b[0m \x1b[1m{bad}\x1b[0m{dim_section}  1 error" in lines
-    assert any(
-        line.startswith("\x1b[1;31merror   \x1b[0m   policy.generation.stop_token_ids[0]") for line in lines
-    )
-    assert any(line.startswith("\x1b[1;33mSKIPPED \x1b[0m") for line in lines)
-    assert lines[-1] == "\x1b[1m4 files: 1 valid, 1 invalid, 1 skipped, 1 unreadable\x1b[0m"
-    monkeypatch.setenv("COLUMNS", "60")
-    _, out = run(capsys, "validate", TYPO)
-    assert "\x1b[33mwarning\x1b[0m \x1b[1mpolicy.generation.vllm_cfg.gpu_memory_utilisation" in out
-
-
-def test_bad_section_message(capsys: pytest.CaptureFixture[str]) -> None:
-    """A malformed --section names the expected form and the given value."""
-    with pytest.raises(SystemExit):
-        main(["validate", "--section", "policy..generation", VALID])
-    expected = (
-        "argument --section: expected a dotted path such as policy.generation, got 'policy..generation'"
-    )
-    assert capsys.readouterr().err.splitlines()[-1].endswith(expected)
-
-
 def test_closed_pipe_ends_quietly() -> None:
     """When the reader of stdout has gone, the script ends with its exit status and no traceback."""
     with subprocess.Popen(
-        [_console_script(), "validate", VALID, INVALID],
+        [_console_script(), "validate", VALID, CHILD],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -429,133 +647,22 @@ def test_closed_pipe_ends_quietly() -> None:
     assert err == ""
 
 
-def test_error_reason_is_indented_and_folded(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """An unreadable file's reason is indented by 2 and folded at the full width, with no padding around it."""
-    bad = tmp_path / ("a" * 150 + ".yaml")
-    bad.write_text("policy: [1\n")
-    [report] = validate_files([str(bad)])
-    reason = report.issues[0].reason
-    _, out = run(capsys, "validate", str(bad))
-    lines = out.splitlines()
-    first = lines.index("  " + reason[:118])  # the header before it wraps too: the file name is long
-    assert lines[0].startswith("ERROR ")
-    assert all(line.startswith("  ") and line.strip() for line in lines[first:])
-    assert (
-        " ".join(line.strip() for line in lines[first:]).replace(reason[:118] + " ", reason[:118]) == reason
-    )
-
-
-@pytest.mark.parametrize(("columns", "table"), [(99, False), (100, True)])
-def test_table_from_100_columns(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int, table: bool
-) -> None:
-    """The four-column table is used from 100 columns on, the stacked list below."""
-    monkeypatch.setenv("COLUMNS", str(columns))
-    _, out = run(capsys, "validate", TYPO)
-    assert out.splitlines()[1].startswith("severity ") is table
-    assert ("value:  0.9" in out) is not table
-
-
-def test_header_with_errors_and_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """A file with both errors and warnings lists both counts, separated by a comma."""
-    parent = DATA / "broken" / "reload_refit_colocated.yaml"
-    path = tmp_path / "r.yaml"
-    path.write_text(json.dumps({"defaults": str(parent), "policy": {"generation": {"bogus_a": 1}}}))
-    _, out = run(capsys, "validate", str(path))
-    assert out.splitlines()[0] == f"INVALID  {path}  [policy.generation]  1 error, 1 warning"
-
-
-GOLDEN_GENERATION: dict[str, Any] = {
-    "colocated": {"enabled": True, "resources": {"gpus_per_node": None, "num_nodes": None}},
-    "vllm_cfg": {"refit_with_reload_api": True, "reset_encoder_cache_after_weight_updates": "v" * 30},
-}
-GOLDEN_TABLE = """\
-INVALID  r.yaml  [policy.generation]  1 error, 1 warning
-severity   path                              value                      reason
-────────────────────────────────────────────────────────────────────────────────────────────────────
-error      policy.generation.colocated.ena   True                       policy.generation.vllm_cfg.r
-           bled                                                         efit_with_reload_api=true is
-                                                                        not supported yet with
-                                                                        colocated vLLM refit.
-                                                                        Support for the colocated
-                                                                        IPC/ZMQ reload-refit path
-                                                                        will be added later. Set
-                                                                        refit_with_reload_api=false
-                                                                        for now.
-warning    policy.generation.vllm_cfg.rese   'vvvvvvvvvvvvvvvvvvvvvvv   unknown key (not validated);
-           t_encoder_cache_after_weight_up   vvvvvvv'                   did you mean
-           dates                                                        'reset_encoder_cache_after_w
-                                                                        eight_update'?
-"""
-GOLDEN_LIST = """\
-INVALID  r.yaml  [policy.generation]  1 error, 1 warning
-error   policy.generation.colocated.enabled
-        value:  True
-        reason:
-        policy.generation.vllm_cfg.refit_with_reload_api=tru
-        e is not supported yet with colocated vLLM refit.
-        Support for the colocated IPC/ZMQ reload-refit path
-        will be added later. Set refit_with_reload_api=false
-        for now.
-warning policy.generation.vllm_cfg.reset_encoder_cache_after
-        _weight_updates
-        value:  'vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv'
-        reason: unknown key (not validated); did you mean
-        'reset_encoder_cache_after_weight_update'?
-"""
-
-
-@pytest.mark.parametrize(("columns", "expected"), [(100, GOLDEN_TABLE), (60, GOLDEN_LIST)])
-def test_human_report_golden(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    columns: int,
-    expected: str,
-) -> None:
-    """The full human report of a fixed recipe: long paths, values and words fold inside their column (never
-    cut, never an ellipsis), one line per issue row with no blank lines between issues."""
-    monkeypatch.setenv("COLUMNS", str(columns))
-    monkeypatch.chdir(tmp_path)
-    write_recipe(tmp_path, "r.yaml", GOLDEN_GENERATION)
-    status, out = run(capsys, "validate", "r.yaml")
-    assert status == 1
-    assert "".join(line.rstrip() + "\n" for line in out.splitlines()) == expected
-
-
-def test_very_narrow_terminal_never_cuts_the_severity(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """Even at 14 columns each issue starts with its whole severity word; the details take what is left."""
-    monkeypatch.setenv("COLUMNS", "14")
-    monkeypatch.chdir(tmp_path)
-    write_recipe(tmp_path, "r.yaml", GOLDEN_GENERATION)
-    _, out = run(capsys, "validate", "r.yaml")
-    lines = out.splitlines()
-    body = lines[lines.index("error   policy") :]
-    assert [line for line in body if not line.startswith(" ")] == ["error   policy", "warning policy"]
-    assert all(len(line.rstrip()) <= 14 for line in lines)
-    assert "".join(line[8:].strip() for line in body).startswith(
-        "policy.generation.colocated.enabledvalue:True"
-    )
-
-
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
         (["validate", VALID], 0),
-        (["validate", INVALID], 1),
-        (["validate", "--json", VALID], 0),
-        (["validate", "--json", INVALID], 1),
+        (["validate", CHILD], 1),
+        (["validate", "--json", CHILD], 1),
+        (["validate", "--format", "github", CHILD], 1),
         (["schema"], 0),
+        (["rules"], 0),
     ],
 )
 def test_closed_stdout_is_redirected_to_devnull(
     monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: int
 ) -> None:
-    """When the reader of stdout has gone, the human report, ``--json`` and ``schema`` still return their exit
-    status (rich's own handler would exit 1 even for a valid file), and
-    stdout's file descriptor now points at the null device, so the interpreter's final flush cannot fail."""
+    """When the reader of stdout has gone, every format still returns its exit status and stdout now points at
+    the null device, so the interpreter's final flush cannot fail."""
     read_fd, write_fd = os.pipe()
     os.close(read_fd)
     with os.fdopen(write_fd, "w") as stream:
@@ -566,3 +673,15 @@ def test_closed_stdout_is_redirected_to_devnull(
         stream.flush()
         monkeypatch.undo()
     assert status == expected
+
+
+def test_validate_files_defaults() -> None:
+    """``validate_files`` is not strict by default and reports the section it was asked for, even for errors."""
+    [unknown] = validate_files([UNKNOWN])
+    assert (unknown.section, unknown.status, [i.code for i in unknown.issues]) == (
+        "policy.generation",
+        "valid",
+        ["K2"],
+    )
+    reports = validate_files([SYNTAX], section="other.generation")
+    assert [(r.section, r.status) for r in reports] == [("other.generation", "error")]

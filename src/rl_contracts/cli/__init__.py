@@ -1,4 +1,4 @@
-"""The ``rl-contracts`` console script: ``validate``, ``schema`` and ``metrics``.
+"""The ``rl-contracts`` console script: ``validate``, ``rules``, ``schema`` and ``metrics``, and ``--version``.
 
 Exit status: 0 success, 1 an invalid recipe, 2 bad usage, an unreadable file or an unreachable engine.  The CLI
 never prints a traceback for bad input, and imports neither torch nor vLLM.
@@ -10,32 +10,38 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import metrics, validate
+from .. import __version__
+from . import metrics, rules, schema, validate
 
 __all__ = ["build_parser", "console_main", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with one sub-command per concern."""
+    """The argument parser with one sub-command per concern; ``--version`` prints ``rl-contracts {version}``."""
     parser = argparse.ArgumentParser(
         prog="rl-contracts",
         description="Fail-closed contracts between RL trainers and vLLM.",
     )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"rl-contracts {__version__}",
+        help="print rl-contracts VERSION and exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     validate.register(commands)
+    rules.register(commands)
+    schema.register(commands)
     metrics.register(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit status (``SystemExit`` from argparse usage errors carries status 2)."""
+    """Run the CLI and return its exit status (``SystemExit`` from argparse carries 2 for usage errors, 0 for
+    ``--help`` and ``--version``)."""
     args = build_parser().parse_args(argv)
     status: int = args.run(args)
     return status
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
 
 
 def console_main() -> None:

@@ -1,7 +1,7 @@
-"""``python -m rl_contracts.cli``."""
+"""``python -m rl_contracts.cli``: the ``rl-contracts`` console script."""
 
-import sys
+from . import console_main
 
-from . import main
+__all__: list[str] = []
 
-sys.exit(main())
+console_main()

@@ -1,14 +1,12 @@
-"""The ``validate`` and ``schema`` sub-commands of ``rl-contracts`` (SPEC §1.8).
+"""The ``validate`` sub-command of ``rl-contracts`` (SPEC §1.8, PREFLIGHT.md §1).
 
-``rl-contracts validate FILE... [--section DOTTED] [--json] [--strict]`` loads every recipe in argument order and
-reports each one: a header with its status (VALID, INVALID, SKIPPED or ERROR) and a table of issues (severity, path,
-value, reason), or one JSON array with ``--json``.  Exit status: 2 when any file could not be read (or the arguments
-were invalid), else 1 when any file is invalid, else 0; warnings and skipped files never fail the run.
-
-``rl-contracts schema`` prints ``VllmConfig``'s JSON Schema (by alias, validation mode, indent 2, sorted keys).
-
-Colour is used only on a terminal (rich turns it off when the output is piped or ``NO_COLOR`` is set), and long
-cells wrap inside their column so the report stays readable in a narrow terminal.
+``rl-contracts validate FILE... [--section DOTTED] [--strict] [--format human|json|github] [--json]
+[--set KEY=VALUE]... [--entrypoint grpo|grpo-gym|grpo-sc] [--vllm-version X.Y] [--ignore-tp-accuracy-check]
+[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]`` loads every
+recipe in argument order with :func:`~rl_contracts.config.load_recipe` (composition, schema, cross-field,
+reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`).  Exit status: 2 when
+any file could not be read or the arguments are invalid (a usage error, never a traceback), else 1 when any file is
+invalid, else 0; warnings and skipped rules never fail the run.
 """
 
 from __future__ import annotations
@@ -16,155 +14,93 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
-from rich import box
 from rich.console import Console
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
 
-from ..config.models import config_json_schema
+from ..config.catalogue import CODES
+from ..config.preflight import PreflightOptions, installed_vllm_version, parse_vllm_version
 from ..config.recipe import DEFAULT_SECTION, ConfigIssue, load_recipe
-from ..errors import RecipeError, RecipeLoadError
+from ..errors import ContractError, RecipeError, RecipeLoadError
+from .report import FileReport, exit_status, github_commands, json_report, print_human
 
-__all__ = ["FileReport", "exit_status", "register", "run_schema", "run_validate", "validate_files"]
-
-Status = Literal["valid", "invalid", "skipped", "error"]
+__all__ = [
+    "code_list",
+    "dotted",
+    "gpu_capability",
+    "model_config",
+    "override",
+    "register",
+    "run_validate",
+    "validate_files",
+    "vllm_version",
+    "write",
+]
 
 _PIPE_WIDTH = 120
-_TABLE_MIN_WIDTH = 100
-_STYLES: dict[str, str] = {
-    "valid": "bold green",
-    "invalid": "bold red",
-    "skipped": "bold yellow",
-    "error": "bold red",
-    "warning": "yellow",
-}
-
-
-@dataclass(frozen=True)
-class FileReport:
-    """The outcome of validating one recipe file: its status and issues (warnings included)."""
-
-    file: str
-    section: str
-    status: Status
-    issues: tuple[ConfigIssue, ...]
-
-    def as_json(self) -> dict[str, Any]:
-        """The §1.8 JSON object: ``file``, ``section``, ``status`` and ``issues`` (severity, path, value, reason)."""
-        return {
-            "file": self.file,
-            "section": self.section,
-            "status": self.status,
-            "issues": [
-                {"severity": i.severity, "path": i.path, "value": i.value, "reason": i.reason}
-                for i in self.issues
-            ],
-        }
+_OVERRIDE = re.compile(r"(\+\+|\+)?[^=\s.+][^=\s.]*(\.[^=\s.]+)*=.*", re.S)
 
 
 def validate_files(
-    files: Sequence[str], *, section: str | None = None, strict: bool = False
+    files: Sequence[str],
+    *,
+    section: str | None = None,
+    strict: bool = False,
+    overrides: Sequence[str] = (),
+    preflight_options: PreflightOptions | None = None,
+    select: Collection[str] = (),
+    ignore: Collection[str] = (),
 ) -> list[FileReport]:
     """Run :func:`~rl_contracts.config.load_recipe` on every file, in order, and report each outcome.
 
     Never raises for bad recipe content or unreadable files: a ``RecipeError`` becomes an ``"invalid"`` report, a
-    ``RecipeLoadError`` an ``"error"`` report with one issue whose path is empty.
+    ``RecipeLoadError`` an ``"error"`` report with one ``V1`` issue whose path is empty (at the file and line of the
+    chain where reading failed).
     """
     reports = []
     shown_section = DEFAULT_SECTION if section is None else section
     for file in files:
         try:
-            recipe = load_recipe(file, section=section, strict=strict)
+            recipe = load_recipe(
+                file,
+                section=section,
+                strict=strict,
+                overrides=overrides,
+                preflight_options=preflight_options,
+                select=select,
+                ignore=ignore,
+            )
         except RecipeError as exc:
-            reports.append(FileReport(file, shown_section, "invalid", tuple(exc.issues or ())))
+            reports.append(
+                FileReport(file, shown_section, "invalid", tuple(exc.issues or ()), tuple(exc.skipped or ()))
+            )
         except RecipeLoadError as exc:
-            issue = ConfigIssue(path="", value=exc.value or "", reason=exc.message, severity="error")
+            issue = ConfigIssue(
+                code="V1",
+                path="",
+                value=exc.value or "",
+                json_value=exc.value,
+                missing=False,
+                reason=exc.message,
+                severity="error",
+                source=exc.file or file,
+                line=exc.line,
+            )
             reports.append(FileReport(file, shown_section, "error", (issue,)))
         else:
-            reports.append(FileReport(file, recipe.section, recipe.status, recipe.issues))
+            reports.append(
+                FileReport(
+                    file, recipe.section, recipe.status, recipe.issues, recipe.skipped, recipe.entrypoint
+                )
+            )
     return reports
 
 
-def exit_status(reports: Sequence[FileReport]) -> int:
-    """2 when any file had a load error, else 1 when any file is invalid, else 0."""
-    statuses = {report.status for report in reports}
-    if "error" in statuses:
-        return 2
-    return 1 if "invalid" in statuses else 0
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _print_report(console: Console, report: FileReport) -> None:
-    errors = sum(issue.severity == "error" for issue in report.issues)
-    warnings = len(report.issues) - errors
-    header = Text()
-    header.append(f"{report.status.upper():<8}", style=_STYLES[report.status])
-    header.append(" ")
-    header.append(report.file, style="bold")
-    if report.status != "error":
-        header.append(f"  [{report.section}]", style="dim")
-    counts = [_count(n, noun) for n, noun in ((errors, "error"), (warnings, "warning")) if n]
-    if counts and report.status != "error":
-        header.append("  " + ", ".join(counts))
-    console.print(header)
-    if report.status == "error":
-        for issue in report.issues:
-            console.print(Padding(Text(issue.reason, style=_STYLES["error"]), (0, 0, 0, 2)))
-        return
-    if not report.issues:
-        return
-    wide = console.width >= _TABLE_MIN_WIDTH
-    console.print(_issue_table(report.issues, console.width) if wide else _issue_list(report.issues))
-
-
-def _issue_table(issues: Sequence[ConfigIssue], width: int) -> Table:
-    """The issues as a four-column table (severity, path, value, reason) that fits ``width`` columns.
-
-    Path and value get fixed widths (the path up to half the free space), so only the reason column wraps: it
-    keeps at least (width - 44) // 2 >= 28 columns, so the severity column never has to shrink.  Long cells fold,
-    never cut (the path column folds its header too: a path can be shorter than "path").
-    """
-    value_width = min(max(len(issue.value) for issue in issues), 24)
-    free = width - len("severity") - value_width - 6  # 6: the gaps between the four columns
-    path_width = min(max(len(issue.path) for issue in issues), free // 2)  # free >= 62 at 100 columns
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # default padding (0, 1)
-    table.add_column("severity")
-    table.add_column("path", overflow="fold", width=path_width)
-    table.add_column("value", width=max(value_width, len("value")))
-    table.add_column("reason")
-    for issue in issues:
-        table.add_row(
-            Text(issue.severity, style=_STYLES[issue.severity]),
-            Text(issue.path),
-            Text(issue.value, overflow="fold"),
-            Text(issue.reason, overflow="fold"),
-        )
-    return table
-
-
-def _issue_list(issues: Sequence[ConfigIssue]) -> Table:
-    """The same columns stacked per issue (severity, then path, value and reason lines) for narrow terminals."""
-    table = Table.grid(padding=(0, 1))
-    table.add_column(no_wrap=True)
-    table.add_column()
-    for issue in issues:
-        details = Text(issue.path, style="bold", overflow="fold")
-        details.append(f"\nvalue:  {issue.value}\nreason: {issue.reason}")
-        table.add_row(Text(issue.severity, style=_STYLES[issue.severity]), details)
-    return table
-
-
 class _Console(Console):
-    """rich's console, except that a closed stdout raises ``BrokenPipeError`` for :func:`_write` to handle.
+    """rich's console, except that a closed stdout raises ``BrokenPipeError`` for :func:`write` to handle.
 
     rich's own handler exits with status 1, which would turn a valid run piped into ``head`` into a failure.
     """
@@ -174,28 +110,15 @@ class _Console(Console):
 
 
 def _console() -> Console:
-    """A console on stdout: colour only on a terminal; 120 columns when piped unless ``COLUMNS`` says otherwise."""
+    """A console on stdout: colour only on a terminal; 120 columns when piped unless ``COLUMNS`` says otherwise
+    (the human report never wraps when piped, whatever the width)."""
     console = _Console()  # on sys.stdout; only Text and fixed headers are printed, so no highlighting applies
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = _PIPE_WIDTH
     return console
 
 
-def _print_human(reports: Sequence[FileReport]) -> None:
-    console = _console()
-    for index, report in enumerate(reports):
-        if index:
-            console.print()
-        _print_report(console, report)
-    if len(reports) > 1:
-        words = {"valid": "valid", "invalid": "invalid", "skipped": "skipped", "error": "unreadable"}
-        tally = {word: sum(r.status == status for r in reports) for status, word in words.items()}
-        parts = [f"{n} {word}" for word, n in tally.items() if n]
-        console.print()
-        console.print(Text(f"{len(reports)} files: " + ", ".join(parts), style="bold"))
-
-
-def _write(emit: Callable[[], object]) -> None:
+def write(emit: Callable[[], object]) -> None:
     """Run an output function; a closed pipe (``rl-contracts validate ... | head``) ends the output quietly."""
     try:
         emit()
@@ -206,54 +129,210 @@ def _write(emit: Callable[[], object]) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    """The ``validate`` command: report every file (human or ``--json``) and return the §1.8 exit status."""
-    reports = validate_files(args.files, section=args.section, strict=args.strict)
-    if args.json:
-        text = json.dumps([report.as_json() for report in reports], indent=2)
-        _write(lambda: sys.stdout.write(text + "\n"))
+    """The ``validate`` command: report every file in the chosen format and return the §1.8 exit status."""
+    version = args.vllm_version if args.vllm_version is not None else installed_vllm_version()
+    options = PreflightOptions(
+        entrypoint=args.entrypoint,
+        vllm_version=version,
+        ignore_tp_accuracy_check=args.ignore_tp_accuracy_check,
+        model_config=args.model_config,
+        gpu_capability=args.gpu_capability,
+    )
+    reports = validate_files(
+        args.files,
+        section=args.section,
+        strict=args.strict,
+        overrides=args.overrides,
+        preflight_options=options,
+        select=args.select,
+        ignore=args.ignore,
+    )
+    if args.format == "json":
+        text = json_report(reports)
+        write(lambda: sys.stdout.write(text + "\n"))
+    elif args.format == "github":
+        text = "\n".join(github_commands(reports))
+        write(lambda: sys.stdout.write(text + "\n"))
     else:
-        _write(lambda: _print_human(reports))
+        write(lambda: print_human(_console(), reports))
     return exit_status(reports)
 
 
-def run_schema(args: argparse.Namespace) -> int:
-    """The ``schema`` command: print ``VllmConfig``'s JSON Schema and return 0."""
-    del args
-    text = json.dumps(config_json_schema(), indent=2, sort_keys=True)
-    _write(lambda: sys.stdout.write(text + "\n"))
-    return 0
+# ---------------------------------------------------------------------------------------------- argument types
 
 
-def _dotted(text: str) -> str:
+def dotted(text: str) -> str:
     """``--section`` argument type: a dotted path of non-empty keys (``policy.generation``)."""
     if not text or any(not part for part in text.split(".")):
         raise argparse.ArgumentTypeError(f"expected a dotted path such as {DEFAULT_SECTION}, got {text!r}")
     return text
 
 
+def override(text: str) -> str:
+    """``--set`` argument type: ``KEY=VALUE`` or ``++KEY=VALUE`` with a dotted key; the value is YAML (may be
+    empty)."""
+    if _OVERRIDE.fullmatch(text) is None:
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE with a dotted KEY such as policy.generation.vllm_cfg.tensor_parallel_size=2 "
+            f"(or ++KEY=VALUE to add a key), got {text!r}"
+        )
+    return text
+
+
+def vllm_version(text: str) -> tuple[int, int]:
+    """``--vllm-version`` argument type: ``X.Y`` or ``X.Y.Z`` (``0.32``) as ``(major, minor)``."""
+    try:
+        return parse_vllm_version(text)
+    except ContractError:
+        raise argparse.ArgumentTypeError(f"expected a vLLM version X.Y such as 0.32, got {text!r}") from None
+
+
+def gpu_capability(text: str) -> tuple[int, int]:
+    """``--gpu-capability`` argument type: a CUDA compute capability ``MAJOR.MINOR`` (``9.0``)."""
+    match = re.fullmatch(r"(\d{1,2})\.(\d{1,2})", text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a compute capability MAJOR.MINOR such as 9.0, got {text!r}"
+        )
+    return int(match.group(1)), int(match.group(2))
+
+
+def model_config(text: str) -> Mapping[str, Any]:
+    """``--model-config`` argument type: the path of a Hugging Face ``config.json``, read as a JSON object."""
+    try:
+        with open(text, encoding="utf-8") as stream:
+            loaded = json.load(stream)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise argparse.ArgumentTypeError(f"cannot read {text!r}: {reason}") from None
+    except (ValueError, RecursionError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(loaded, dict):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must hold a JSON object (a Hugging Face config.json), got a {type(loaded).__name__}"
+        )
+    return loaded
+
+
+def code_list(text: str) -> list[str]:
+    """``--select``/``--ignore`` argument type: comma-separated codes (``P7``) or families (``P``, ``W``).
+
+    Fail closed: a pattern that matches no code of :data:`~rl_contracts.config.catalogue.CODES` is a usage error,
+    so a mistyped ``--ignore`` never hides the wrong findings and a mistyped ``--select`` never selects nothing.
+    """
+    patterns = [part.strip() for part in text.split(",") if part.strip()]
+    if not patterns:
+        raise argparse.ArgumentTypeError(f"expected codes such as P7,W or families such as P, got {text!r}")
+    known = [code.code for code in CODES]
+    for pattern in patterns:
+        family = pattern.isalpha() and any(code.rstrip("0123456789") == pattern for code in known)
+        if pattern not in known and not family:
+            raise argparse.ArgumentTypeError(
+                f"unknown code {pattern!r}: expected codes or families listed by 'rl-contracts rules' "
+                f"(such as P7 or P)"
+            )
+    return patterns
+
+
+class _Codes(argparse.Action):
+    """``--select``/``--ignore``: repeatable; the patterns of every occurrence accumulate into one tuple."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, (*getattr(namespace, self.dest, ()), *values))
+
+
 def register(commands: Any) -> None:
-    """Add ``validate`` and ``schema`` to ``commands`` (an argparse sub-parsers action); each sets ``run``."""
+    """Add ``validate`` to ``commands`` (an argparse sub-parsers action); it sets ``run``."""
     validate = commands.add_parser(
         "validate",
-        help="validate recipe YAML files (schema, cross-field and reload-refit rules)",
+        help="validate recipe YAML files (schema, cross-field, reload-refit and preflight rules)",
         description=(
-            "Load each recipe (defaults inheritance, interpolation), validate its vLLM generation section and "
-            "report every issue. Exit status: 0 all valid or skipped, 1 any invalid, 2 any unreadable file."
+            "Load each recipe (defaults inheritance, --set overrides, interpolation), validate its vLLM "
+            "generation section and run the preflight start-up rules, and report every issue with its code and "
+            "source line. Exit status: 0 all valid or skipped, 1 any invalid, 2 any unreadable file or a "
+            "usage error."
         ),
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="recipe YAML file(s), checked in order")
     validate.add_argument(
         "--section",
-        type=_dotted,
+        type=dotted,
         metavar="DOTTED",
-        help=f"dotted path of the section to validate (default {DEFAULT_SECTION}; an explicit one must exist)",
+        help=(
+            f"dotted path of the section to validate (default {DEFAULT_SECTION}, else a top-level generation; "
+            "an explicit one must exist)"
+        ),
     )
-    validate.add_argument("--json", action="store_true", help="print one JSON array instead of tables")
-    validate.add_argument("--strict", action="store_true", help="treat unknown keys as errors")
+    validate.add_argument(
+        "--strict", action="store_true", help="treat unknown keys as errors (dead keys stay warnings)"
+    )
+    formats = validate.add_mutually_exclusive_group()
+    formats.add_argument(
+        "--format",
+        choices=("human", "json", "github"),
+        default="human",
+        help="report format: human tables, one JSON array, or GitHub workflow commands (default: human)",
+    )
+    formats.add_argument(
+        "--json", action="store_const", const="json", dest="format", help="the same as --format json"
+    )
+    validate.add_argument(
+        "--set",
+        action="append",
+        type=override,
+        default=[],
+        dest="overrides",
+        metavar="KEY=VALUE",
+        help="override a value after composition, as the launcher does (repeatable; ++KEY=VALUE adds a key)",
+    )
+    validate.add_argument(
+        "--entrypoint",
+        choices=("grpo", "grpo-gym", "grpo-sc"),
+        help="the trainer script the recipe runs with (default: detected from the recipe)",
+    )
+    validate.add_argument(
+        "--vllm-version",
+        type=vllm_version,
+        metavar="X.Y",
+        help="vLLM version for the version-dependent rules (default: the installed vLLM's, else they are skipped)",
+    )
+    validate.add_argument(
+        "--ignore-tp-accuracy-check",
+        action="store_true",
+        help="as NRL_IGNORE_TP_ACCURACY_CHECK: skip the TP >= 4 batch-size check (P19)",
+    )
+    validate.add_argument(
+        "--model-config",
+        type=model_config,
+        metavar="CONFIG.json",
+        help="the model's Hugging Face config.json (unlocks the rules that need the model: N2, N7)",
+    )
+    validate.add_argument(
+        "--gpu-capability",
+        type=gpu_capability,
+        metavar="MAJOR.MINOR",
+        help="compute capability of the generation GPUs (unlocks N3)",
+    )
+    validate.add_argument(
+        "--select",
+        action=_Codes,
+        type=code_list,
+        default=(),
+        metavar="CODES",
+        help="report only these codes or families, comma-separated (P7,W; default: all)",
+    )
+    validate.add_argument(
+        "--ignore",
+        action=_Codes,
+        type=code_list,
+        default=(),
+        metavar="CODES",
+        help="do not report these codes or families, comma-separated (wins over --select)",
+    )
     validate.set_defaults(run=run_validate)
-    schema = commands.add_parser(
-        "schema",
-        help="print the JSON Schema of the vLLM generation section",
-        description="Print VllmConfig's JSON Schema (by alias, validation mode) to stdout.",
-    )
-    schema.set_defaults(run=run_schema)

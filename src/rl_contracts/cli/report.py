@@ -1,0 +1,347 @@
+"""The report of ``rl-contracts validate`` in its three formats: human, JSON and GitHub workflow commands.
+
+- **human**: one header per file (status, file, section, counts) and a table of its issues and skipped rules
+  (severity, code, path, source:line, value, reason).  On a terminal the table fits the width (long cells fold
+  inside their column; below 100 columns each issue is stacked on several lines).  When stdout is not a terminal
+  (a CI log, a pipe) nothing wraps or truncates: one line per issue, the columns padded to a common width.  The
+  last line sums up files by status and issues by severity.
+- **json**: one array, one object per file (SPEC §1.8): ``file``, ``section``, ``status``, ``entrypoint``,
+  ``issues`` (``severity``, ``code``, ``path``, ``value`` as JSON, ``missing``, ``reason``, ``source``, ``line``)
+  and ``skipped`` (``code``, ``path``, ``reason``).
+- **github**: one ``::error``/``::warning`` workflow command per issue at its source file and line, one
+  ``::notice`` per skipped rule, then the summary line.
+
+Paths shown (human, github) are normalised (``a/b/../c.yaml`` is ``a/c.yaml``) and relative to the working
+directory when below it; JSON keeps the paths as ``load_recipe`` reports them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from ..config.preflight import SkippedRule
+from ..config.recipe import ConfigIssue
+
+__all__ = [
+    "FileReport",
+    "Status",
+    "exit_status",
+    "github_commands",
+    "json_report",
+    "print_human",
+    "shown_path",
+    "summary",
+]
+
+Status = Literal["valid", "invalid", "skipped", "error"]
+
+_TABLE_MIN_WIDTH = 100
+_VALUE_COLUMN = 24
+_STATUS_WORDS: dict[Status, str] = {
+    "valid": "valid",
+    "invalid": "invalid",
+    "skipped": "skipped",
+    "error": "unreadable",
+}
+_STYLES: dict[str, str] = {
+    "valid": "bold green",
+    "invalid": "bold red",
+    "skipped": "bold yellow",
+    "error": "bold red",
+    "warning": "yellow",
+    "note": "cyan",
+}
+_SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """The outcome of validating one recipe file: its status, issues (warnings included) and skipped rules.
+
+    ``entrypoint`` is the trainer entrypoint preflight assumed (None when preflight did not run).
+    """
+
+    file: str
+    section: str
+    status: Status
+    issues: tuple[ConfigIssue, ...]
+    skipped: tuple[SkippedRule, ...] = field(default=())
+    entrypoint: str | None = None
+
+    @property
+    def errors(self) -> int:
+        """The number of error issues."""
+        return sum(issue.severity == "error" for issue in self.issues)
+
+    @property
+    def warnings(self) -> int:
+        """The number of warning issues."""
+        return sum(issue.severity == "warning" for issue in self.issues)
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON object of this file (see the module docstring for its keys)."""
+        return {
+            "file": self.file,
+            "section": self.section,
+            "status": self.status,
+            "entrypoint": self.entrypoint,
+            "issues": [
+                {
+                    "severity": issue.severity,
+                    "code": issue.code,
+                    "path": issue.path,
+                    "value": issue.json_value,
+                    "missing": issue.missing,
+                    "reason": issue.reason,
+                    "source": issue.source,
+                    "line": issue.line,
+                }
+                for issue in self.issues
+            ],
+            "skipped": [{"code": s.code, "path": s.path, "reason": s.reason} for s in self.skipped],
+        }
+
+
+def exit_status(reports: Sequence[FileReport]) -> int:
+    """2 when any file had a load error, else 1 when any file is invalid, else 0 (warnings and skipped rules
+    never fail the run)."""
+    statuses = {report.status for report in reports}
+    if "error" in statuses:
+        return 2
+    return 1 if "invalid" in statuses else 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def summary(reports: Sequence[FileReport]) -> str:
+    """The last line of the human and github output: files by status, then issues by severity and skipped rules.
+
+    Example: ``3 files: 1 valid, 1 invalid, 1 skipped; 2 errors, 0 warnings, 4 rules skipped``.
+    """
+    by_status = [
+        f"{n} {word}"
+        for status, word in _STATUS_WORDS.items()
+        if (n := sum(report.status == status for report in reports))
+    ]
+    errors = sum(report.errors for report in reports)
+    warnings = sum(report.warnings for report in reports)
+    skipped = sum(len(report.skipped) for report in reports)
+    files = f"{_count(len(reports), 'file')}: {', '.join(by_status)}"
+    return f"{files}; {_count(errors, 'error')}, {_count(warnings, 'warning')}, {_count(skipped, 'rule')} skipped"
+
+
+def shown_path(path: str) -> str:
+    """A file path as the human and github formats show it: normalised, relative to the working directory when
+    below it."""
+    normal = os.path.normpath(path)
+    if os.path.isabs(normal):
+        try:
+            relative = os.path.relpath(normal)
+        except ValueError:  # another drive (Windows)
+            return normal
+        if not relative.startswith(os.pardir):
+            return relative
+    return normal
+
+
+def _where(issue: ConfigIssue, report: FileReport) -> str:
+    """``source:line`` of an issue; the recipe given when the library supplied the value (no source)."""
+    source = shown_path(issue.source if issue.source is not None else report.file)
+    return source if issue.line is None else f"{source}:{issue.line}"
+
+
+# ---------------------------------------------------------------------------------------------- json
+
+
+def json_report(reports: Sequence[FileReport]) -> str:
+    """The JSON array of every file's object, indented by 2."""
+    return json.dumps([report.as_json() for report in reports], indent=2)
+
+
+# ---------------------------------------------------------------------------------------------- github
+
+
+def _escape_data(text: str) -> str:
+    """A workflow command's message, escaped as GitHub's runner reads it back (``%``, CR and LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    """A workflow command's property value: the message escapes plus ``:`` and ``,``."""
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(kind: str, properties: dict[str, str], message: str) -> str:
+    props = ",".join(f"{key}={_escape_property(value)}" for key, value in properties.items())
+    return f"::{kind} {props}::{_escape_data(message)}"
+
+
+def github_commands(reports: Sequence[FileReport]) -> list[str]:
+    """One GitHub Actions workflow command per issue and skipped rule, then the summary line.
+
+    An issue is ``::error file={source},line={line},title=rl-contracts {code}::{path}: {reason}`` (``::warning``
+    for a warning; no ``line`` when it is unknown; the recipe given when the source is unknown); a skipped rule is
+    a ``::notice`` on the recipe given.  Property values and messages are escaped per GitHub's workflow-command
+    rules (``%``, CR, LF; and ``:``, ``,`` in properties).
+    """
+    lines = []
+    for report in reports:
+        for issue in report.issues:
+            source = shown_path(issue.source if issue.source is not None else report.file)
+            properties = {"file": source}
+            if issue.line is not None:
+                properties["line"] = str(issue.line)
+            properties["title"] = f"rl-contracts {issue.code}"
+            message = f"{issue.path}: {issue.reason}" if issue.path else issue.reason
+            lines.append(_command(issue.severity, properties, message))
+        for rule in report.skipped:
+            properties = {"file": shown_path(report.file), "title": f"rl-contracts {rule.code} skipped"}
+            message = f"{rule.path}: {rule.reason}" if rule.path else rule.reason
+            lines.append(_command("notice", properties, message))
+    lines.append(summary(reports))
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------- human
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One line of the issue table: an issue, or a skipped rule (severity ``skipped``, no value)."""
+
+    severity: str
+    code: str
+    path: str
+    where: str
+    value: str
+    reason: str
+
+
+def _rows(report: FileReport) -> list[_Row]:
+    rows = [
+        _Row(issue.severity, issue.code, issue.path, _where(issue, report), issue.value, issue.reason)
+        for issue in report.issues
+    ]
+    rows.extend(_Row(_SKIPPED, rule.code, rule.path or "", "", "", rule.reason) for rule in report.skipped)
+    return rows
+
+
+def _style(severity: str) -> str:
+    return _STYLES["note" if severity == _SKIPPED else severity]
+
+
+def _header(report: FileReport) -> Text:
+    header = Text()
+    header.append(f"{report.status.upper():<8}", style=_STYLES[report.status])
+    header.append(" ")
+    header.append(report.file, style="bold")
+    if report.status == "error":
+        return header
+    header.append(f"  [{report.section}]", style="dim")
+    counts = [_count(n, noun) for n, noun in ((report.errors, "error"), (report.warnings, "warning")) if n]
+    if report.skipped:
+        counts.append(f"{_count(len(report.skipped), 'rule')} skipped")
+    if counts:
+        header.append("  " + ", ".join(counts))
+    return header
+
+
+_COLUMNS = ("severity", "code", "path", "source", "value", "reason")
+
+
+def _plain_lines(rows: Sequence[_Row]) -> list[str]:
+    """The table for a non-terminal: a header and one line per row, never wrapped or cut.
+
+    Every column but the last (reason) is padded to its longest cell; the value column to at most 24 characters
+    (a longer value pushes the rest of its own line right).
+    """
+    cells = [(r.severity, r.code, r.path, r.where, r.value, r.reason) for r in rows]
+    widths = [max(len(column), *(len(row[i]) for row in cells)) for i, column in enumerate(_COLUMNS[:-1])]
+    widths[4] = min(widths[4], _VALUE_COLUMN)
+    lines = []
+    for row in [_COLUMNS, *cells]:
+        padded = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+        lines.append("  ".join([*padded, row[-1]]).rstrip())
+    return lines
+
+
+def _issue_table(rows: Sequence[_Row], width: int) -> Table:
+    """The rows as a table that fits ``width`` columns: path (with its source:line below it, dim) and value get
+    fixed widths (the path up to half the free space), so mostly the reason wraps; long cells fold, never cut."""
+    code_width = max(len("code"), *(len(row.code) for row in rows))
+    value_width = max(len("value"), min(max(len(row.value) for row in rows), _VALUE_COLUMN))
+    free = width - len("severity") - code_width - value_width - 8  # 8: the gaps between the five columns
+    longest = max(max(len(row.path), len(row.where)) for row in rows)
+    path_width = max(len("path"), min(longest, free // 2))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # default padding (0, 1)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("code", no_wrap=True)
+    table.add_column("path / source", overflow="fold", width=path_width)
+    table.add_column("value", width=value_width)
+    table.add_column("reason")
+    for row in rows:
+        path = Text(row.path, overflow="fold")
+        if row.where:
+            path.append(("\n" if row.path else "") + row.where, style="dim")
+        table.add_row(
+            Text(row.severity, style=_style(row.severity)),
+            Text(row.code),
+            path,
+            Text(row.value, overflow="fold"),
+            Text(row.reason, overflow="fold"),
+        )
+    return table
+
+
+def _issue_list(rows: Sequence[_Row]) -> Table:
+    """The same cells stacked per row (severity and code, then path, source, value and reason lines) for narrow
+    terminals."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for row in rows:
+        details = Text(overflow="fold")
+        details.append(f"{row.code} {row.path}".rstrip(), style="bold")
+        if row.where:
+            details.append(f"\nat:     {row.where}")
+        if row.severity != _SKIPPED:
+            details.append(f"\nvalue:  {row.value}")
+        details.append(f"\nreason: {row.reason}")
+        table.add_row(Text(row.severity, style=_style(row.severity)), details)
+    return table
+
+
+def _print_report(console: Console, report: FileReport) -> None:
+    rows = _rows(report)
+    if not console.is_terminal:
+        for line in [_header(report), *map(Text, _plain_lines(rows) if rows else ())]:
+            console.print(line, soft_wrap=True)
+        return
+    console.print(_header(report))
+    if report.status == "error":
+        for issue in report.issues:
+            console.print(Padding(Text(issue.reason, style=_STYLES["error"]), (0, 0, 0, 2)))
+        return
+    if rows:
+        wide = console.width >= _TABLE_MIN_WIDTH
+        console.print(_issue_table(rows, console.width) if wide else _issue_list(rows))
+
+
+def print_human(console: Console, reports: Sequence[FileReport]) -> None:
+    """Print every file's header and table, a blank line between files, and the summary line last."""
+    for report in reports:
+        _print_report(console, report)
+        console.print()
+    console.print(Text(summary(reports), style="bold"), soft_wrap=not console.is_terminal)
