@@ -6,11 +6,13 @@ Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical fi
 ``pybase64`` (SIMD) when it is importable, else the standard library; both give identical results.
 
 An envelope of a long sequence is tens of megabytes, so copying it once more costs as much as the base64 itself.
-On CPython the text is therefore written straight into a new ``str`` (``PyUnicode_New``, filled before any other
-code sees it) and read straight from the payload ``str``'s own characters, with no intermediate copy of the whole
-text.  This relies on CPython's compact-ASCII layout (the characters follow the object header); it is verified
-once at import and, when reading, on every call against the envelope header, and any other interpreter or layout
-uses the portable path (one extra copy).  This module imports torch and numpy.
+On CPython with pybase64 the text is therefore encoded straight into a new ``str``: ``PyUnicode_New`` allocates
+it, the header is copied in, and libbase64's ``base64_encode`` (exported by pybase64's extension) writes the base64
+right after it, before any other code sees the string.  Decoding reads the payload ``str``'s own characters
+through a byte view.  Both rely on CPython's compact-ASCII layout (the characters follow the object header) and are
+verified once at import (and, when reading, against the envelope header on every call); any other interpreter,
+layout or pybase64 build uses the portable path, which makes one extra copy of the text.  This module imports
+torch and numpy.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ import torch
 __all__ = [
     "BACKEND",
     "BACKENDS",
-    "CHUNK_BYTES",
-    "CHUNK_CHARS",
     "IN_PLACE_TEXT",
     "STDLIB_BACKEND",
     "Backend",
@@ -41,10 +41,6 @@ __all__ = [
     "validate",
 ]
 
-# Encoding works in chunks of 384 KiB of data (512 KiB of text), which stay in the CPU cache.  A multiple of 3, so
-# the chunks' base64 concatenates to the base64 of the whole.
-CHUNK_BYTES = 3 * 2**17
-CHUNK_CHARS = CHUNK_BYTES // 3 * 4
 # The last character before the padding must have its unused low bits clear (canonical base64).
 _CANONICAL_BEFORE_PADDING = {1: frozenset("AEIMQUYcgkosw048"), 2: frozenset("AQgw")}
 _BASE64_ERRORS = (binascii.Error, ValueError, TypeError)
@@ -54,34 +50,64 @@ class InvalidBase64(Exception):
     """The text is not strict base64 (internal; the codec turns it into an ``EnvelopeError``)."""
 
 
+EncodeInto = Callable[[int, int, int], int]
+"""``(source address, byte count, destination address) -> characters written``: base64 into caller memory."""
+
+
 @dataclass(frozen=True)
 class Backend:
     """One strict base64 implementation."""
 
     name: str
-    encode: Callable[[memoryview], bytes]
-    """Bytes-like data to base64 bytes."""
     encode_text: Callable[[memoryview], str]
-    """Bytes-like data to a base64 ``str``."""
+    """Bytes-like data to a new base64 ``str``."""
     decode: Callable[[object], bytearray]
     """A ``str`` or bytes-like text to a new ``bytearray``; raises ``binascii.Error``/``ValueError`` when invalid."""
+    encode_into: EncodeInto | None = None
+    """Base64 straight into memory the caller owns, where the implementation offers it."""
 
 
 def _stdlib_decode(text: object) -> bytearray:
     return bytearray(base64.b64decode(text, validate=True))  # type: ignore[arg-type]
 
 
-STDLIB_BACKEND = Backend(
-    "base64", base64.b64encode, lambda data: base64.b64encode(data).decode("ascii"), _stdlib_decode
-)
+def _libbase64_encode_into(extension_path: str) -> EncodeInto | None:
+    """libbase64's ``base64_encode`` from pybase64's extension module, checked on a probe, or ``None``."""
+    try:
+        function = ctypes.CDLL(extension_path).base64_encode
+    except (OSError, AttributeError):
+        return None
+    function.restype = None
+    function.argtypes = (
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.c_int,
+    )
+
+    def encode_into(source: int, count: int, destination: int) -> int:
+        written = ctypes.c_size_t(0)
+        function(source, count, destination, ctypes.byref(written), 0)  # flags 0: the CPU's fastest codec
+        return written.value
+
+    probe = bytes(range(256)) * 3 + b"\x00\xff"
+    source = ctypes.create_string_buffer(probe, len(probe))
+    target = ctypes.create_string_buffer((len(probe) + 2) // 3 * 4)
+    written = encode_into(ctypes.addressof(source), len(probe), ctypes.addressof(target))
+    return encode_into if target.raw[:written] == base64.b64encode(probe) == target.raw else None
+
+
+STDLIB_BACKEND = Backend("base64", lambda data: base64.b64encode(data).decode("ascii"), _stdlib_decode)
 try:
     import pybase64
+    import pybase64._pybase64
 
     _PYBASE64: Backend | None = Backend(
         "pybase64",
-        pybase64.b64encode,
         pybase64.b64encode_as_string,
         functools.partial(pybase64.b64decode_as_bytearray, validate=True),
+        _libbase64_encode_into(pybase64._pybase64.__file__),
     )
 except ImportError:  # pragma: no cover - pybase64 is a declared dependency
     _PYBASE64 = None
@@ -128,20 +154,21 @@ except (AttributeError, OSError):  # pragma: no cover - an interpreter without c
 
 
 def encode(header: str, data: np.ndarray) -> str:
-    """Return ``header`` (ASCII) followed by the base64 of ``data`` (1-D uint8), built as one new ``str``."""
+    """Return ``header`` (ASCII, at least 2 characters) followed by the base64 of ``data`` (C-contiguous 1-D uint8).
+
+    Encoded straight into the new ``str`` where :data:`IN_PLACE_TEXT` and the backend allow it; else the header and
+    the backend's text are concatenated.
+    """
     backend = BACKEND
-    size = len(header) + (data.size + 2) // 3 * 4
-    if not IN_PLACE_TEXT or data.size <= CHUNK_BYTES:
+    if not IN_PLACE_TEXT or backend.encode_into is None or data.size == 0:
         return header + backend.encode_text(data.data)
-    text, address = _new_text(size)
     head = header.encode("ascii")
+    characters = (data.size + 2) // 3 * 4
+    text, address = _new_text(len(head) + characters)
     ctypes.memmove(address, head, len(head))
-    position = address + len(head)
-    view = data.data
-    for offset in range(0, data.size, CHUNK_BYTES):
-        chunk = backend.encode(view[offset : offset + CHUNK_BYTES])
-        ctypes.memmove(position, chunk, len(chunk))
-        position += len(chunk)
+    written = backend.encode_into(data.ctypes.data, data.size, address + len(head))
+    if written != characters:  # pragma: no cover - libbase64 always writes exactly this many
+        raise RuntimeError(f"base64_encode wrote {written} characters, expected {characters}")
     return text
 
 
@@ -162,61 +189,32 @@ def decoded_size(text: str, start: int) -> int:
     return size // 4 * 3 - padding
 
 
-def _body(text: str, start: int) -> memoryview | None:
-    """``text[start:]`` as a read-only byte view of ``text``'s own characters, or ``None`` where that is not known
-    to be safe (not CPython, a ``str`` subclass, non-ASCII text, or characters not found where expected).
+def _body(text: str, start: int) -> memoryview | str:
+    """``text[start:]``: a read-only byte view of ``text``'s own characters where that is known to be safe
+    (CPython, an exact ASCII ``str`` whose characters are where expected), else a copy.
 
     The view is valid while ``text`` is alive; the caller holds it.
     """
-    if not IN_PLACE_TEXT or type(text) is not str or not text.isascii():
-        return None
-    address = _characters(text)
-    if ctypes.string_at(address, start) != text[:start].encode("ascii"):
-        return None
-    return memoryview((ctypes.c_char * (len(text) - start)).from_address(address + start)).cast("B")
+    if IN_PLACE_TEXT and type(text) is str and text.isascii():
+        address = _characters(text)
+        if ctypes.string_at(address, start) == text[:start].encode("ascii"):
+            return memoryview((ctypes.c_char * (len(text) - start)).from_address(address + start)).cast("B")
+    return text[start:]
 
 
-def decode(text: str, start: int, size: int) -> torch.Tensor:
-    """Strictly decode ``text[start:]``, whose :func:`decoded_size` is ``size``, to a new writable uint8 tensor.
-
-    Raises ``InvalidBase64`` on any invalid character or misplaced padding.
-    """
-    body = _body(text, start)
-    if body is None:
-        out = torch.empty(size, dtype=torch.uint8)
-        _decode_pieces(text, start, memoryview(out.numpy().data))
-        return out
+def _decoded(text: str, start: int) -> bytearray:
     try:
-        raw = BACKEND.decode(body)
+        return BACKEND.decode(_body(text, start))
     except _BASE64_ERRORS:
         raise InvalidBase64 from None
+
+
+def decode(text: str, start: int) -> torch.Tensor:
+    """Strictly decode ``text[start:]`` to a new writable uint8 tensor; ``InvalidBase64`` when it is invalid."""
+    raw = _decoded(text, start)
     return torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
 
 
 def validate(text: str, start: int) -> None:
     """Raise ``InvalidBase64`` unless ``text[start:]`` is strict base64 (its decoded bytes are discarded)."""
-    body = _body(text, start)
-    if body is None:
-        _decode_pieces(text, start, None)
-        return
-    try:
-        BACKEND.decode(body)
-    except _BASE64_ERRORS:
-        raise InvalidBase64 from None
-
-
-def _decode_pieces(text: str, start: int, target: memoryview | None) -> None:
-    """The portable path: decode ``text[start:]`` chunk by chunk into ``target`` (or only validate)."""
-    position = 0
-    end = len(text)
-    for offset in range(start, end, CHUNK_CHARS):
-        piece = text[offset : offset + CHUNK_CHARS]
-        if offset + CHUNK_CHARS < end and piece.endswith("="):
-            raise InvalidBase64  # padding before the last chunk
-        try:
-            raw = BACKEND.decode(piece)
-        except _BASE64_ERRORS:
-            raise InvalidBase64 from None
-        if target is not None:
-            target[position : position + len(raw)] = raw
-        position += len(raw)
+    _decoded(text, start)

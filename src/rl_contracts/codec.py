@@ -324,7 +324,7 @@ def decode_routed_experts(payload: str | object, dtype: torch.dtype) -> torch.Te
                 f"{render(shape)}.",
                 field="length",
             )
-        raw = _base64.decode(payload, body, size)
+        raw = _base64.decode(payload, body)
     except _base64.InvalidBase64:
         raise invalid_base64 from None
     if count == 0:
