@@ -120,9 +120,13 @@ class _Walk:
 
     def __init__(self) -> None:
         self.failures: list[Failure] = []
+        # each failing container as written, converted once; holding the node keeps its id unique
+        self._written: dict[int, tuple[DictConfig | ListConfig, Any]] = {}
 
     def fail(self, keys: Keys, path: str, node: DictConfig | ListConfig, key: Any, why: str) -> Any:
-        written = OmegaConf.to_container(node)
+        if id(node) not in self._written:
+            self._written[id(node)] = (node, OmegaConf.to_container(node))
+        written = self._written[id(node)][1]
         raw = written[key] if isinstance(written, dict | list) else None
         self.failures.append(Failure(keys, path, raw, why))
         return UNRESOLVED
