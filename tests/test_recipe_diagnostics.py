@@ -137,6 +137,13 @@ def test_int_keys_merge_keys_and_list_items_are_located(tmp_path: Path) -> None:
     assert (unresolved.code, unresolved.line, unresolved.value) == ("V2", 12, "'${nope}'")
 
 
+def test_the_first_of_several_merge_sources_wins_as_in_yaml(tmp_path: Path) -> None:
+    """With ``<<: [*a, *b]`` the key of the first source is the one OmegaConf keeps, and its line is reported."""
+    body = "a: &a\n  top_k: 0\nb: &b\n  top_k: 50\npolicy:\n  generation:\n    <<: [*a, *b]\n"
+    issue = at(issues_of(child(tmp_path, body)), f"{GEN}.top_k")
+    assert (issue.value, issue.line) == ("0", 3)
+
+
 def test_a_float_key_written_in_yaml_1_2_is_located(tmp_path: Path) -> None:
     """A ``1e-8`` key is a float for OmegaConf; provenance reads it the same way and finds its line."""
     recipe = child(tmp_path, "policy:\n  generation:\n    vllm_kwargs:\n      x:\n        1e-8: ${nope}\n")

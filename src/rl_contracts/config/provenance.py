@@ -2,8 +2,8 @@
 
 SPEC §1.8 (second release).  Lines come from PyYAML's composer node marks, per file of the chain, parsed with
 :class:`~rl_contracts.config._documents.RecipeLoader`, whose scalar resolution agrees with OmegaConf's, so the
-keys of the node tree equal the keys of the composed document.  Each file is indexed once, and only when an issue first
-asks for it; a lookup walks the chain from the last file merged back to the first.
+keys of the node tree equal the keys of the composed document.  Each file is indexed once, and only when an
+issue first asks for it; a lookup walks the chain from the last file merged back to the first.
 """
 
 from __future__ import annotations
@@ -34,10 +34,12 @@ class _Entry:
 
 
 def _pairs(node: Any) -> Iterator[tuple[Any, Any]]:
-    """The key/value node pairs of a mapping node, ``<<`` merges first so explicit keys win."""
+    """The key/value node pairs of a mapping node in the order in which a later pair wins: ``<<`` merge sources
+    first (the last source first, since YAML gives the first source precedence), then the explicit keys."""
     merged = [value for key, value in node.value if key.tag == _MERGE_TAG]
     for value in merged:
-        for source in value.value if isinstance(value, _yaml.SequenceNode) else [value]:
+        sources = value.value if isinstance(value, _yaml.SequenceNode) else [value]
+        for source in reversed(sources):
             if isinstance(source, _yaml.MappingNode):
                 yield from _pairs(source)
     yield from ((key, value) for key, value in node.value if key.tag != _MERGE_TAG)
@@ -121,7 +123,7 @@ class Provenance:
         """``(source, line)`` of the value at ``keys``: the last file of the chain that sets it (a ``???`` counts
         only when no file sets a value), or ``(None, None)`` when no file does (a missing key, an override).
 
-        The root (``keys == ()``) is located at line 1 of the recipe itself.
+        The root (``keys == ()``) is located where the last file's root mapping starts.
         """
         if any(keys[: len(root)] == root for root in self._overridden):
             return None, None
