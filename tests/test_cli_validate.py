@@ -18,7 +18,7 @@ import pytest
 
 from rl_contracts import __version__
 from rl_contracts.cli import main
-from rl_contracts.cli.report import shown_path
+from rl_contracts.cli.report import OUT_OF_SCOPE, shown_path
 from rl_contracts.cli.validate import validate_files
 from rl_contracts.config.catalogue import CODES
 from rl_contracts.config.recipe_schema import generation_json_schema, recipe_json_schema
@@ -489,6 +489,16 @@ def test_human_header_counts(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.splitlines()[0] == f"INVALID  {CHILD}  [policy.generation]  3 errors, 2 rules skipped"
     _, out = run(capsys, "validate", SYNTAX)
     assert out.splitlines()[0] == f"ERROR    {SYNTAX}"
+
+
+def test_out_of_scope_note(capsys: pytest.CaptureFixture[str]) -> None:
+    """A valid or skipped file that is not a GRPO recipe says that preflight skipped it; a GRPO recipe does not."""
+    _, out = run(capsys, "validate", EVAL, SKIPPED, VALID)
+    headers = [line for line in out.splitlines() if line.startswith(("VALID", "SKIPPED"))]
+    assert headers[0] == f"VALID    {EVAL}  [generation]  {OUT_OF_SCOPE}"
+    assert headers[1].endswith(f"  1 warning  {OUT_OF_SCOPE}")
+    assert OUT_OF_SCOPE == "not a GRPO recipe: preflight skipped"
+    assert headers[2] == f"VALID    {VALID}  [policy.generation]  2 rules skipped"
 
 
 def test_human_summary_for_one_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,6 +1,7 @@
 """The report of ``rl-contracts validate`` in its three formats: human, JSON and GitHub workflow commands.
 
-- **human**: one header per file (status, file, section, counts) and a table of its issues and skipped rules
+- **human**: one header per file (status, file, section, counts, and "not a GRPO recipe: preflight skipped" for a
+  valid or skipped file out of preflight's scope) and a table of its issues and skipped rules
   (severity, code, path, source:line, value, reason).  On a terminal the table fits the width (long cells fold
   inside their column; below 100 columns each issue is stacked on several lines).  When stdout is not a terminal
   (a CI log, a pipe) nothing wraps or truncates: one line per issue, the columns padded to a common width.  The
@@ -33,6 +34,7 @@ from ..config.preflight import SkippedRule
 from ..config.recipe import ConfigIssue
 
 __all__ = [
+    "OUT_OF_SCOPE",
     "FileReport",
     "Status",
     "exit_status",
@@ -62,13 +64,16 @@ _STYLES: dict[str, str] = {
     "note": "cyan",
 }
 _SKIPPED = "skipped"
+OUT_OF_SCOPE = "not a GRPO recipe: preflight skipped"
+"""The header note of a valid or skipped file that preflight did not check (PREFLIGHT.md §1, scope)."""
 
 
 @dataclass(frozen=True)
 class FileReport:
     """The outcome of validating one recipe file: its status, issues (warnings included) and skipped rules.
 
-    ``entrypoint`` is the trainer entrypoint preflight assumed (None when preflight did not run).
+    ``entrypoint`` is the trainer entrypoint preflight assumed; None when the recipe is not a GRPO recipe (preflight
+    did not check it) and for an invalid or unreadable file (``RecipeError`` does not carry it).
     """
 
     file: str
@@ -255,6 +260,8 @@ def _header(report: FileReport) -> Text:
         counts.append(f"{_count(len(report.skipped), 'rule')} skipped")
     if counts:
         header.append("  " + ", ".join(counts))
+    if report.entrypoint is None and report.status != "invalid":
+        header.append(f"  {OUT_OF_SCOPE}", style="dim")
     return header
 
 
