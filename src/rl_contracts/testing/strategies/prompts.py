@@ -155,9 +155,10 @@ def generation_batches(
 def hostile_generation_batches(draw: st.DrawFn) -> tuple[Any, Any]:
     """``(data, sample_idx)`` where a valid batch (or the arguments) is broken in exactly one way.
 
-    Breaks: a non-mapping ``data``, a bool/str/float/negative/out-of-range ``sample_idx``, a missing key, a
-    wrong dimension or float/bool dtype, lists instead of arrays, a length below 0 or above ``W``, a row count
-    other than ``B``, both media key schemes, and rows of the wrong type.
+    Breaks: a non-mapping ``data``, a bool/str/float/negative/out-of-range ``sample_idx`` (0-d arrays included), a
+    missing key, a wrong dimension or float/bool dtype, an ``np.matrix`` ``input_ids`` (its rows stay 2-D), a 0-d
+    ``input_lengths``, lists instead of arrays, a length below 0 or above ``W``, a row count other than ``B``, both
+    media key schemes, and rows of the wrong type.
     """
     data: dict[str, Any] = dict(draw(generation_batches(max_rows=4, max_width=5)))
     batch = len(data["input_ids"])
@@ -169,7 +170,9 @@ def hostile_generation_batches(draw: st.DrawFn) -> tuple[Any, Any]:
         "ids_1d",
         "ids_float",
         "ids_list",
+        "ids_matrix",
         "lengths_2d",
+        "lengths_0d",
         "lengths_float",
         "lengths_bool",
         "length_out_of_range",
@@ -182,7 +185,9 @@ def hostile_generation_batches(draw: st.DrawFn) -> tuple[Any, Any]:
     if chosen == "not_mapping":
         return draw(st.sampled_from([None, [], "input_ids", 3, [("input_ids", ids)]])), sample_idx
     if chosen == "sample_idx":
-        bad_index = st.sampled_from([True, "0", 0.0, -1, batch, batch + 7, np.float32(1)])
+        bad_index = st.sampled_from(
+            [True, "0", 0.0, -1, batch, batch + 7, np.float32(1), np.array(0.0), np.array(True)]
+        )
         return data, draw(bad_index)
     if chosen == "missing":
         key = draw(st.sampled_from(["input_ids", "input_lengths"]))
@@ -197,6 +202,12 @@ def hostile_generation_batches(draw: st.DrawFn) -> tuple[Any, Any]:
         data["input_ids"] = ids.astype(draw(st.sampled_from([np.float32, np.bool_])))
     elif chosen == "ids_list":
         data["input_ids"] = ids.tolist()
+    elif chosen == "ids_matrix":  # token prompts for every row, so the 2-D row slices are read
+        rows = ids if batch else np.zeros((1, 1), dtype=np.int64)
+        data = {"input_ids": rows.view(np.matrix), "input_lengths": [1] * len(rows)}
+        sample_idx = None
+    elif chosen == "lengths_0d":
+        data["input_lengths"] = np.array(batch)
     elif chosen == "lengths_2d":
         data["input_lengths"] = np.asarray(data["input_lengths"], dtype=np.int64).reshape(-1, 1)
     elif chosen == "lengths_float":

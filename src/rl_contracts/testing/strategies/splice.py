@@ -301,7 +301,8 @@ def hostile_placeholder_maps() -> st.SearchStrategy[Any]:
 
 
 def hostile_token_ids() -> st.SearchStrategy[Any]:
-    """Token id arguments: valid small lists, lists holding garbage, arrays, and non-sequences."""
+    """Token id arguments: valid small lists, lists holding garbage, int, float and bool arrays, ``np.matrix``
+    rows, 0-d arrays, and non-sequences."""
     return st.one_of(
         st.lists(st.integers(0, 130), max_size=24),
         st.lists(_garbage_values(), max_size=6),
@@ -309,6 +310,11 @@ def hostile_token_ids() -> st.SearchStrategy[Any]:
         st.lists(st.integers(-(2**70), 2**70), max_size=6),
         st.lists(st.integers(0, 130), max_size=12).map(lambda ids: np.array(ids, dtype=np.int64)),
         st.lists(st.floats(), max_size=3).map(np.array),
+        st.lists(st.booleans(), max_size=4).map(lambda flags: np.array(flags, dtype=np.bool_)),
+        st.lists(st.integers(0, 130), min_size=1, max_size=6).map(
+            lambda ids: np.array([ids]).view(np.matrix)
+        ),
+        st.sampled_from([np.array(3), np.array(3.0), np.array(True)]),
         _garbage_values(),
     )
 
