@@ -115,15 +115,15 @@ options:
   --recipe    the whole-recipe schema (generation and preflight sections typed, the rest open)
 """
 
-RULES_HELP = """usage: rl-contracts rules [-h] [--format {human,json}]
+RULES_HELP = """usage: rl-contracts rules [-h] [--format {human,json,markdown}]
 
 List every code that validate reports (V, C, R, K, P, W and N families), one line each: code,
 severity, summary and [where NeMo RL checks the same thing, or never].
 
 options:
   -h, --help            show this help message and exit
-  --format {human,json}
-                        plain lines or one JSON array (default: human)
+  --format {human,json,markdown}
+                        plain lines, one JSON array, or README's Markdown table (default: human)
 """
 
 

@@ -140,6 +140,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         (["validate", "--ignore", "P,Q", VALID], "unknown code 'Q'"),
         (["validate", "--ignore", ",", VALID], "expected codes such as P7,W"),
         (["rules", "--format", "github"], "argument --format: invalid choice: 'github'"),
+        (["schema", "--recipe", "--bogus"], "unrecognized arguments: --bogus"),
         (["schema", "extra"], "unrecognized arguments: extra"),
         (["nonsense"], "invalid choice: 'nonsense'"),
         ([], "the following arguments are required: COMMAND"),
@@ -568,6 +569,17 @@ def test_rules_lists_every_code(capsys: pytest.CaptureFixture[str]) -> None:
         assert line.endswith(f"{code.summary} [{code.reference}]")
         assert line.split()[1] == code.severity
     assert {"V1", "C1", "R2", "K1", "K2", "P1", "P28", "W1", "W2", "N7"} <= {code.code for code in CODES}
+
+
+def test_rules_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    """``rules --format markdown`` prints a heading row, a rule and one row per code, ``|`` escaped."""
+    _, out = run(capsys, "rules", "--format", "markdown")
+    lines = out.splitlines()
+    assert lines[:2] == ["| Code | Severity | Finding | Checked by the reference |", "|---|---|---|---|"]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in lines[2:]] == [code.code for code in CODES]
+    assert (
+        lines[2] == f"| {CODES[0].code} | {CODES[0].severity} | {CODES[0].summary} | {CODES[0].reference} |"
+    )
 
 
 def test_rules_json(capsys: pytest.CaptureFixture[str]) -> None:

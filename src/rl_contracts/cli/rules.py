@@ -2,7 +2,7 @@
 
 ``rl-contracts rules`` prints :data:`rl_contracts.config.catalogue.CODES` in catalogue order as a plain table (code,
 severity, summary, where NeMo RL checks it); ``--format json`` prints one JSON array of objects with the same
-keys.  README's table of codes is :func:`markdown_table`'s output (a test keeps them equal).
+keys, ``--format markdown`` README's table of codes (:func:`markdown_table`; a test keeps README equal to it).
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ def markdown_table() -> str:
 
 
 def run_rules(args: argparse.Namespace) -> int:
-    """The ``rules`` command: print every code (plain or ``--format json``) and return 0."""
-    if args.format == "json":
+    """The ``rules`` command: print every code (plain, JSON or Markdown) and return 0."""
+    if args.format == "markdown":
+        text = markdown_table()
+    elif args.format == "json":
         text = json.dumps(
             [
                 {"code": c.code, "severity": c.severity, "summary": c.summary, "reference": c.reference}
@@ -68,8 +70,8 @@ def register(commands: Any) -> None:
     )
     rules.add_argument(
         "--format",
-        choices=("human", "json"),
+        choices=("human", "json", "markdown"),
         default="human",
-        help="plain lines or one JSON array (default: human)",
+        help="plain lines, one JSON array, or README's Markdown table (default: human)",
     )
     rules.set_defaults(run=run_rules)
