@@ -225,7 +225,9 @@ def test_shown_output_is_the_real_output(block: Block, tmp_path: Path) -> None:
     [command] = [line for line in block.text.splitlines() if line.strip()]
     done = run_shell(command.partition("  #")[0], checkout_copy(tmp_path))
     assert block.output is not None
-    assert [line.rstrip() for line in done.stdout.splitlines()] == block.output.splitlines()
+    shown = [line.rstrip() for line in done.stdout.splitlines()]
+    hint = f"README line {block.line}: paste the real output of: {command}"
+    assert shown == block.output.splitlines(), hint
 
 
 def test_readme_lists_every_code() -> None:
