@@ -16,11 +16,13 @@ LIGHT_MODULES = [
     "rl_contracts.checks",
     "rl_contracts.protocols",
     "rl_contracts.config",
+    "rl_contracts.config.preflight",
     "rl_contracts.refit",
     "rl_contracts.splice",
     "rl_contracts.multimodal",
     "rl_contracts.prompts",
     "rl_contracts.metrics",
+    "rl_contracts.weights",
     "rl_contracts.cli",
 ]
 
