@@ -1,7 +1,8 @@
-"""Engine-native token information and routed experts on OpenAI-style chat responses (SPEC §3.5, §5).
+"""Engine-native token information and routed experts on OpenAI-style chat responses (SPEC §2.2.2, §3.5, §4.3, §5).
 
-- :func:`attach_token_information_to_chat_response_choices`: the engine prompt ids, the generated ids and the
-  floored log-probabilities of the sampled tokens, on every choice's ``message``;
+- :func:`attach_token_information_to_chat_response_choices`: the engine prompt ids, the generated ids, the
+  floored log-probabilities of the sampled tokens and, where vLLM labelled them, the weight versions, on every
+  choice's ``message``;
 - :func:`attach_routed_experts_to_chat_response_choices`: every choice's aligned routes, as an ``nrlre1``
   envelope string in ``message.routed_experts``;
 - :func:`model_dump_chat_response_with_dynamic_message_fields`: a dump that keeps those fields whatever the
