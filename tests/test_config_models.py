@@ -1067,7 +1067,7 @@ def test_enable_return_routed_experts_is_not_a_declared_vllm_cfg_key() -> None:
             "reads it from policy.generation.vllm_kwargs.limit_mm_per_prompt",
         ),
         ("limit_mm_per_prompt", None, "W2", "its value None would change nothing"),
-        ("enable_return_routed_experts", True, "P28", "reads it from policy.router_replay.enabled: true"),
+        ("enable_return_routed_experts", True, "P28", "set policy.router_replay.enabled: true instead"),
         ("enable_return_routed_experts", False, "W2", "its value False would change nothing"),
         ("enable_return_routed_experts", None, "W2", "its value None would change nothing"),
     ],

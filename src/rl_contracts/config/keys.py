@@ -41,13 +41,15 @@ KeyCode = Literal["K1", "K2", "P28", "W2"]
 class KnownKey:
     """A ``vllm_cfg`` key that is not declared but known to the reference (PREFLIGHT.md §5).
 
-    ``verdict`` ``"dead"``: ``why`` says why it has no effect.  ``"misplaced"``: ``place`` is where the reference
-    reads it (what the message tells the user to set), and ``inert`` the values that would change nothing there.
+    ``verdict`` ``"dead"``: ``why`` says why it has no effect.  ``"misplaced"``: ``place`` is what to set instead
+    (a key, or a key with its value), ``fix`` says so, and ``inert`` are the values that would change nothing
+    there.
     """
 
     verdict: Literal["dead", "misplaced"]
     why: str
     place: str | None = None
+    fix: str = ""
     inert: tuple[object, ...] = (None,)
 
 
@@ -62,6 +64,7 @@ VLLM_CFG_KEYS: Mapping[str, KnownKey] = types.MappingProxyType(
             "misplaced",
             "it is read only from vllm_kwargs, which the trainer passes to the engine",
             "policy.generation.vllm_kwargs.limit_mm_per_prompt",
+            "NeMo RL reads it from policy.generation.vllm_kwargs.limit_mm_per_prompt: move it there",
         ),
         "enable_expert_parallel": KnownKey(
             "dead",
@@ -78,7 +81,8 @@ VLLM_CFG_KEYS: Mapping[str, KnownKey] = types.MappingProxyType(
             "misplaced",
             "the vLLM workers read vllm_kwargs.enable_return_routed_experts, which the trainer sets from "
             "policy.router_replay.enabled, so a recipe that sets only this key gets no routes",
-            "policy.router_replay.enabled: true",
+            "policy.router_replay.enabled",
+            "set policy.router_replay.enabled: true instead, and the trainer turns routed experts on",
             (None, False),
         ),
     }
@@ -125,7 +129,7 @@ def _known_vllm_cfg_key(path: Loc, key: str, value: object, known: KnownKey) -> 
             f"({known.why}); remove it"
         )
         return UnknownKey(path, key, value, None, "W2", reason)
-    reason = f"has no effect here ({known.why}); NeMo RL reads it from {place}: move it there"
+    reason = f"has no effect here ({known.why}); {known.fix}"
     return UnknownKey(path, key, value, None, "P28", reason)
 
 
