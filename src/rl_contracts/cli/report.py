@@ -291,7 +291,7 @@ def _issue_table(rows: Sequence[_Row], width: int) -> Table:
     value_width = max(len("value"), min(max(len(row.value) for row in rows), _VALUE_COLUMN))
     free = width - len("severity") - code_width - value_width - 8  # 8: the gaps between the five columns
     longest = max(max(len(row.path), len(row.where)) for row in rows)
-    path_width = max(len("path"), min(longest, free // 2))
+    path_width = max(len("path / source"), min(longest, free // 2))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # default padding (0, 1)
     table.add_column("severity", no_wrap=True)
     table.add_column("code", no_wrap=True)
