@@ -153,7 +153,7 @@ def test_load_profile_loads_the_named_profile() -> None:
     previous = settings.get_current_profile_name()
     try:
         assert load_profile("nightly") == "rl-contracts-nightly"
-        assert settings.default.max_examples == 100_000
+        assert settings().max_examples == 100_000
     finally:
         settings.load_profile(previous)
     assert settings.get_current_profile_name() == previous
