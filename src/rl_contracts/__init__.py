@@ -4,43 +4,25 @@
 The drop-in replacement for ``nemo_rl.models.generation.vllm.utils`` is :mod:`rl_contracts.vllm_utils`.
 """
 
-from .errors import (
-    ChatResponseContractError,
-    ConfigContractError,
-    ContractError,
-    ContractTypeError,
-    CounterSnapshotError,
-    EnvelopeError,
-    PlaceholderRemapError,
-    PlaceholderTypeError,
-    PromptFormatError,
-    RecipeError,
-    RecipeLoadError,
-    RolloutPromptMismatchError,
-    RoutedExpertsError,
-    SpliceError,
-    UnsupportedConfigError,
-    WeightVersionError,
-)
+from . import errors
+from .errors import ChatResponseContractError as ChatResponseContractError
+from .errors import ConfigContractError as ConfigContractError
+from .errors import ContractError as ContractError
+from .errors import ContractTypeError as ContractTypeError
+from .errors import CounterSnapshotError as CounterSnapshotError
+from .errors import EnvelopeError as EnvelopeError
+from .errors import PlaceholderRemapError as PlaceholderRemapError
+from .errors import PlaceholderTypeError as PlaceholderTypeError
+from .errors import PromptFormatError as PromptFormatError
+from .errors import RecipeError as RecipeError
+from .errors import RecipeLoadError as RecipeLoadError
+from .errors import RolloutPromptMismatchError as RolloutPromptMismatchError
+from .errors import RoutedExpertsError as RoutedExpertsError
+from .errors import SpliceError as SpliceError
+from .errors import UnsupportedConfigError as UnsupportedConfigError
+from .errors import WeightVersionError as WeightVersionError
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ChatResponseContractError",
-    "ConfigContractError",
-    "ContractError",
-    "ContractTypeError",
-    "CounterSnapshotError",
-    "EnvelopeError",
-    "PlaceholderRemapError",
-    "PlaceholderTypeError",
-    "PromptFormatError",
-    "RecipeError",
-    "RecipeLoadError",
-    "RolloutPromptMismatchError",
-    "RoutedExpertsError",
-    "SpliceError",
-    "UnsupportedConfigError",
-    "WeightVersionError",
-    "__version__",
-]
+# The error classes of :mod:`.errors`, not its helpers (``contract_error``, ``MAX_MESSAGE_CHARS``).
+__all__ = ["__version__", *(name for name in errors.__all__ if name.endswith("Error"))]

@@ -8,53 +8,43 @@ names), :mod:`.keys` (unknown keys and their class), :mod:`.schema` (the JSON Sc
 
 from __future__ import annotations
 
-from ._scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
-from .generation import (
-    ColocationConfig,
-    ColocationResources,
-    GenerationConfig,
-    Nvfp4PerTokenRolloutConfig,
-    VllmConfig,
-)
-from .keys import UnknownKey, unknown_keys
-from .refit_models import (
-    VLLM_REFIT_SELECTORS,
-    VLLM_SPARSE_REFIT_TRANSPORTS,
-    VllmCheckpointEnginePluginConfig,
-    VllmDeltaCompressionConfig,
-    VllmNixlRefitConfig,
-    VllmRefitBaselineConfig,
-    VllmRefitConfig,
-    VllmRefitStorageConfig,
-    VllmRefitTuningConfig,
-    VllmSparseRefitConfig,
-)
-from .schema import config_json_schema
-from .vllm_args import VllmSpecificArgs, VllmVideoConfig
+from . import generation, refit_models, schema, vllm_args
+from ._scalars import ConfigBool as ConfigBool
+from ._scalars import ConfigFloat as ConfigFloat
+from ._scalars import ConfigInt as ConfigInt
+from ._scalars import ConfigStr as ConfigStr
+from .generation import ColocationConfig as ColocationConfig
+from .generation import ColocationResources as ColocationResources
+from .generation import GenerationConfig as GenerationConfig
+from .generation import Nvfp4PerTokenRolloutConfig as Nvfp4PerTokenRolloutConfig
+from .generation import VllmConfig as VllmConfig
+from .keys import UnknownKey as UnknownKey
+from .keys import unknown_keys as unknown_keys
+from .refit_models import VLLM_REFIT_SELECTORS as VLLM_REFIT_SELECTORS
+from .refit_models import VLLM_SPARSE_REFIT_TRANSPORTS as VLLM_SPARSE_REFIT_TRANSPORTS
+from .refit_models import VllmCheckpointEnginePluginConfig as VllmCheckpointEnginePluginConfig
+from .refit_models import VllmDeltaCompressionConfig as VllmDeltaCompressionConfig
+from .refit_models import VllmNixlRefitConfig as VllmNixlRefitConfig
+from .refit_models import VllmRefitBaselineConfig as VllmRefitBaselineConfig
+from .refit_models import VllmRefitConfig as VllmRefitConfig
+from .refit_models import VllmRefitStorageConfig as VllmRefitStorageConfig
+from .refit_models import VllmRefitTuningConfig as VllmRefitTuningConfig
+from .refit_models import VllmSparseRefitConfig as VllmSparseRefitConfig
+from .refit_models import is_plugin_path as is_plugin_path
+from .schema import config_json_schema as config_json_schema
+from .vllm_args import VllmSpecificArgs as VllmSpecificArgs
+from .vllm_args import VllmVideoConfig as VllmVideoConfig
 
+# Whole modules re-export their ``__all__``; of the scalar types and the key helpers, only the public few.
 __all__ = [
-    "VLLM_REFIT_SELECTORS",
-    "VLLM_SPARSE_REFIT_TRANSPORTS",
-    "ColocationConfig",
-    "ColocationResources",
     "ConfigBool",
     "ConfigFloat",
     "ConfigInt",
     "ConfigStr",
-    "GenerationConfig",
-    "Nvfp4PerTokenRolloutConfig",
     "UnknownKey",
-    "VllmCheckpointEnginePluginConfig",
-    "VllmConfig",
-    "VllmDeltaCompressionConfig",
-    "VllmNixlRefitConfig",
-    "VllmRefitBaselineConfig",
-    "VllmRefitConfig",
-    "VllmRefitStorageConfig",
-    "VllmRefitTuningConfig",
-    "VllmSparseRefitConfig",
-    "VllmSpecificArgs",
-    "VllmVideoConfig",
-    "config_json_schema",
     "unknown_keys",
+    *generation.__all__,
+    *refit_models.__all__,
+    *schema.__all__,
+    *vllm_args.__all__,
 ]

@@ -23,58 +23,41 @@ only when Prometheus text is parsed).  Its modules, one per concern: ``names`` (
 
 from __future__ import annotations
 
-from .aggregation import aggregate_spec_decode_counters
-from .deltas import first_delta, mean_from_histogram
-from .keys import encode_counter_key, is_kept
-from .names import (
-    COUNTER_KEY_SEP,
-    FINISHED_REASON_LABEL,
-    GENERATION_LENGTH_HISTOGRAMS,
-    GENERATION_TOKEN_COUNTERS,
-    HISTOGRAM_COUNT_PART,
-    HISTOGRAM_SUM_PART,
-    KEPT_COUNTER_NAMES,
-    OK_FINISH_REASONS,
-    PROMPT_LENGTH_HISTOGRAMS,
-    PROMPT_TOKEN_COUNTERS,
-    REQUEST_SUCCESS_COUNTERS,
-    SPEC_DECODE_ACCEPTED_PER_POS,
-    SPEC_DECODE_NUM_ACCEPTED_TOKENS,
-    SPEC_DECODE_NUM_DRAFT_TOKENS,
-    SPEC_DECODE_NUM_DRAFTS,
-    AggregatedCounters,
-    WorkerCounters,
-)
-from .prometheus import PrometheusPage, parse_prometheus_text
-from .snapshot import CounterSnapshot
-from .step_metrics import compute_engine_step_metrics, compute_spec_decode_metrics
+from . import aggregation, deltas, keys, names, prometheus, snapshot, step_metrics
+from .aggregation import aggregate_spec_decode_counters as aggregate_spec_decode_counters
+from .deltas import first_delta as first_delta
+from .deltas import mean_from_histogram as mean_from_histogram
+from .keys import encode_counter_key as encode_counter_key
+from .keys import is_kept as is_kept
+from .names import COUNTER_KEY_SEP as COUNTER_KEY_SEP
+from .names import FINISHED_REASON_LABEL as FINISHED_REASON_LABEL
+from .names import GENERATION_LENGTH_HISTOGRAMS as GENERATION_LENGTH_HISTOGRAMS
+from .names import GENERATION_TOKEN_COUNTERS as GENERATION_TOKEN_COUNTERS
+from .names import HISTOGRAM_COUNT_PART as HISTOGRAM_COUNT_PART
+from .names import HISTOGRAM_SUM_PART as HISTOGRAM_SUM_PART
+from .names import KEPT_COUNTER_NAMES as KEPT_COUNTER_NAMES
+from .names import OK_FINISH_REASONS as OK_FINISH_REASONS
+from .names import PROMPT_LENGTH_HISTOGRAMS as PROMPT_LENGTH_HISTOGRAMS
+from .names import PROMPT_TOKEN_COUNTERS as PROMPT_TOKEN_COUNTERS
+from .names import REQUEST_SUCCESS_COUNTERS as REQUEST_SUCCESS_COUNTERS
+from .names import SPEC_DECODE_ACCEPTED_PER_POS as SPEC_DECODE_ACCEPTED_PER_POS
+from .names import SPEC_DECODE_NUM_ACCEPTED_TOKENS as SPEC_DECODE_NUM_ACCEPTED_TOKENS
+from .names import SPEC_DECODE_NUM_DRAFT_TOKENS as SPEC_DECODE_NUM_DRAFT_TOKENS
+from .names import SPEC_DECODE_NUM_DRAFTS as SPEC_DECODE_NUM_DRAFTS
+from .names import AggregatedCounters as AggregatedCounters
+from .names import WorkerCounters as WorkerCounters
+from .prometheus import PrometheusPage as PrometheusPage
+from .prometheus import parse_prometheus_text as parse_prometheus_text
+from .snapshot import CounterSnapshot as CounterSnapshot
+from .step_metrics import compute_engine_step_metrics as compute_engine_step_metrics
+from .step_metrics import compute_spec_decode_metrics as compute_spec_decode_metrics
 
 __all__ = [
-    "COUNTER_KEY_SEP",
-    "FINISHED_REASON_LABEL",
-    "GENERATION_LENGTH_HISTOGRAMS",
-    "GENERATION_TOKEN_COUNTERS",
-    "HISTOGRAM_COUNT_PART",
-    "HISTOGRAM_SUM_PART",
-    "KEPT_COUNTER_NAMES",
-    "OK_FINISH_REASONS",
-    "PROMPT_LENGTH_HISTOGRAMS",
-    "PROMPT_TOKEN_COUNTERS",
-    "REQUEST_SUCCESS_COUNTERS",
-    "SPEC_DECODE_ACCEPTED_PER_POS",
-    "SPEC_DECODE_NUM_ACCEPTED_TOKENS",
-    "SPEC_DECODE_NUM_DRAFTS",
-    "SPEC_DECODE_NUM_DRAFT_TOKENS",
-    "AggregatedCounters",
-    "CounterSnapshot",
-    "PrometheusPage",
-    "WorkerCounters",
-    "aggregate_spec_decode_counters",
-    "compute_engine_step_metrics",
-    "compute_spec_decode_metrics",
-    "encode_counter_key",
-    "first_delta",
-    "is_kept",
-    "mean_from_histogram",
-    "parse_prometheus_text",
+    *aggregation.__all__,
+    *deltas.__all__,
+    *keys.__all__,
+    *names.__all__,
+    *prometheus.__all__,
+    *snapshot.__all__,
+    *step_metrics.__all__,
 ]
