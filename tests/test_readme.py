@@ -90,34 +90,7 @@ def test_bundled_recipe_named_in_readme_exists() -> None:
     assert path.startswith("src/rl_contracts/recipes/")
 
 
-NOT_RUNNABLE_YET = {
-    "import torch": "routed experts example: request_output is undefined",
-    "from rl_contracts.codec import routed_experts_tensor_metadata, verify_routed_experts_tensor_metadata": (
-        "codec example: routes is undefined"
-    ),
-    "from rl_contracts.metrics import CounterSnapshot, aggregate_spec_decode_counters, compute_spec_decode_metrics": (
-        "metrics example: llm is undefined"
-    ),
-    "from rl_contracts.metrics import parse_prometheus_text": "metrics page example: text is undefined",
-}
-"""Blocks of other README sections that do not run as written yet, by their first line (their owners are told);
-each is a strict xfail, so a block that starts running fails this test until its entry is removed."""
-
-
-def _python_params() -> list[object]:
-    params: list[object] = []
-    for block in PYTHON:
-        first = next(line for line in block.text.splitlines() if line.strip())
-        marks = (
-            [pytest.mark.xfail(reason=NOT_RUNNABLE_YET[first], strict=True)]
-            if first in NOT_RUNNABLE_YET
-            else []
-        )
-        params.append(pytest.param(block, id=f"line{block.line}", marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("block", _python_params())
+@pytest.mark.parametrize("block", PYTHON, ids=[f"line{block.line}" for block in PYTHON])
 def test_python_block_runs(block: Block, tmp_path: Path) -> None:
     """The Python block runs as written, from an empty folder, with the installed package only."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
@@ -222,3 +195,30 @@ def test_shown_output_is_the_real_output(block: Block, tmp_path: Path) -> None:
 def test_readme_lists_every_code() -> None:
     """README's table of codes is the catalogue's, row for row (``rl-contracts rules --format markdown``)."""
     assert markdown_table() + "\n" in README, "paste the output of: rl-contracts rules --format markdown"
+
+
+def _layout_rows() -> list[tuple[str, str]]:
+    section = README.split("\n### Package layout\n", 1)[1]
+    section = re.split(r"^#{2,3} ", section, maxsplit=1, flags=re.M)[0]
+    return re.findall(r"^\| `(rl_contracts[\w.]*)` \| (.*?) \|$", section, re.M)
+
+
+def _library_modules() -> set[str]:
+    package = ROOT / "src" / "rl_contracts"
+    modules = set()
+    for file in package.rglob("*.py"):
+        parts = file.relative_to(package.parent).with_suffix("").parts
+        modules.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return modules
+
+
+def test_package_layout_lists_exactly_the_modules() -> None:
+    """Development's package layout table has one row, with a concern, for every module under src/rl_contracts."""
+    rows = _layout_rows()
+    listed = [module for module, _ in rows]
+    assert len(listed) == len(set(listed)), "a module is listed twice"
+    modules = _library_modules()
+    assert set(listed) == modules, (
+        f"README's package layout: add {sorted(modules - set(listed))}, remove {sorted(set(listed) - modules)}"
+    )
+    assert all(concern.strip() for _, concern in rows)
