@@ -1,5 +1,5 @@
-"""README runs as written: its set-up commands, every Python block, every shell block, the outputs it shows and
-its table of codes.
+"""README runs as written: its set-up commands, every Python block, every shell block, the outputs it shows, its
+table of codes, and its tables of modules and entry points match the package.
 
 - The first block holds exactly the two set-up commands, and CI (``.ci/run``) runs README's test command verbatim.
 - Every ``python`` block runs in a fresh interpreter from an empty working directory, so it can only use the
@@ -14,10 +14,13 @@ its table of codes.
 - A ``bash`` block of one command followed directly by a ``text`` block shows that command's output: the test
   compares it with the real output.
 - The table of codes is ``rl-contracts rules``'s catalogue (``rl_contracts.cli.rules.markdown_table``).
+- The package layout table of Development lists exactly the modules under ``src/rl_contracts``, and every entry
+  point "What it checks" names is in its module's ``__all__``.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shlex
@@ -222,3 +225,19 @@ def test_package_layout_lists_exactly_the_modules() -> None:
         f"README's package layout: add {sorted(modules - set(listed))}, remove {sorted(set(listed) - modules)}"
     )
     assert all(concern.strip() for _, concern in rows)
+
+
+def _entry_point_rows() -> list[tuple[str, list[str]]]:
+    section = README.split("\n## What it checks\n", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| [^|]+ \| `(rl_contracts[\w.]*)` \| (.*) \|$", section, re.M)
+    return [(module, re.findall(r"`(\w+)`", names)) for module, names in rows]
+
+
+def test_what_it_checks_names_real_entry_points() -> None:
+    """Every entry point README's "What it checks" table names is a public name of the module it lists."""
+    rows = _entry_point_rows()
+    assert len(rows) >= 10
+    for module, names in rows:
+        imported = importlib.import_module(module)
+        missing = [name for name in names if name not in getattr(imported, "__all__", ())]
+        assert not missing, f"README's What it checks: {module} has no public {missing}"
