@@ -314,6 +314,19 @@ def test_set_overrides_apply_after_composition(capsys: pytest.CaptureFixture[str
     assert "P7" in codes_of(capsys, "--set", "++grpo.batch_multiplier=1.5", VALID)
 
 
+def test_a_set_value_is_reported_at_set(capsys: pytest.CaptureFixture[str]) -> None:
+    """An issue at a value ``--set`` wrote has source ``--set`` (JSON, human); github puts it on the recipe."""
+    setting = ["--set", "policy.generation.top_p=3", VALID]
+    _, [report] = run_json(capsys, *setting)
+    (issue,) = [i for i in report["issues"] if i["path"] == "policy.generation.top_p"]
+    assert (issue["code"], issue["source"], issue["line"]) == ("C1", "--set", None)
+    _, out = run(capsys, "validate", *setting)
+    (row,) = [line for line in out.splitlines() if "policy.generation.top_p " in line]
+    assert row.split()[:4] == ["error", "C1", "policy.generation.top_p", "--set"]
+    _, out = run(capsys, "validate", "--format", "github", *setting)
+    assert f"::error file={shown_path(VALID)},title=rl-contracts C1::policy.generation.top_p: " in out
+
+
 def test_set_of_an_absent_key_is_a_load_error(capsys: pytest.CaptureFixture[str]) -> None:
     """``KEY=VALUE`` for a key the recipe lacks is a V1 load error (exit 2) that suggests ``++``."""
     status, [report] = run_json(capsys, "--set", "grpo.batch_multiplier=1.5", VALID)
@@ -490,6 +503,23 @@ def test_human_header_counts(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.splitlines()[0] == f"INVALID  {CHILD}  [policy.generation]  3 errors, 2 rules skipped"
     _, out = run(capsys, "validate", SYNTAX)
     assert out.splitlines()[0] == f"ERROR    {SYNTAX}"
+
+
+def test_an_invalid_file_reports_its_section_and_entrypoint(capsys: pytest.CaptureFixture[str]) -> None:
+    """An invalid evaluation config is shown at ``[generation]``; an invalid GRPO recipe has its entrypoint."""
+    bad_eval = ["--set", "generation.top_p=2.0", EVAL]
+    _, [report] = run_json(capsys, *bad_eval)
+    assert (report["status"], report["section"], report["entrypoint"]) == ("invalid", "generation", None)
+    _, out = run(capsys, "validate", *bad_eval)
+    assert out.splitlines()[0].startswith(f"INVALID  {EVAL}  [generation]  ")
+    _, [report] = run_json(capsys, CHILD)
+    assert (report["status"], report["section"], report["entrypoint"]) == (
+        "invalid",
+        "policy.generation",
+        "grpo",
+    )
+    _, [report] = run_json(capsys, "--entrypoint", "grpo-sc", CHILD)
+    assert report["entrypoint"] == "grpo-sc"
 
 
 def test_out_of_scope_note(capsys: pytest.CaptureFixture[str]) -> None:

@@ -96,10 +96,22 @@ def test_a_missing_key_has_no_provenance(tmp_path: Path) -> None:
     assert issue.code == "V3"
 
 
-def test_a_value_set_by_an_override_has_no_provenance(tmp_path: Path) -> None:
-    """A value a ``--set`` override wrote comes from no file, so source and line are ``None``."""
+def test_a_value_set_by_an_override_has_the_source_set() -> None:
+    """A value a ``--set`` override wrote, or one below an overridden mapping, has source ``"--set"``, no line."""
     issue = at(issues_of(BASE, overrides=["policy.generation.top_p=3"]), f"{GEN}.top_p")
-    assert (issue.code, issue.value, issue.source, issue.line) == ("C1", "3", None, None)
+    assert (issue.code, issue.value, issue.source, issue.line) == ("C1", "3", "--set", None)
+    nested = issues_of(BASE, overrides=["policy.generation.vllm_cfg={gpu_memory_utilization: 1.5}"])
+    issue = at(nested, f"{GEN}.vllm_cfg.gpu_memory_utilization")
+    assert (issue.code, issue.source, issue.line) == ("C2", "--set", None)
+
+
+def test_a_file_value_next_to_an_override_keeps_its_file_and_line(tmp_path: Path) -> None:
+    """Only the overridden path takes the source ``"--set"``; a bad value the recipe file set keeps its line."""
+    recipe = child(tmp_path, "policy:\n  generation:\n    vllm_cfg:\n      gpu_memory_utilization: 1.5\n")
+    issues = issues_of(recipe, overrides=["policy.generation.top_p=3"])
+    assert (at(issues, f"{GEN}.top_p").source, at(issues, f"{GEN}.top_p").line) == ("--set", None)
+    issue = at(issues, f"{GEN}.vllm_cfg.gpu_memory_utilization")
+    assert (issue.source, issue.line) == (str(recipe), 5)
 
 
 def test_a_replaced_mapping_is_located_in_the_replacing_file(tmp_path: Path) -> None:
@@ -316,6 +328,26 @@ def test_an_evaluation_config_is_validated_at_its_top_level_generation() -> None
     assert (recipe.section, recipe.status) == ("generation", "valid")
     assert recipe.generation is not None
     assert recipe.generation.max_new_tokens == 2048
+
+
+def test_recipe_error_carries_the_section_and_the_entrypoint(tmp_path: Path) -> None:
+    """``RecipeError.section`` is the section validated and ``.entrypoint`` the one preflight assumed (or None)."""
+    evaluation = write(
+        tmp_path, "eval.yaml", f"defaults: {SHARED / 'evals' / 'eval.yaml'}\ngeneration:\n  top_p: 2.0\n"
+    )
+    grpo = child(tmp_path, "policy:\n  generation:\n    top_p: 2.0\n")
+    options = PreflightOptions(entrypoint="grpo-gym", environ={})
+    cases: list[tuple[Path, dict[str, Any], tuple[str, str | None]]] = [
+        (evaluation, {}, ("generation", None)),
+        (grpo, {}, (GEN, "grpo")),
+        (grpo, {"preflight_options": options}, (GEN, "grpo-gym")),
+        (grpo, {"run_preflight": False}, (GEN, None)),
+    ]
+    for path, kwargs, expected in cases:
+        with pytest.raises(RecipeError) as info:
+            load_recipe(path, **kwargs)
+        assert (info.value.section, info.value.entrypoint) == expected
+        assert info.value.details()["section"] == expected[0]
 
 
 def test_policy_generation_wins_over_a_top_level_generation(tmp_path: Path) -> None:

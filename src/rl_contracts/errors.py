@@ -243,12 +243,24 @@ class UnsupportedConfigError(ConfigContractError, AssertionError):
 
 class RecipeError(ConfigContractError):
     """A recipe whose content is invalid; ``issues`` holds every issue at once (warnings included), ``skipped``
-    the preflight rules that could not run (each with its reason)."""
+    the preflight rules that could not run (each with its reason), ``section`` the dotted section that was
+    validated and ``entrypoint`` the trainer entrypoint preflight assumed (``None`` when preflight did not run or
+    the recipe is not a GRPO recipe)."""
 
-    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file", "issues", "skipped")
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        "path",
+        "value",
+        "file",
+        "issues",
+        "skipped",
+        "section",
+        "entrypoint",
+    )
     file: str | None
     issues: tuple[Any, ...] | None
     skipped: tuple[Any, ...] | None
+    section: str | None
+    entrypoint: str | None
 
 
 class RecipeLoadError(ConfigContractError):

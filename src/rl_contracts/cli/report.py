@@ -31,6 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..config.preflight import SkippedRule
+from ..config.provenance import OVERRIDE_SOURCE
 from ..config.recipe import ConfigIssue
 
 __all__ = [
@@ -72,8 +73,8 @@ OUT_OF_SCOPE = "not a GRPO recipe: preflight skipped"
 class FileReport:
     """The outcome of validating one recipe file: its status, issues (warnings included) and skipped rules.
 
-    ``entrypoint`` is the trainer entrypoint preflight assumed; None when the recipe is not a GRPO recipe (preflight
-    did not check it) and for an invalid or unreadable file (``RecipeError`` does not carry it).
+    ``entrypoint`` is the trainer entrypoint preflight assumed, for a valid or an invalid file alike; None when the
+    recipe is not a GRPO recipe (preflight did not check it) and for an unreadable file.
     """
 
     file: str
@@ -161,9 +162,15 @@ def shown_path(path: str) -> str:
     return normal
 
 
+def _file_of(issue: ConfigIssue, report: FileReport) -> str:
+    """The file an issue is shown at: its source, or the recipe given when the library supplied the value (no
+    source) or a ``--set`` override did."""
+    return shown_path(report.file if issue.source in (None, OVERRIDE_SOURCE) else issue.source)
+
+
 def _where(issue: ConfigIssue, report: FileReport) -> str:
-    """``source:line`` of an issue; the recipe given when the library supplied the value (no source)."""
-    source = shown_path(issue.source if issue.source is not None else report.file)
+    """``source:line`` of an issue (``--set`` for a value an override wrote; see :func:`_file_of`)."""
+    source = OVERRIDE_SOURCE if issue.source == OVERRIDE_SOURCE else _file_of(issue, report)
     return source if issue.line is None else f"{source}:{issue.line}"
 
 
@@ -197,15 +204,14 @@ def github_commands(reports: Sequence[FileReport]) -> list[str]:
     """One GitHub Actions workflow command per issue and skipped rule, then the summary line.
 
     An issue is ``::error file={source},line={line},title=rl-contracts {code}::{path}: {reason}`` (``::warning``
-    for a warning; no ``line`` when it is unknown; the recipe given when the source is unknown); a skipped rule is
-    a ``::notice`` on the recipe given.  Property values and messages are escaped per GitHub's workflow-command
-    rules (``%``, CR, LF; and ``:``, ``,`` in properties).
+    for a warning; no ``line`` when it is unknown; the recipe given when the source is unknown or ``--set``); a
+    skipped rule is a ``::notice`` on the recipe given.  Property values and messages are escaped per GitHub's
+    workflow-command rules (``%``, CR, LF; and ``:``, ``,`` in properties).
     """
     lines = []
     for report in reports:
         for issue in report.issues:
-            source = shown_path(issue.source if issue.source is not None else report.file)
-            properties = {"file": source}
+            properties = {"file": _file_of(issue, report)}
             if issue.line is not None:
                 properties["line"] = str(issue.line)
             properties["title"] = f"rl-contracts {issue.code}"

@@ -75,7 +75,14 @@ def validate_files(
             )
         except RecipeError as exc:
             reports.append(
-                FileReport(file, shown_section, "invalid", tuple(exc.issues or ()), tuple(exc.skipped or ()))
+                FileReport(
+                    file,
+                    exc.section or shown_section,
+                    "invalid",
+                    tuple(exc.issues or ()),
+                    tuple(exc.skipped or ()),
+                    exc.entrypoint,
+                )
             )
         except RecipeLoadError as exc:
             issue = ConfigIssue(

@@ -12,15 +12,18 @@ import importlib
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ._documents import Keys, RecipeLoader
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 
-__all__ = ["Provenance"]
+__all__ = ["OVERRIDE_SOURCE", "Provenance"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+
+OVERRIDE_SOURCE: Final = "--set"
+"""The source of a value a ``--set`` override (``load_recipe(overrides=...)``) wrote; its line is ``None``."""
 
 
 @dataclass
@@ -106,7 +109,7 @@ class Provenance:
     """Answers which file of a recipe's ``defaults`` chain last set the value at a path, and on which line.
 
     ``chain`` is the merge order (``Composition.chain``); values at or below an ``overridden`` path were set by a
-    ``--set`` override, not by a file, and have no provenance.
+    ``--set`` override, not by a file: their source is :data:`OVERRIDE_SOURCE`, their line ``None``.
     """
 
     def __init__(self, chain: tuple[Path, ...], overridden: Collection[Keys] = ()) -> None:
@@ -120,13 +123,14 @@ class Provenance:
         return self._indexes[path]
 
     def locate(self, keys: Keys) -> tuple[str | None, int | None]:
-        """``(source, line)`` of the value at ``keys``: the last file of the chain that sets it (a ``???`` counts
-        only when no file sets a value), or ``(None, None)`` when no file does (a missing key, an override).
+        """``(source, line)`` of the value at ``keys``: ``(OVERRIDE_SOURCE, None)`` at or below an overridden path,
+        else the last file of the chain that sets it (a ``???`` counts only when no file sets a value), or
+        ``(None, None)`` when no file does (a missing key).
 
         The root (``keys == ()``) is located where the last file's root mapping starts.
         """
         if any(keys[: len(root)] == root for root in self._overridden):
-            return None, None
+            return OVERRIDE_SOURCE, None
         fallback: tuple[str | None, int | None] = (None, None)
         for path in reversed(self._chain):
             index = self._index_of(path)

@@ -69,8 +69,9 @@ class ConfigIssue(BaseModel):
     value as JSON (JSON values unchanged, anything else its ``repr`` string, ``None`` when missing or when its JSON
     text would exceed 2,000 characters, then the shortened ``repr``); ``missing`` marks an absent key.  ``code`` is
     its stable code (:data:`rl_contracts.config.catalogue.CODES`).  ``source`` is the file of the ``defaults``
-    chain that last set the value at ``path`` and ``line`` its 1-based line there; both are ``None`` for a value
-    no file set (a missing key, a ``--set`` override).
+    chain that last set the value at ``path`` and ``line`` its 1-based line there; a value a ``--set`` override
+    wrote (at or below the overridden key) has the source ``"--set"`` (:data:`.provenance.OVERRIDE_SOURCE`) and
+    line ``None``; a missing key has both ``None``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -393,7 +394,8 @@ def load_recipe(
     """Compose a recipe, validate its generation section, run preflight, and return it with its warnings.
 
     Composition as :func:`rl_contracts.config.composition.compose` (SPEC §1.8); then ``overrides``
-    (``key=value``, ``+key=value``, ``++key=value``, :mod:`.overrides`) apply in order; then the whole document is
+    (``key=value``, ``+key=value``, ``++key=value``, :mod:`.overrides`) apply in order (an issue at or below an
+    overridden key has the source ``"--set"`` and line ``None``); then the whole document is
     resolved leaf by leaf with the ``add``, ``mul``, ``div`` and ``max`` resolvers (a failing leaf inside the
     section is an error issue ``V2``; elsewhere it only makes the preflight rules that read it skip).  The section
     (``section``; when ``None``: ``policy.generation``, else a top-level ``generation`` mapping) is validated as
@@ -410,7 +412,8 @@ def load_recipe(
 
     Raises:
         RecipeError: any error issue (``.issues`` holds every issue, warnings included, sorted by path, reason;
-            ``.skipped`` the skipped preflight rules).
+            ``.skipped`` the skipped preflight rules; ``.section`` the section validated, as
+            ``LoadedRecipe.section``; ``.entrypoint`` as ``LoadedRecipe.entrypoint``).
         RecipeLoadError: the recipe cannot be read (see :func:`~rl_contracts.config.composition.compose`), or an
             override is malformed or names a key it cannot set.
         ContractTypeError: ``path`` is not a ``str``/``PathLike``, ``section`` is not a ``str`` or ``None``,
@@ -470,5 +473,7 @@ def load_recipe(
             file=file,
             issues=issues,
             skipped=skipped,
+            section=chosen,
+            entrypoint=entrypoint,
         )
     return LoadedRecipe(file, chosen, status, composed, config, issues, skipped, entrypoint)
