@@ -20,9 +20,12 @@ an independent statement of each rule (from SPEC §1.2–§1.3), not a call into
 - **C11** ``real_quant`` true needs a bool ``real_quant_export_cpu_offload``; false needs colocated refit with no
   transport.
 
-hypothesis-jsonschema 0.23.1 (the latest release) drives Hypothesis' internal ``many`` helper through a
-``more()`` method that Hypothesis 6.170 replaced by iteration; :func:`_restore_many_more` adds that method back
-(only when it is missing), in this test process only.
+hypothesis-jsonschema 0.23.1 (the latest release) builds objects with ``while many(...).more():``, a method of
+Hypothesis' internal ``many`` helper that Hypothesis 6.170 removed (``many`` is now used as ``with many(...) as
+elements: for _ in elements:``), so ``from_schema`` raises ``AttributeError`` there.  :func:`_restore_many_more`
+adds ``more()`` back, built on the new protocol, only when it is missing and only in this test process; delete it
+once hypothesis-jsonschema calls the new protocol.  hypothesis-jsonschema is a ``dev`` dependency, for this file
+only: nothing in the library imports it.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ _SELECTORS = ("vllm_s3_sparse", "vllm_zmq_sparse", "nixl", "nccl_reshard")
 
 
 def _restore_many_more() -> None:
-    """Give ``many`` the ``more()`` loop method hypothesis-jsonschema calls, on top of its iterator protocol."""
+    """Give ``many`` the ``more()`` of Hypothesis < 6.170: the first call enters the ``with`` block, each call
+    advances the ``for`` loop (True while another element is to be drawn), and the last one exits the block."""
     if hasattr(conjecture_utils.many, "more"):
         return
     done = object()
