@@ -8,7 +8,7 @@ Internal: library modules compose every message with :func:`shorten`, :func:`ren
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = [
     "MAX_LIST_ITEMS",
@@ -49,17 +49,18 @@ def render(value: object) -> str:
     """
     if isinstance(value, int) and not isinstance(value, bool):
         return _render_int(value)
-    try:
-        text = repr(value)
-    except Exception:
-        return f"<unrepresentable {type_name(value)}>"
-    return shorten(text, MAX_VALUE_CHARS)
+    return _bounded_text(value, repr)
 
 
 def render_name(value: object) -> str:
     """Render a name (modality, dtype, label, quoted string) as ``shorten(str(value), 200)``."""
+    return _bounded_text(value, str)
+
+
+def _bounded_text(value: object, text_of: Callable[[object], str]) -> str:
+    """``shorten(text_of(value), 200)``, or ``<unrepresentable {type}>`` when ``text_of`` raises."""
     try:
-        text = str(value)
+        text = text_of(value)
     except Exception:
         return f"<unrepresentable {type_name(value)}>"
     return shorten(text, MAX_VALUE_CHARS)

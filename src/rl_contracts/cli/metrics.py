@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from rich.console import Console
 from rich.table import Table
@@ -74,6 +74,19 @@ def _count_arg(text: str) -> int:
     return value
 
 
+def _seconds_option(
+    parser: argparse.ArgumentParser, flag: str, default: float, *, zero_ok: bool, help_text: str
+) -> None:
+    """Add a finite ``S`` seconds option, ``>= 0`` when ``zero_ok`` else ``> 0``; its help ends with the default."""
+    parser.add_argument(
+        flag,
+        type=_float_arg(0.0, inclusive=zero_ok),
+        default=default,
+        metavar="S",
+        help=f"{help_text} (default: {default:g})",
+    )
+
+
 def register(commands: Any) -> None:
     """Add the ``metrics`` sub-command to ``commands`` (an argparse sub-parsers action); its default ``run`` is
     :func:`run`."""
@@ -89,13 +102,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "url", metavar="URL", help="the server's metrics page, e.g. http://127.0.0.1:8000/metrics"
     )
-    parser.add_argument(
-        "--interval",
-        type=_float_arg(0.0, inclusive=True),
-        default=5.0,
-        metavar="S",
-        help="seconds between scrapes (default: 5)",
-    )
+    _seconds_option(parser, "--interval", 5.0, zero_ok=True, help_text="seconds between scrapes")
     parser.add_argument(
         "--count",
         type=_count_arg,
@@ -103,12 +110,8 @@ def register(commands: Any) -> None:
         help="number of intervals to print after the first scrape (default: until interrupted)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per interval and line")
-    parser.add_argument(
-        "--timeout",
-        type=_float_arg(0.0, inclusive=False),
-        default=10.0,
-        metavar="S",
-        help="seconds to wait for the server on each scrape (default: 10)",
+    _seconds_option(
+        parser, "--timeout", 10.0, zero_ok=False, help_text="seconds to wait for the server on each scrape"
     )
     parser.set_defaults(run=run)
 
@@ -139,12 +142,17 @@ def run(
             ended = clock()
             current = _scrape(url, args.timeout)
             index += 1
-            engine = compute_engine_step_metrics(previous, current)
-            spec = compute_spec_decode_metrics(previous, current)
+            interval = _Interval(
+                index,
+                started,
+                ended,
+                compute_engine_step_metrics(previous, current),
+                compute_spec_decode_metrics(previous, current),
+            )
             if args.json:
-                _print_json(out, index, started, ended, engine, spec)
+                _print_json(out, interval)
             else:
-                _print_table(out, url, index, started, ended, engine, spec)
+                _print_table(out, url, interval)
             previous, started = current, ended
     except KeyboardInterrupt:
         return 0
@@ -218,20 +226,23 @@ def _json_number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _print_json(
-    out: IO[str],
-    index: int,
-    started: float,
-    ended: float,
-    engine: Mapping[str, float],
-    spec: Mapping[str, float],
-) -> None:
+class _Interval(NamedTuple):
+    """One printed interval: its 1-based number, its start and end (epoch seconds) and its metrics."""
+
+    number: int
+    started: float
+    ended: float
+    engine: Mapping[str, float]
+    spec: Mapping[str, float]
+
+
+def _print_json(out: IO[str], interval: _Interval) -> None:
     record = {
-        "interval": index,
-        "start": started,
-        "end": ended,
-        "engine": {key: _json_number(value) for key, value in engine.items()},
-        "spec_decode": {key: _json_number(value) for key, value in spec.items()},
+        "interval": interval.number,
+        "start": interval.started,
+        "end": interval.ended,
+        "engine": {key: _json_number(value) for key, value in interval.engine.items()},
+        "spec_decode": {key: _json_number(value) for key, value in interval.spec.items()},
     }
     print(json.dumps(record, allow_nan=False), file=out, flush=True)
 
@@ -242,17 +253,10 @@ def _format_value(value: float) -> str:
     return f"{value:.4f}"
 
 
-def _print_table(
-    out: IO[str],
-    url: str,
-    index: int,
-    started: float,
-    ended: float,
-    engine: Mapping[str, float],
-    spec: Mapping[str, float],
-) -> None:
+def _print_table(out: IO[str], url: str, interval: _Interval) -> None:
     # Only Text renderables are printed, so markup, emoji and highlighting never apply.
     console = Console(file=out, color_system="auto" if out.isatty() else None)
+    index, started, ended, engine, spec = interval
     header = (
         f"interval {index}: {_timestamp(started)} to {_timestamp(ended)} ({ended - started:.1f} s)  {url}"
     )

@@ -18,23 +18,7 @@ from typing import Literal
 
 from hypothesis import strategies as st
 
-from ...metrics import (
-    FINISHED_REASON_LABEL,
-    GENERATION_LENGTH_HISTOGRAMS,
-    GENERATION_TOKEN_COUNTERS,
-    HISTOGRAM_COUNT_PART,
-    HISTOGRAM_SUM_PART,
-    PROMPT_LENGTH_HISTOGRAMS,
-    PROMPT_TOKEN_COUNTERS,
-    REQUEST_SUCCESS_COUNTERS,
-    SPEC_DECODE_ACCEPTED_PER_POS,
-    SPEC_DECODE_NUM_ACCEPTED_TOKENS,
-    SPEC_DECODE_NUM_DRAFT_TOKENS,
-    SPEC_DECODE_NUM_DRAFTS,
-    AggregatedCounters,
-    CounterSnapshot,
-    encode_counter_key,
-)
+from ...metrics import AggregatedCounters, CounterSnapshot, encode_counter_key, names
 
 __all__ = [
     "FINISH_REASONS",
@@ -54,14 +38,17 @@ __all__ = [
 ]
 
 KEPT_COUNTER_FAMILIES: tuple[str, ...] = (
-    *PROMPT_TOKEN_COUNTERS,
-    *GENERATION_TOKEN_COUNTERS,
-    SPEC_DECODE_NUM_DRAFTS,
-    SPEC_DECODE_NUM_DRAFT_TOKENS,
-    SPEC_DECODE_NUM_ACCEPTED_TOKENS,
+    *names.PROMPT_TOKEN_COUNTERS,
+    *names.GENERATION_TOKEN_COUNTERS,
+    names.SPEC_DECODE_NUM_DRAFTS,
+    names.SPEC_DECODE_NUM_DRAFT_TOKENS,
+    names.SPEC_DECODE_NUM_ACCEPTED_TOKENS,
 )
 """Kept scalar counter families (besides ``vllm:request_success``)."""
-KEPT_HISTOGRAM_FAMILIES: tuple[str, ...] = (*PROMPT_LENGTH_HISTOGRAMS, *GENERATION_LENGTH_HISTOGRAMS)
+KEPT_HISTOGRAM_FAMILIES: tuple[str, ...] = (
+    *names.PROMPT_LENGTH_HISTOGRAMS,
+    *names.GENERATION_LENGTH_HISTOGRAMS,
+)
 """Kept histogram families."""
 FINISH_REASONS: tuple[str, ...] = ("stop", "length", "abort", "error", "repetition", "timeout", "", "odd|x=y")
 """vLLM's finish reasons, one it may add later, an empty one, and one holding the key separators."""
@@ -78,8 +65,8 @@ UNKEPT_METRIC_NAMES: tuple[str, ...] = (
 """Near-miss siblings, gauges and latency histograms that a snapshot must drop."""
 
 _OUTCOME_KEYS = tuple(
-    encode_counter_key(name, f"{FINISHED_REASON_LABEL}={reason}")
-    for name in REQUEST_SUCCESS_COUNTERS
+    encode_counter_key(name, f"{names.FINISHED_REASON_LABEL}={reason}")
+    for name in names.REQUEST_SUCCESS_COUNTERS
     for reason in FINISH_REASONS
 )
 _SCALAR_KEYS = (
@@ -87,7 +74,7 @@ _SCALAR_KEYS = (
     *(
         encode_counter_key(h, p)
         for h in KEPT_HISTOGRAM_FAMILIES
-        for p in (HISTOGRAM_SUM_PART, HISTOGRAM_COUNT_PART)
+        for p in (names.HISTOGRAM_SUM_PART, names.HISTOGRAM_COUNT_PART)
     ),
     *_OUTCOME_KEYS,
 )
@@ -134,7 +121,7 @@ def worker_counters(
         scalars, per_pos, junk = parts
         result: dict[str, float | list[float]] = dict(scalars)
         if per_pos is not None:
-            result[SPEC_DECODE_ACCEPTED_PER_POS] = per_pos
+            result[names.SPEC_DECODE_ACCEPTED_PER_POS] = per_pos
         result.update(junk)  # type: ignore[arg-type]  # junk values are the point
         return result
 
@@ -148,7 +135,7 @@ def counter_snapshots(*, integer_valued: bool = True) -> st.SearchStrategy[Count
 
 _AGGREGATED_KEYS: tuple[str | tuple[str, int], ...] = (
     *_SCALAR_KEYS,
-    *((SPEC_DECODE_ACCEPTED_PER_POS, position) for position in range(1, _MAX_POSITIONS + 1)),
+    *((names.SPEC_DECODE_ACCEPTED_PER_POS, position) for position in range(1, _MAX_POSITIONS + 1)),
 )
 
 
@@ -200,9 +187,11 @@ def vllm_metric_objects(draw: st.DrawFn, *, max_engines: int = 3) -> list[Simple
     for name in draw(st.lists(st.sampled_from(KEPT_COUNTER_FAMILIES + UNKEPT_METRIC_NAMES[:4]), unique=True)):
         objects += [SimpleNamespace(name=name, labels=_labels(e, {}), value=draw(count)) for e in engines]
     for reason in draw(st.lists(st.sampled_from(FINISH_REASONS), unique=True)):
-        labels = {FINISHED_REASON_LABEL: reason}
+        labels = {names.FINISHED_REASON_LABEL: reason}
         objects += [
-            SimpleNamespace(name=REQUEST_SUCCESS_COUNTERS[0], labels=_labels(e, labels), value=draw(count))
+            SimpleNamespace(
+                name=names.REQUEST_SUCCESS_COUNTERS[0], labels=_labels(e, labels), value=draw(count)
+            )
             for e in engines
         ]
     for name in draw(st.lists(st.sampled_from(UNKEPT_METRIC_NAMES[4:6]), unique=True)):
@@ -223,7 +212,7 @@ def vllm_metric_objects(draw: st.DrawFn, *, max_engines: int = 3) -> list[Simple
     if draw(st.booleans()):
         objects += [
             SimpleNamespace(
-                name=SPEC_DECODE_ACCEPTED_PER_POS,
+                name=names.SPEC_DECODE_ACCEPTED_PER_POS,
                 labels=_labels(e, {}),
                 values=draw(st.lists(count, min_size=1, max_size=_MAX_POSITIONS)),
             )

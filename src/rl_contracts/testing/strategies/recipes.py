@@ -59,34 +59,21 @@ def _cluster_split(draw: st.DrawFn, entry: _Entry, c: _Constraints) -> dict[str,
         else:
             use_rm = False
     res: dict[str, Any] = {"gpus_per_node": None, "num_nodes": None}
-    if legacy:
-        policy_nodes = n if n == 1 else n - rm_nodes
-        avail = g - rm_gpn if n == 1 else g
-        if not colocated and policy_nodes == 1 and avail < 2:
-            colocated = True
-        if colocated:
-            layout = (policy_nodes, avail, policy_nodes, avail)
-        elif policy_nodes == 1:
-            gg = draw(st.integers(1, avail - 1))
-            res = {"gpus_per_node": gg, "num_nodes": draw(st.sampled_from([None, 1]))}
-            layout = (1, avail - gg, 1, gg)
-        else:
-            gn = draw(st.integers(1, policy_nodes - 1))
-            res = {"gpus_per_node": g, "num_nodes": gn}
-            layout = (policy_nodes - gn, g, gn, g)
+    # A reward model (legacy entrypoints only) leaves the policy the other nodes, or on one node the other GPUs.
+    nodes, gpus = (n - rm_nodes, g) if n > 1 else (1, g - rm_gpn)
+    if not colocated and nodes == 1 and gpus < 2:
+        colocated = True
+    if colocated:
+        layout = (nodes, gpus, nodes, gpus)
+    elif nodes == 1:
+        gg = draw(st.integers(1, gpus - 1))
+        res = {"gpus_per_node": gg, "num_nodes": draw(st.sampled_from([None, 1]))}
+        layout = (1, gpus - gg, 1, gg)
     else:
-        if not colocated and n == 1 and g < 2:
-            colocated = True
-        if colocated:
-            layout = (n, g, n, g)
-        elif n == 1:
-            gg = draw(st.integers(1, g - 1))
-            res = {"gpus_per_node": gg, "num_nodes": draw(st.sampled_from([None, 1]))}
-            layout = (1, g - gg, 1, gg)
-        else:
-            gn, gg = draw(st.integers(1, n - 1)), draw(st.integers(1, g))
-            res = {"gpus_per_node": gg, "num_nodes": gn}
-            layout = (n - gn, g, gn, gg)
+        gn = draw(st.integers(1, nodes - 1))
+        gg = g if legacy else draw(st.integers(1, g))  # legacy: a generation node is a whole node
+        res = {"gpus_per_node": gg, "num_nodes": gn}
+        layout = (nodes - gn, g, gn, gg)
     return {
         "cluster": {"num_nodes": n, "gpus_per_node": g, "segment_size": None},
         "colocated": {"enabled": colocated, "resources": res},
