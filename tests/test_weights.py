@@ -32,6 +32,27 @@ class _VllmSpan:
     end: int
 
 
+@dataclasses.dataclass(frozen=True)
+class _PartialSpan:
+    """A dataclass with only some of a span's fields."""
+
+    version: str
+    start: int
+
+
+class _Fresh:
+    """A callable object without ``__qualname__`` that allows only "7"."""
+
+    def __call__(self, label: str) -> bool:
+        return label == "7"
+
+
+_SPAN_FORMS = (
+    "a WeightVersionSpan, vLLM's WeightVersionSpan dataclass, a mapping with 'version', 'start' and 'end', "
+    "or a (version, start, end) tuple"
+)
+
+
 def _output(spans: Any, n: int = 12, index: int = 0, **extra: Any) -> SimpleNamespace:
     return SimpleNamespace(index=index, token_ids=list(range(100, 100 + n)), weight_versions=spans, **extra)
 
@@ -94,14 +115,22 @@ def test_an_empty_output_has_no_spans() -> None:
         ([("7", 1, 12)], 0, "does not start at 0"),
         ([("7", 0, 4), ("8", 5, 12)], 1, "does not start where span 0 ends (4)"),
         ([("7", 0, 4), ("8", 3, 12)], 1, "does not start where span 0 ends (4)"),
-        ([("7", 0, 4), ("7", 4, 12)], 1, "repeats the label of span 0"),
+        (
+            [("7", 0, 4), ("7", 4, 12)],
+            1,
+            "repeats the label of span 0; vLLM starts a span only when the label changes",
+        ),
         ([("7", 0, 11)], 0, "is the last span but ends before the 12 output tokens"),
         ([("7", 0, 13)], 0, "ends beyond the 12 output tokens"),
-        ([("7", 0, 4), ("8", 4, 4), ("9", 4, 12)], 1, "is empty or reversed"),
-        ([("7", 0, 4), ("8", 4, 2)], 1, "is empty or reversed"),
+        ([("7", 0, 4), ("8", 4, 4), ("9", 4, 12)], 1, "is empty or reversed (end <= start)"),
+        ([("7", 0, 4), ("8", 4, 2)], 1, "is empty or reversed (end <= start)"),
         ([("", 0, 12)], 0, "has an empty version label"),
         ([("7", -1, 12)], 0, "does not start at 0"),
-        ([("7", 0, 4), ("8", 4, 8), ("8", 8, 12)], 2, "repeats the label of span 1"),
+        (
+            [("7", 0, 4), ("8", 4, 8), ("8", 8, 12)],
+            2,
+            "repeats the label of span 1; vLLM starts a span only when the label changes",
+        ),
     ],
     ids=[
         "no_spans",
@@ -119,36 +148,56 @@ def test_an_empty_output_has_no_spans() -> None:
     ],
 )
 def test_malformed_spans_name_the_first_bad_span(spans: Any, span_index: int | None, fragment: str) -> None:
-    """Every malformation raises WeightVersionError naming the first bad span (index, fields) and the token count."""
+    """Every malformation raises WeightVersionError naming the first bad span (index, fields), the fault, the
+    token count and the fix."""
     with pytest.raises(WeightVersionError) as info:
         weight_version_spans(_output(spans, index=2))
     error = info.value
-    assert fragment in str(error)
+    assert f"of completion output 2 {fragment}" in str(error)
     assert (error.span_index, error.token_count, error.output_index) == (span_index, 12, 2)
-    assert "completion output 2" in str(error)
-    if span_index is not None:
+    if span_index is None:
+        assert str(error).endswith(
+            "every sampled token must be labelled with the weight version that sampled it"
+        )
+    else:
         version, start, end = spans[span_index]
         assert (error.version, error.start, error.end) == (version, start, end)
         assert f"weight_versions[{span_index}] (version='{version}', start={start}, end={end})" in str(error)
+        assert f"{fragment}; token_count=12. The spans must start at 0" in str(error)
+        assert str(error).endswith("end at token_count and change label from one span to the next")
     assert isinstance(error, ValueError)
     assert_contract_error(error)
 
 
+_LIST = "a list of weight-version spans"
+
+
 @pytest.mark.parametrize(
-    ("weight_versions", "argument"),
+    ("weight_versions", "argument", "expected", "actual"),
     [
-        ("7", "completion_output.weight_versions"),
-        ({"version": "7", "start": 0, "end": 12}, "completion_output.weight_versions"),
-        ([["7", 0, 12]], "completion_output.weight_versions[0]"),
-        ([("7", 0)], "completion_output.weight_versions[0]"),
-        ([("7", 0, 12, "x")], "completion_output.weight_versions[0]"),
-        ([{"version": "7", "start": 0}], "completion_output.weight_versions[0]"),
-        ([SimpleNamespace(version="7", start=0, end=12)], "completion_output.weight_versions[0]"),
-        ([_VllmSpan], "completion_output.weight_versions[0]"),
-        ([(7, 0, 12)], "completion_output.weight_versions[0].version"),
-        ([("7", True, 12)], "completion_output.weight_versions[0].start"),
-        ([("7", 0, 12.0)], "completion_output.weight_versions[0].end"),
-        ([("7", 0, np.array([12]))], "completion_output.weight_versions[0].end"),
+        ("7", "completion_output.weight_versions", _LIST, "str"),
+        ({"version": "7", "start": 0, "end": 12}, "completion_output.weight_versions", _LIST, "dict"),
+        ([["7", 0, 12]], "completion_output.weight_versions[0]", _SPAN_FORMS, "list"),
+        ([("7", 0)], "completion_output.weight_versions[0]", _SPAN_FORMS, "tuple"),
+        ([("7", 0, 12, "x")], "completion_output.weight_versions[0]", _SPAN_FORMS, "tuple"),
+        ([{"version": "7", "start": 0}], "completion_output.weight_versions[0]", _SPAN_FORMS, "dict"),
+        (
+            [SimpleNamespace(version="7", start=0, end=12)],
+            "completion_output.weight_versions[0]",
+            _SPAN_FORMS,
+            "SimpleNamespace",
+        ),
+        ([_VllmSpan], "completion_output.weight_versions[0]", _SPAN_FORMS, "type"),
+        ([_PartialSpan("7", 0)], "completion_output.weight_versions[0]", _SPAN_FORMS, "_PartialSpan"),
+        ([(7, 0, 12)], "completion_output.weight_versions[0].version", "a str label", "int"),
+        ([("7", True, 12)], "completion_output.weight_versions[0].start", "an int (not bool)", "bool"),
+        ([("7", 0, 12.0)], "completion_output.weight_versions[0].end", "an int (not bool)", "float"),
+        (
+            [("7", 0, np.array([12]))],
+            "completion_output.weight_versions[0].end",
+            "an int (not bool)",
+            "ndarray",
+        ),
     ],
     ids=[
         "str",
@@ -159,25 +208,38 @@ def test_malformed_spans_name_the_first_bad_span(spans: Any, span_index: int | N
         "missing_key",
         "namespace",
         "dataclass_class",
+        "dataclass_missing_field",
         "int_label",
         "bool_start",
         "float_end",
         "array_end",
     ],
 )
-def test_wrong_span_types_raise_contract_type_error(weight_versions: Any, argument: str) -> None:
-    """A span list or span of another shape, a non-str label or a non-int bound raises ContractTypeError."""
+def test_wrong_span_types_raise_contract_type_error(
+    weight_versions: Any, argument: str, expected: str, actual: str
+) -> None:
+    """A span list or span of another shape, a non-str label or a non-int bound raises ContractTypeError naming
+    the argument, what it must be and the type it has."""
     with pytest.raises(ContractTypeError) as info:
         weight_version_spans(_output(weight_versions))
-    assert info.value.argument == argument
+    assert (info.value.argument, info.value.expected, info.value.actual) == (argument, expected, actual)
     assert_contract_error(info.value)
 
 
-def test_spans_without_token_ids_fail_closed() -> None:
-    """Spans on an output without ``token_ids`` cannot be checked and raise WeightVersionError."""
+@pytest.mark.parametrize(
+    "output",
+    [
+        SimpleNamespace(index=1, token_ids=None, weight_versions=[("7", 0, 1)]),
+        SimpleNamespace(index=1, weight_versions=[("7", 0, 1)]),
+    ],
+    ids=["none", "missing"],
+)
+def test_spans_without_token_ids_fail_closed(output: SimpleNamespace) -> None:
+    """Spans on an output whose ``token_ids`` is ``None`` or absent cannot be checked and raise WeightVersionError."""
     with pytest.raises(WeightVersionError) as info:
-        weight_version_spans(SimpleNamespace(index=1, token_ids=None, weight_versions=[("7", 0, 1)]))
-    assert "no token_ids" in str(info.value)
+        weight_version_spans(output)
+    assert "completion output 1 carries weight_versions but no token_ids" in str(info.value)
+    assert str(info.value).endswith("cannot be checked against the output tokens")
     assert info.value.output_index == 1
 
 
@@ -185,7 +247,7 @@ def test_required_must_be_a_bool() -> None:
     """``required=1`` raises ContractTypeError instead of reading as true."""
     with pytest.raises(ContractTypeError) as info:
         weight_version_spans(_output(None), required=1)  # type: ignore[arg-type]
-    assert info.value.argument == "required"
+    assert (info.value.argument, info.value.expected, info.value.actual) == ("required", "a bool", "int")
 
 
 def test_token_ids_may_be_an_array() -> None:
@@ -212,7 +274,14 @@ def test_check_rejects_the_first_disallowed_span_with_the_spec_message() -> None
         "allow (allowed: ['8']); the engine was not updated, or the rollout is older than the trainer accepts"
     )
     assert (info.value.version, info.value.span_index, info.value.start, info.value.end) == ("7", 0, 0, 4)
+    assert (info.value.output_index, info.value.token_count) == (0, 12)
     assert_contract_error(info.value)
+
+
+def test_check_reads_an_output_without_index() -> None:
+    """An output without ``index`` is checked like any other; its spans come back."""
+    output = SimpleNamespace(token_ids=[1, 2], weight_versions=[("7", 0, 2)])
+    assert check_weight_versions(output, allowed={"7"}) == (_span("7", 0, 2),)
 
 
 def test_check_with_a_predicate_names_it() -> None:
@@ -225,6 +294,14 @@ def test_check_with_a_predicate_names_it() -> None:
         check_weight_versions(_output([("7", 0, 4), ("8", 4, 12)]), allowed=is_fresh)
     assert "allowed: labels accepted by" in str(info.value)
     assert "is_fresh" in str(info.value)
+    assert (info.value.span_index, info.value.version) == (1, "8")
+
+
+def test_check_with_a_callable_object_names_its_type() -> None:
+    """A callable object without ``__qualname__`` is named by its type in the message."""
+    with pytest.raises(WeightVersionError) as info:
+        check_weight_versions(_output([("7", 0, 4), ("8", 4, 12)]), allowed=_Fresh())
+    assert "(allowed: labels accepted by _Fresh)" in str(info.value)
     assert (info.value.span_index, info.value.version) == (1, "8")
 
 
@@ -245,16 +322,29 @@ def test_predicate_errors_propagate() -> None:
         check_weight_versions(_output([("7", 0, 12)]), allowed=broken)
 
 
+_NEITHER = "a collection of str labels (not a bare str) or a callable taking a label"
+
+
 @pytest.mark.parametrize(
-    "allowed",
-    ["8", b"8", {"8": True}, {8}, ["8", None], (label for label in ["8"]), 8, None],
+    ("allowed", "expected", "actual"),
+    [
+        ("8", _NEITHER, "str"),
+        (b"8", _NEITHER, "bytes"),
+        ({"8": True}, _NEITHER, "dict"),
+        ({8}, "a collection of str labels", "int"),
+        (["8", None], "a collection of str labels", "NoneType"),
+        ((label for label in ["8"]), "a collection of str labels (not an iterator)", "generator"),
+        (8, _NEITHER, "int"),
+        (None, _NEITHER, "NoneType"),
+    ],
     ids=["str", "bytes", "mapping", "int_label", "none_label", "generator", "int", "none"],
 )
-def test_check_rejects_allowed_that_is_no_label_collection(allowed: Any) -> None:
-    """A bare str, a mapping, non-str labels, an iterator or a scalar raise ContractTypeError before any read."""
+def test_check_rejects_allowed_that_is_no_label_collection(allowed: Any, expected: str, actual: str) -> None:
+    """A bare str, a mapping, non-str labels, an iterator or a scalar raise ContractTypeError before any read,
+    naming what ``allowed`` must be and the type of the offending value."""
     with pytest.raises(ContractTypeError) as info:
         check_weight_versions(_output(None), allowed=allowed)
-    assert info.value.argument == "allowed"
+    assert (info.value.argument, info.value.expected, info.value.actual) == ("allowed", expected, actual)
 
 
 def test_per_token_maps_every_token_to_its_label_index() -> None:
@@ -272,24 +362,27 @@ def test_per_token_rejects_an_unknown_label() -> None:
     with pytest.raises(WeightVersionError) as info:
         weight_version_per_token((_span("7", 0, 4), _span("8", 4, 12)), labels=["7"])
     assert (info.value.span_index, info.value.version) == (1, "8")
-    assert "labels=['7']" in str(info.value)
+    assert (info.value.start, info.value.end, info.value.token_count) == (4, 12, 12)
+    assert "spans[1] (version='8', start=4, end=12) has a label absent from labels=['7']" in str(info.value)
+    assert str(info.value).endswith("add every weight version the rollout may carry to labels")
     assert_contract_error(info.value)
 
 
 @pytest.mark.parametrize(
-    ("spans", "labels", "argument"),
+    ("spans", "labels", "argument", "expected", "actual"),
     [
-        ("7", ["7"], "spans"),
-        ([("7", 0, 4)], ["7"], "spans[0]"),
-        ([_span("7", 0, 4)], "7", "labels"),
-        ([_span("7", 0, 4)], ["7", 8], "labels[1]"),
+        ("7", ["7"], "spans", "a sequence of WeightVersionSpan", "str"),
+        ([("7", 0, 4)], ["7"], "spans[0]", "a WeightVersionSpan", "tuple"),
+        ([_span("7", 0, 4)], "7", "labels", "a sequence of str labels (not a bare str)", "str"),
+        ([_span("7", 0, 4)], ["7", 8], "labels[1]", "a str label", "int"),
     ],
 )
-def test_per_token_type_errors(spans: Any, labels: Any, argument: str) -> None:
-    """Non-sequence arguments, a non-model span or a non-str label raise ContractTypeError naming the argument."""
+def test_per_token_type_errors(spans: Any, labels: Any, argument: str, expected: str, actual: str) -> None:
+    """Non-sequence arguments, a non-model span or a non-str label raise ContractTypeError naming the argument,
+    what it must be and the type it has."""
     with pytest.raises(ContractTypeError) as info:
         weight_version_per_token(spans, labels=labels)
-    assert info.value.argument == argument
+    assert (info.value.argument, info.value.expected, info.value.actual) == (argument, expected, actual)
 
 
 def test_per_token_rejects_spans_that_do_not_tile() -> None:
