@@ -844,3 +844,13 @@ def test_verify_rejects_metadata_that_is_not_a_mapping(metadata: Any) -> None:
     with pytest.raises(ContractTypeError) as caught:
         verify_routed_experts_tensor_metadata(tensor, metadata)
     assert caught.value.argument == "metadata"
+
+
+@pytest.mark.parametrize(
+    "value", [[None], [[[1, None]]], [[[1.5, 2**70]]]], ids=["none", "none_beside", "float_beside"]
+)
+def test_legacy_payloads_holding_non_ids_are_envelope_errors(value: list[Any]) -> None:
+    """A legacy nested list with an element that is no int is refused with the legacy-payload error (field payload)."""
+    with pytest.raises(EnvelopeError, match="legacy routed_experts payload must be a 3-dimensional") as info:
+        decode_routed_experts(value, torch.int16)
+    assert info.value.field == "payload"

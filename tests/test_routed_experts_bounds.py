@@ -361,3 +361,23 @@ def test_copy_to_a_non_cpu_destination_delivers_exact_ids_in_one_transfer(
     routed_experts._copy_cast(cast(torch.Tensor, destination), source)
     assert destination.copies == 1
     assert destination.storage.tolist() == expected
+
+
+NOT_IDS = [
+    pytest.param([None], id="none"),
+    pytest.param([[[1, None]]], id="none_beside_an_id"),
+    pytest.param([[[1.5, 2**70]]], id="float_beside_an_int_beyond_int64"),
+    pytest.param([[[-1, "3"]]], id="str_beside_an_id"),
+]
+
+
+@pytest.mark.parametrize("value", NOT_IDS)
+def test_nested_lists_holding_non_ids_are_routed_experts_errors(value: list[Any]) -> None:
+    """An element numpy keeps in an object array (None, str, a float beside a huge int) is refused as no id.
+
+    Regression: ``[None]`` reached ``int(None)`` inside the range check and escaped as a plain ``TypeError``.
+    """
+    with pytest.raises(RoutedExpertsError, match="must hold integer expert ids") as info:
+        as_routed_experts_tensor(value, device="cpu", dtype=torch.int8)
+    assert_contract_error(info.value)
+    assert info.value.min_id is None

@@ -90,7 +90,8 @@ def nested_ids(value: list[object] | tuple[object, ...]) -> tuple[np.ndarray, bo
     ``array`` is numpy's conversion, except where numpy promotes integers it cannot hold in one integer dtype
     (``[-1, 2**63]`` becomes float64, ``2**64`` object): then it is an object array of the exact Python ints, so
     callers report the real out-of-range id.  ``holds_bool`` says whether a bool element is present (numpy reads
-    ``True`` as 1).  Conversion errors (ragged nesting, unconvertible elements) propagate.
+    ``True`` as 1).  Conversion errors (ragged nesting, unconvertible elements) propagate, and an element that is
+    not an int in an object array (``None``, a str, a float beside an int numpy cannot hold) raises ``TypeError``.
     """
     array = np.asarray(value)
     if array.size == 0 or array.dtype.kind not in ("i", "u", "f", "O"):
@@ -104,4 +105,7 @@ def nested_ids(value: list[object] | tuple[object, ...]) -> tuple[np.ndarray, bo
         and all(issubclass(kind, int | np.integer) for kind in kinds)
     ):
         return elements, False
+    if array.dtype.kind == "O" and not holds_bool:
+        odd = next(kind for kind in kinds if not issubclass(kind, int | np.integer))
+        raise TypeError(f"an element of type {odd.__name__} is no integer expert id")
     return array, holds_bool
