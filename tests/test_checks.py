@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -146,6 +147,7 @@ def test_token_ids_returns_a_new_list() -> None:
         ([1, 2.0], "ids[1]", "an int (not bool)", "float"),
         ([[1], [2]], "ids[0]", "an int (not bool)", "list"),
         ([1, np.array(2.0)], "ids[1]", "an int (not bool)", "ndarray with dtype float64 and 0 dimensions"),
+        ([1, np.float64(2.0)], "ids[1]", "an int (not bool)", "float64"),
         (np.array([[1, 2]]), "ids", "a 1-D integer sequence", "ndarray with dtype int64 and 2 dimensions"),
         (
             np.array([1.0, 2.0]),
@@ -478,6 +480,41 @@ def test_token_ids_rejects_0d_bool_and_masked_arrays() -> None:
             token_ids(bad, "ids")
         assert info.value.argument == "ids"
         assert fragment in str(info.value)
+
+
+class _FloatList(np.ndarray):
+    """An integer ndarray subclass whose tolist() holds a float."""
+
+    def tolist(self) -> Any:
+        return [1, 2.0]
+
+
+class _TupleList(np.ndarray):
+    """An integer ndarray subclass whose tolist() is a tuple, not a list."""
+
+    def tolist(self) -> Any:
+        return (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("value", "holds"),
+    [
+        (np.ma.array([1, 2], mask=[False, True]), "NoneType"),
+        (np.array([1, 2]).view(_FloatList), "float"),
+        (np.array([1, 2]).view(_TupleList), "tuple"),
+    ],
+    ids=["masked", "float_item", "tuple_result"],
+)
+def test_token_ids_rejects_arrays_whose_tolist_is_not_flat_ints(value: Any, holds: str) -> None:
+    """A 1-D integer array whose tolist() holds a non-int (a masked id reads as None) or is no list raises
+    ContractTypeError naming the array, its dtype and dimensions and what tolist() holds."""
+    with pytest.raises(ContractTypeError) as info:
+        token_ids(value, "ids")
+    assert (info.value.argument, info.value.expected, info.value.actual) == (
+        "ids",
+        "a 1-D integer sequence whose tolist() gives ints",
+        f"{type(value).__name__} with dtype int64 and 1 dimensions whose tolist() holds {holds}",
+    )
 
 
 def test_token_ids_rejects_a_matrix_and_accepts_plain_subclasses() -> None:
