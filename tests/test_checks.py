@@ -97,7 +97,8 @@ def test_contract_int_field_rejects_bool_and_float() -> None:
 
 
 def test_require_int_and_bool_name_the_argument() -> None:
-    """require_int/require_bool raise ContractTypeError naming the argument and the type seen."""
+    """require_int/require_bool raise ContractTypeError naming the argument and the type seen (an array's dtype
+    and dimensions included)."""
     assert require_int(np.int64(2), "n") == 2
     with pytest.raises(ContractTypeError) as info:
         require_int(True, "n")
@@ -109,6 +110,9 @@ def test_require_int_and_bool_name_the_argument() -> None:
         require_bool(1, "flag")
     assert str(info.value).startswith("flag must be a bool")
     assert (info.value.argument, info.value.expected, info.value.actual) == ("flag", "a bool", "int")
+    with pytest.raises(ContractTypeError) as info:
+        require_bool(np.array([True]), "flag")
+    assert info.value.actual == "ndarray with dtype bool and 1 dimensions"
 
 
 def test_as_int_message_names_the_type() -> None:
