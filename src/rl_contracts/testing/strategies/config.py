@@ -125,7 +125,9 @@ _UNKNOWN_KEYS = st.dictionaries(
     max_size=2,
 )
 """Extra keys that collide with no field, alias or legacy key (all carry the ``x_`` prefix)."""
-_OPAQUE_DICTS = st.dictionaries(_TEXTS, _JSON, max_size=2)
+_OPAQUE_DICTS = st.dictionaries(_TEXTS.filter(lambda key: key != "_override_"), _JSON, max_size=2)
+"""Free-form mappings (``mcore_generation_config``, ``vllm_kwargs``); never a key that recipe composition reads as
+the ``_override_`` merge marker."""
 _TOP_P = st.just(1.0) | st.floats(min_value=0.0, max_value=1.0, exclude_min=True)
 _TOP_K = st.none() | st.just(-1) | st.integers(1, 200)
 _TEMPERATURE = st.sampled_from([0.0, 0.6, 0.7, 1.0]) | st.floats(0.0, 2.0) | st.integers(0, 2)
