@@ -16,10 +16,14 @@
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from ... import config
 
 __all__ = [
     "CROSS_FIELD_RULES",
@@ -119,12 +123,25 @@ _JSON = json_values()
 _BOOLS = st.booleans()
 _OPTIONAL_BOOLS = st.none() | _BOOLS
 _TEXTS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_./0123456789", min_size=1, max_size=16)
+_DECLARED_KEYS = sorted(
+    {
+        spelling
+        for name in config.__all__
+        if isinstance(model := getattr(config, name), type) and issubclass(model, BaseModel)
+        for field_name, field in model.model_fields.items()
+        for spelling in (field_name, field.alias)
+        if spelling is not None
+    }
+)
 _UNKNOWN_KEYS = st.dictionaries(
-    st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=10).map(lambda s: "x_" + s),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=10)
+    .map(lambda s: "x_" + s)
+    .filter(lambda key: not difflib.get_close_matches(key, _DECLARED_KEYS, n=1, cutoff=0.8)),
     _JSON,
     max_size=2,
 )
-"""Extra keys that collide with no field, alias or legacy key (all carry the ``x_`` prefix)."""
+"""Extra keys that collide with no field, alias or legacy key (all carry the ``x_`` prefix) and are no typo of one
+(a key within difflib ratio 0.8 of a declared key is the K1 error, not an unknown key)."""
 _OPAQUE_DICTS = st.dictionaries(_TEXTS.filter(lambda key: key != "_override_"), _JSON, max_size=2)
 """Free-form mappings (``mcore_generation_config``, ``vllm_kwargs``); never a key that recipe composition reads as
 the ``_override_`` merge marker."""
