@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from .report import ABSENT
 
@@ -120,11 +120,11 @@ def _below(path: str, root: str) -> bool:
     return path == root or path.startswith((root + ".", root + "["))
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -228,7 +228,6 @@ class Reader:
         found = self._get(path, default)
         if not _is_int(found):
             raise WrongShape(path, found, "an int")
-        assert isinstance(found, int)
         return found
 
     def opt_integer(self, path: str) -> int | None:
@@ -238,7 +237,6 @@ class Reader:
             return None
         if not _is_int(found):
             raise WrongShape(path, found, "an int or null")
-        assert isinstance(found, int)
         return found
 
     def number(self, path: str, default: float | Required = REQUIRED) -> float:
@@ -246,7 +244,6 @@ class Reader:
         found = self._get(path, default)
         if not _is_number(found):
             raise WrongShape(path, found, "a number")
-        assert isinstance(found, int | float)
         return found
 
     def opt_number(self, path: str) -> float | None:
@@ -256,7 +253,6 @@ class Reader:
             return None
         if not _is_number(found):
             raise WrongShape(path, found, "a number or null")
-        assert isinstance(found, int | float)
         return found
 
     def text(self, path: str, default: str | Required = REQUIRED) -> str:

@@ -212,10 +212,19 @@ def teachers(reader: Reader) -> tuple[Teacher, ...]:
         nodes = merged.get("num_nodes", 1)
         gpn = merged.get("gpus_per_node", 8)
         where = override_path if reader.present(override_path) else f"{base}.default_teacher_cfg"
-        for key, number in (("num_nodes", nodes), ("gpus_per_node", gpn)):
-            if not isinstance(number, int) or isinstance(number, bool):
-                raise WrongShape(f"{where}.{key}", number, "an int")
-        assert isinstance(nodes, int)
-        assert isinstance(gpn, int)
-        found.append(Teacher(alias, override_path, nodes, gpn))
+        found.append(
+            Teacher(
+                alias,
+                override_path,
+                _teacher_int(nodes, f"{where}.num_nodes"),
+                _teacher_int(gpn, f"{where}.gpus_per_node"),
+            )
+        )
     return tuple(found)
+
+
+def _teacher_int(number: object, path: str) -> int:
+    """A teacher's node or GPU count: an int (never a bool), else a shape finding at ``path``."""
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise WrongShape(path, number, "an int")
+    return number

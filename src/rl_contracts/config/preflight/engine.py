@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -25,13 +24,11 @@ from .report import Finding, PreflightOptions, PreflightReport, SkippedRule
 __all__ = ["ORDERED_RULES", "preflight"]
 
 _FAMILY_ORDER = {"P": 0, "W": 1, "N": 2}
-_CODE = re.compile(r"([A-Z]+)(\d+)")
 
 
 def _code_key(rule: Rule) -> tuple[int, int]:
-    match = _CODE.fullmatch(rule.code)
-    assert match is not None, rule.code
-    return _FAMILY_ORDER[match.group(1)], int(match.group(2))
+    family = rule.code.rstrip("0123456789")
+    return _FAMILY_ORDER[family], int(rule.code[len(family) :])
 
 
 ORDERED_RULES: tuple[Rule, ...] = tuple(sorted(RULES, key=_code_key))
