@@ -68,14 +68,11 @@ def register_profiles() -> None:
         database=None,
         suppress_health_check=[*slow_data, HealthCheck.filter_too_much],
     )
-    settings.register_profile(
+    settings.register_profile(  # the ci profile with random data: what .ci/explore runs
         "rl-contracts-explore",
+        parent=settings.get_profile("rl-contracts-ci"),
         max_examples=100,
         derandomize=False,
-        database=None,
-        deadline=None,
-        print_blob=True,
-        suppress_health_check=slow_data,
     )
 
 
