@@ -31,6 +31,7 @@ positional arguments:
   COMMAND
     validate  validate recipe YAML files (schema, cross-field, reload-refit and preflight rules)
     rules     list every finding code with its summary and where the reference checks it
+    rule      print one rule's page: what it checks, why it matters, a failing example, the fix
     schema    print the JSON Schema of the vLLM generation section or of a whole recipe
     metrics   print per-interval engine and spec-decode metrics of a running vLLM server
 
@@ -126,6 +127,20 @@ options:
                         plain lines, one JSON array, or README's Markdown table (default: human)
 """
 
+RULE_HELP = """usage: rl-contracts rule [-h] [--format {human,json}] CODE
+
+Print the documentation of one rule: what it checks, why it matters (what happens in the trainer,
+and when), a minimal failing recipe fragment, and the fix.
+
+positional arguments:
+  CODE                  a code such as P19, or the rule's name
+
+options:
+  -h, --help            show this help message and exit
+  --format {human,json}
+                        the page as text, or the rule's record as one JSON object (default: human)
+"""
+
 
 @pytest.fixture(autouse=True)
 def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,6 +171,7 @@ def same_headings(text: str) -> str:
         (["validate", "--help"], VALIDATE_HELP),
         (["schema", "--help"], SCHEMA_HELP),
         (["rules", "--help"], RULES_HELP),
+        (["rule", "--help"], RULE_HELP),
         (["metrics", "--help"], METRICS_HELP),
     ],
 )
@@ -173,8 +189,8 @@ def test_top_level_help_lists_every_command_under_command(capsys: pytest.Capture
     lines = out.splitlines()
     assert lines[0] == TOP_USAGE
     start = lines.index("  COMMAND")
-    names = [line.split()[0] for line in lines[start + 1 : start + 5]]
-    assert names == ["validate", "rules", "schema", "metrics"]
+    names = [line.split()[0] for line in lines[start + 1 : start + 6]]
+    assert names == ["validate", "rules", "rule", "schema", "metrics"]
 
 
 @pytest.mark.parametrize(

@@ -613,12 +613,17 @@ def test_rules_markdown(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_rules_json(capsys: pytest.CaptureFixture[str]) -> None:
-    """``rules --format json`` is one array of {code, severity, summary, reference} in catalogue order."""
+    """``rules --format json`` is one array of {code, severity, summary, reference, ...} in catalogue order, each
+    with the rule's name and the four parts of its documentation."""
     _, out = run(capsys, "rules", "--format", "json")
-    assert json.loads(out) == [
+    listed = json.loads(out)
+    assert [
+        {key: entry[key] for key in ("code", "severity", "summary", "reference")} for entry in listed
+    ] == [
         {"code": c.code, "severity": c.severity, "summary": c.summary, "reference": c.reference}
         for c in CODES
     ]
+    assert [(entry["name"], entry["fix"]) for entry in listed] == [(c.name, c.fix) for c in CODES]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ to the recipe's issues, with its provenance."""
 from __future__ import annotations
 
 from .._internal.paths import split_path
-from ..rules.loading import V2, V3
+from ..rules.loading import V2, V3, V4
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule, preflight
 from .issues import IssueReport
 from .resolve import Resolution
@@ -17,11 +17,11 @@ def preflight_issues(
 ) -> tuple[tuple[SkippedRule, ...], Entrypoint | None]:
     """Run preflight over the resolved document; its findings become issues with provenance.
 
-    A finding at a path whose value the section check already rejected as unresolvable or of the wrong type (V2,
-    V3) is dropped: preflight would only report the same bad value again.
+    A finding at a path whose value the section check already rejected as unresolvable, of the wrong type or a
+    missing backend (V2, V3, V4) is dropped: preflight would only report the same bad value again.
     """
     result = preflight(resolution.document, options, unresolved=resolution.unresolved)
-    rejected = {issue.path for issue in report.issues if issue.code in (V2.code, V3.code)}
+    rejected = {issue.path for issue in report.issues if issue.code in (V2.code, V3.code, V4.code)}
     for finding in result.findings:
         if finding.path in rejected:
             continue

@@ -17,24 +17,82 @@ V1 = Rule(
     "recipe-unreadable",
     summary="the recipe cannot be read (I/O, YAML syntax, defaults cycle, missing parent)",
     reference="config load (S0)",
+    what_it_checks=(
+        "That the recipe file and every file of its `defaults:` chain can be read: it exists, is valid YAML, "
+        "has no `defaults` cycle, and every parent it names exists."
+    ),
+    why_it_matters=(
+        "NeMo RL loads the recipe before anything else (S0, config load) and stops with an OmegaConf or YAML "
+        "traceback; nothing else in the recipe can be checked either."
+    ),
+    example="""\
+policy:
+  generation: [unclosed
+""",
+    fix="Fix the YAML at the line the issue names, or the path of the missing parent in `defaults:`.",
 )
 V2 = Rule(
     "V2",
     "unresolved-value",
     summary="a value cannot be resolved (missing ??? or a failed interpolation)",
     reference="config load (S0)",
+    what_it_checks=(
+        "That every value of the generation section resolves: no mandatory `???` left, and every `${...}` "
+        "interpolation (resolvers `add`, `mul`, `div`, `max`, `oc.env`, ...) evaluates."
+    ),
+    why_it_matters=(
+        "The trainer resolves the config at start-up (S0) and fails with an OmegaConf `MissingMandatoryValue` "
+        "or `InterpolationResolutionError`; outside the section, an unresolved leaf only makes the rules "
+        "reading it skip."
+    ),
+    example="""\
+policy:
+  generation:
+    max_new_tokens: ${policy.max_new_token_count}
+""",
+    fix="Give the value in the recipe or with `--set KEY=VALUE`, or fix the interpolation.",
 )
 V3 = Rule(
     "V3",
     "schema-violation",
     summary="a value breaks the VllmConfig schema (type, range, forbidden key)",
     reference="vllm_worker.py and the config TypedDicts (S1-S3)",
+    what_it_checks=(
+        "That the generation section matches the `VllmConfig` schema: every required key present, every value "
+        "of its declared type (strict: no bool for an int, no string for a number), no forbidden extra key, "
+        "and no key given in both its `_key` and `key` spellings."
+    ),
+    why_it_matters=(
+        "The reference's config is an unchecked `TypedDict`: a wrong type reaches `vllm_worker.py` or the "
+        "engine arguments and fails there (S1-S3, a `TypeError`/`KeyError` after Ray and the workers "
+        "started), or is silently used as is."
+    ),
+    example="""\
+policy:
+  generation:
+    max_new_tokens: '512'
+""",
+    fix="Give the value the type the issue names (here the int `512`, not the string `'512'`).",
 )
 V4 = Rule(
     "V4",
     "section-missing",
     summary="the selected section is missing, or its backend is missing or not a string",
     reference="grpo.py:setup (S1)",
+    what_it_checks="That the selected section exists and is a mapping, and that its `backend` is present and a string.",
+    why_it_matters=(
+        "`grpo.py:setup` (S1) reads `policy.generation.backend` to pick the generation backend and crashes "
+        "with a `KeyError` or `TypeError` when it is missing or not a string."
+    ),
+    example="""\
+policy:
+  generation:
+    backend: null
+""",
+    fix=(
+        "Set `policy.generation.backend` (`vllm` to have it validated), or pass `--section` to select another "
+        "section."
+    ),
 )
 V5 = Rule(
     "V5",
@@ -42,4 +100,21 @@ V5 = Rule(
     summary="the recipe has no generation section, or its backend is not validated",
     reference="never",
     severity="warning",
+    what_it_checks=(
+        "Whether the recipe has a generation section whose backend rl_contracts validates (only `vllm`); a "
+        "recipe without one (SFT, DPO, reward models) or with another backend is reported as skipped."
+    ),
+    why_it_matters=(
+        "Nothing fails in the trainer: this warning says that the section was not checked, so a broken "
+        "non-vLLM section goes unnoticed until its own backend starts."
+    ),
+    example="""\
+policy:
+  generation:
+    backend: sglang
+""",
+    fix=(
+        "Nothing to fix for a recipe that is not a vLLM generation recipe; use `--select`/`--ignore V5` to "
+        "silence it."
+    ),
 )

@@ -40,34 +40,198 @@ __all__ = [
 
 _WORKER = "vllm_worker.py reload refit (S5)"
 
-R2 = Rule("R2", "reload-refit-colocated", summary="reload refit with colocated vLLM", reference=_WORKER)
+R2 = Rule(
+    "R2",
+    "reload-refit-colocated",
+    summary="reload refit with colocated vLLM",
+    reference=_WORKER,
+    what_it_checks=(
+        "With `vllm_cfg.refit_with_reload_api: true`: that generation is not colocated (`colocated.enabled` "
+        "present and false)."
+    ),
+    why_it_matters=(
+        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+        "`AssertionError`/`NotImplementedError`: reload refit has no colocated IPC/ZMQ path yet."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      refit_with_reload_api: true
+""",
+    fix="Set `refit_with_reload_api: false`, or run generation on its own GPUs (`colocated.enabled: false`).",
+)
 R3 = Rule(
     "R3",
     "reload-refit-nccl-reshard",
     summary="reload refit with refit_transport='nccl_reshard'",
     reference=_WORKER,
+    what_it_checks="With reload refit on: that `refit_transport` is not `nccl_reshard`, which is its own refit path.",
+    why_it_matters=(
+        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+        "`AssertionError`/`NotImplementedError`: `nccl_reshard` refit does not use vLLM's `reload_weights` "
+        "API."
+    ),
+    example="""\
+policy:
+  megatron_cfg:
+    enabled: true
+  dtensor_cfg:
+    enabled: false
+  generation:
+    colocated:
+      enabled: false
+      resources:
+        gpus_per_node: 4
+        num_nodes: 1
+    refit_transport: nccl_reshard
+    vllm_cfg:
+      refit_with_reload_api: true
+""",
+    fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R4 = Rule(
     "R4",
     "reload-refit-checkpoint-engine",
     summary="reload refit with a checkpoint-engine transport",
     reference=_WORKER,
+    what_it_checks=(
+        "With reload refit on: that `refit_transport` is not a checkpoint-engine transport (`nixl` or a "
+        "`module:ClassName` plugin)."
+    ),
+    why_it_matters=(
+        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+        "`AssertionError`/`NotImplementedError`: reload refit with checkpoint engines is future work."
+    ),
+    example="""\
+policy:
+  generation:
+    colocated:
+      enabled: false
+      resources:
+        gpus_per_node: 4
+        num_nodes: 1
+    refit_transport: nixl
+    vllm_cfg:
+      refit_with_reload_api: true
+""",
+    fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R5 = Rule(
     "R5",
     "reload-refit-sparse-transport",
     summary="reload refit with a sparse refit transport",
     reference=_WORKER,
+    what_it_checks=(
+        "With reload refit on: that `refit_transport` is not a sparse transport (`vllm_s3_sparse`, "
+        "`vllm_zmq_sparse`); only the default non-colocated collective refit is supported."
+    ),
+    why_it_matters=(
+        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+        "`AssertionError`/`NotImplementedError`."
+    ),
+    example="""\
+policy:
+  megatron_cfg:
+    enabled: true
+  dtensor_cfg:
+    enabled: false
+  generation:
+    colocated:
+      enabled: false
+      resources:
+        gpus_per_node: 4
+        num_nodes: 1
+    refit_transport: vllm_zmq_sparse
+    vllm_cfg:
+      refit_with_reload_api: true
+""",
+    fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
-R6 = Rule("R6", "reload-refit-quantized", summary="reload refit with quant_cfg set", reference=_WORKER)
+R6 = Rule(
+    "R6",
+    "reload-refit-quantized",
+    summary="reload refit with quant_cfg set",
+    reference=_WORKER,
+    what_it_checks="With reload refit on: that `quant_cfg` is not set.",
+    why_it_matters=(
+        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+        "`AssertionError`/`NotImplementedError`: ModelOpt quantized refit needs the ModelOpt weight-loading "
+        "path."
+    ),
+    example="""\
+policy:
+  generation:
+    colocated:
+      enabled: false
+      resources:
+        gpus_per_node: 4
+        num_nodes: 1
+    quant_cfg: fp8
+    vllm_cfg:
+      refit_with_reload_api: true
+""",
+    fix="Set `quant_cfg: null` or `refit_with_reload_api: false`.",
+)
 R7 = Rule(
-    "R7", "reload-refit-eagle-draft", summary="reload refit with Eagle draft-weight refit", reference=_WORKER
+    "R7",
+    "reload-refit-eagle-draft",
+    summary="reload refit with Eagle draft-weight refit",
+    reference=_WORKER,
+    what_it_checks=(
+        "With reload refit on: that Eagle draft weights do not arrive by refit (`_draft_weights_from_refit`, "
+        "which the trainer sets from `policy.draft.enabled`)."
+    ),
+    why_it_matters=(
+        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+        "`AssertionError`/`NotImplementedError`: draft-weight refit with `reload_weights` is not supported "
+        "yet."
+    ),
+    example="""\
+policy:
+  generation:
+    colocated:
+      enabled: false
+      resources:
+        gpus_per_node: 4
+        num_nodes: 1
+    _draft_weights_from_refit: true
+    vllm_cfg:
+      refit_with_reload_api: true
+""",
+    fix="Set `policy.draft.enabled: false` or `refit_with_reload_api: false`.",
 )
 R8 = Rule(
     "R8",
     "reload-refit-mtp-draft",
     summary="reload refit while refit also updates MTP draft weights",
     reference=_WORKER,
+    what_it_checks=(
+        "With reload refit on: that refit does not also update MTP draft weights (`_mtp_weights_from_refit` "
+        "with an MTP speculative method in `vllm_kwargs.speculative_config`)."
+    ),
+    why_it_matters=(
+        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+        "`AssertionError`/`NotImplementedError`: MTP speculative decoding with reload refit is not supported "
+        "yet."
+    ),
+    example="""\
+policy:
+  generation:
+    colocated:
+      enabled: false
+      resources:
+        gpus_per_node: 4
+        num_nodes: 1
+    _mtp_weights_from_refit: true
+    vllm_kwargs:
+      speculative_config:
+        method: mtp
+        num_speculative_tokens: 1
+    vllm_cfg:
+      refit_with_reload_api: true
+""",
+    fix="Set `refit_with_reload_api: false`, or stop training the MTP layer.",
 )
 
 _RELOAD = "policy.generation.vllm_cfg.refit_with_reload_api=true"

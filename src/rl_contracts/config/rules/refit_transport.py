@@ -33,24 +33,83 @@ C6 = Rule(
     "legacy-checkpoint-engine-key",
     summary="the legacy checkpoint_engine key was replaced by refit_transport='nixl'",
     reference="vllm/config.py refit normalisation (S1)",
+    what_it_checks="That the legacy `policy.generation.checkpoint_engine` key is absent or null.",
+    why_it_matters=(
+        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`: the key was replaced by "
+        "`refit_transport: nixl` and `refit_cfg.nixl`, and is no longer read."
+    ),
+    example="""\
+policy:
+  generation:
+    checkpoint_engine:
+      enabled: true
+""",
+    fix="Remove `checkpoint_engine`; set `refit_transport: nixl` and its settings under `refit_cfg.nixl`.",
 )
 C7 = Rule(
     "C7",
     "unknown-refit-transport",
     summary="refit_transport is not a known selector or a module:ClassName path",
     reference="vllm/config.py refit normalisation (S1)",
+    what_it_checks=(
+        "That `refit_transport` is null (the topology default), one of `nccl_reshard`, `vllm_s3_sparse`, "
+        "`vllm_zmq_sparse`, `nixl`, or a `module.path:ClassName` checkpoint-engine plugin."
+    ),
+    why_it_matters=(
+        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError` for an unknown transport "
+        "before training starts; the first refit would have no way to send the weights."
+    ),
+    example="""\
+policy:
+  generation:
+    refit_transport: nccl
+""",
+    fix="Use `refit_transport: null` for the default NCCL/CUDA-IPC refit, or one of the names the issue lists.",
 )
 C8 = Rule(
     "C8",
     "encoder-cache-reset-unsupported",
     summary="reset_encoder_cache_after_weight_update with a transport that does not reset it",
     reference="vllm/config.py refit normalisation (S1)",
+    what_it_checks=(
+        "That `vllm_cfg.reset_encoder_cache_after_weight_update` is set only with a transport that resets the "
+        "multimodal encoder cache (null or `nccl_reshard`)."
+    ),
+    why_it_matters=(
+        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`; without it, stale vision "
+        "embeddings would silently survive every weight update."
+    ),
+    example="""\
+policy:
+  generation:
+    refit_transport: nixl
+    vllm_cfg:
+      reset_encoder_cache_after_weight_update: true
+""",
+    fix="Use `refit_transport: null` or `nccl_reshard`, or drop `reset_encoder_cache_after_weight_update`.",
 )
 C9 = Rule(
     "C9",
     "invalid-refit-cfg",
     summary="refit_cfg does not validate for the selected transport",
     reference="vllm/config.py refit normalisation (S1)",
+    what_it_checks=(
+        "That `refit_cfg` validates for the selected transport, and that a `module:ClassName` transport has "
+        'its plugin config under `refit_cfg["module:ClassName"]`.'
+    ),
+    why_it_matters=(
+        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError` (pydantic's errors) before "
+        "training."
+    ),
+    example="""\
+policy:
+  generation:
+    refit_transport: my_package.engines:MyEngine
+""",
+    fix=(
+        'Add `refit_cfg: {"my_package.engines:MyEngine": {...}}` with the plugin\'s settings, or fix the keys '
+        "the issue names."
+    ),
 )
 
 

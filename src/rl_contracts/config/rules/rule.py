@@ -18,6 +18,7 @@ preflight's cross-section rules (errors, warnings, and rules that need an input 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -47,6 +48,10 @@ class Rule:
     usually carry (a few rules report both); ``reference`` where NeMo RL (the reference) checks the same thing,
     or ``"never"``.  The documentation fields (``what_it_checks``, ``why_it_matters``, ``example``, a minimal
     failing recipe fragment, and ``fix``) make up the page ``rl-contracts rule CODE`` prints.
+    ``example_options`` are the :class:`~rl_contracts.config.rules.preflight.PreflightOptions` fields the example
+    needs (``vllm_version``, ``gpu_capability``, ``model_config``; ``rl-contracts validate``'s
+    ``--vllm-version``, ``--gpu-capability``, ``--model-config``).  The example is merged over a recipe that
+    passes every rule (``defaults:``) and yields exactly this code.
     ``pydantic_types`` are pydantic's own line-error types (beyond the ``config_rule_<code>`` types of its
     :class:`~rl_contracts.config._internal.violations.Violation`) that are findings of this rule, as the range
     errors are C2's.  ``fix_safety`` is for an automatic fix (None: there is none).
@@ -63,6 +68,7 @@ class Rule:
     why_it_matters: str = ""
     example: str = ""
     fix: str = ""
+    example_options: Mapping[str, object] = field(default_factory=dict, compare=False)
     fix_safety: FixSafety | None = None
     pydantic_types: frozenset[str] = field(default=frozenset())
 

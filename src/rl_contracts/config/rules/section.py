@@ -41,6 +41,21 @@ C1 = Rule(
     "sampling-filter-out-of-range",
     summary="top_k/top_p (and their val_ variants) outside their valid values",
     reference="vllm_generation.py:__init__ (S3)",
+    what_it_checks="That `top_k` and `val_top_k` are null, -1 or at least 1, and `top_p` and `val_top_p` lie in (0, 1].",
+    why_it_matters=(
+        "`vllm_generation.py:__init__` rejects the sampling parameters with a `ValueError` when the vLLM "
+        "generation starts (S3), after Ray, the data and the policy workers are up."
+    ),
+    example="""\
+policy:
+  generation:
+    top_k: 0
+    val_top_k: 0
+""",
+    fix=(
+        "Use `top_k: null` (or -1) for no filtering, or a value of at least 1; keep `top_p` in (0, 1], 1.0 "
+        "for none."
+    ),
 )
 C2 = Rule(
     "C2",
@@ -48,36 +63,125 @@ C2 = Rule(
     summary="a numeric field outside its range",
     reference="vLLM engine arguments (S3)",
     pydantic_types=frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"}),
+    what_it_checks=(
+        "That every numeric field lies in its range (counts at least 1, fractions in [0, 1], ports 1-65535, "
+        "token ids at least 0, ...) and that `port_range_low` is not above `port_range_high`."
+    ),
+    why_it_matters=(
+        "vLLM rejects the engine arguments when the engine is built (S3) with a `ValueError`, after the "
+        "cluster and the workers started; a few values (a negative token id) fail only when the first request "
+        "uses them."
+    ),
+    example="""\
+policy:
+  generation:
+    max_new_tokens: 0
+""",
+    fix="Give the field a value in the range the issue states.",
 )
 C3 = Rule(
     "C3",
     "pipeline-parallel-needs-async-engine",
     summary="pipeline_parallel_size > 1 needs async_engine=true",
     reference="vllm_generation.py:__init__ (S3)",
+    what_it_checks="That `vllm_cfg.pipeline_parallel_size` > 1 comes with `vllm_cfg.async_engine: true`.",
+    why_it_matters=(
+        "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3): pipeline "
+        "parallelism runs only on the async engine."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      pipeline_parallel_size: 2
+""",
+    fix="Set `vllm_cfg.async_engine: true`, or `pipeline_parallel_size: 1`.",
 )
 C4 = Rule(
     "C4",
     "expert-parallel-not-multiple-of-tensor-parallel",
     summary="expert_parallel_size > 1 must be a multiple of tensor_parallel_size",
     reference="vllm_generation.py:__init__ (S3)",
+    what_it_checks=(
+        "That `vllm_cfg.expert_parallel_size` > 1 is a multiple of `vllm_cfg.tensor_parallel_size` (vLLM's EP "
+        "is DP x TP)."
+    ),
+    why_it_matters="`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3).",
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      tensor_parallel_size: 2
+      expert_parallel_size: 3
+""",
+    fix="Make `expert_parallel_size` a multiple of `tensor_parallel_size` (here 2 or 4).",
 )
 C5 = Rule(
     "C5",
     "expert-data-parallel-needs-sync-engine",
     summary="expert parallelism with DP inside vLLM needs async_engine=false",
     reference="vllm_generation.py:__init__ (S3)",
+    what_it_checks=(
+        "That expert parallelism with data parallelism inside vLLM (`expert_parallel_size` > 1 and not equal "
+        "to `tensor_parallel_size`) runs on the synchronous engine (`async_engine: false`)."
+    ),
+    why_it_matters=(
+        "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3): the async "
+        "engine has known issues with DP inside vLLM (NeMo RL issue #1101)."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      expert_parallel_size: 2
+      async_engine: true
+""",
+    fix="Set `vllm_cfg.async_engine: false`, or make `expert_parallel_size` equal to `tensor_parallel_size`.",
 )
 C10 = Rule(
     "C10",
     "mutually-exclusive-options",
     summary="mutually exclusive options (worker extension and quant_cfg; nvfp4 per-token rollout)",
     reference="vllm/config.py (S1)",
+    what_it_checks=(
+        "That mutually exclusive options are not combined: `worker_extension_cls_fqn` with `quant_cfg`, and "
+        "NVFP4 per-token rollout (`nvfp4_pertoken_rollout.enabled`) with `quant_cfg`, `real_quant` or a "
+        "`refit_transport`."
+    ),
+    why_it_matters=(
+        "`vllm/config.py` (S1) raises a `ValueError`: the quantized worker replaces the worker extension, and "
+        "NVFP4 rollout has its own quantization and refit path."
+    ),
+    example="""\
+policy:
+  generation:
+    worker_extension_cls_fqn: my_package.workers.Extension
+    quant_cfg: fp8
+""",
+    fix="Keep one of the two options the issue names.",
 )
 C11 = Rule(
     "C11",
     "real-quant-offload-unsupported",
     summary="real_quant export offload settings that cannot work",
     reference="vllm/config.py (S1)",
+    what_it_checks=(
+        "That a real-quant export (`real_quant: true`) states `real_quant_export_cpu_offload` as a boolean, "
+        "and that `false` (no offload) comes with colocated CUDA-IPC refit and no explicit `refit_transport`."
+    ),
+    why_it_matters=(
+        "`vllm/config.py` (S1) raises a `ValueError`; without the offload only colocated IPC refit can hand "
+        "the exported weights over."
+    ),
+    example="""\
+policy:
+  generation:
+    real_quant: true
+""",
+    fix=(
+        "Set `real_quant_export_cpu_offload: true`, or `false` with colocated generation and "
+        "`refit_transport: null`."
+    ),
 )
 
 

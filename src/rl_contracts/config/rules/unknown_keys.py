@@ -39,6 +39,21 @@ K1 = Rule(
     "misspelled-key",
     summary="a misspelled key (close to a declared one): the setting it meant is never applied",
     reference="never",
+    what_it_checks=(
+        "That no key of the generation section is a near-miss of a declared key (`difflib` ratio 0.8 or "
+        "more), such as `gpu_memory_utilisation` for `gpu_memory_utilization`."
+    ),
+    why_it_matters=(
+        "NeMo RL never reads the misspelled key, so the inherited value silently stays: the run starts with a "
+        "setting the recipe did not ask for, and nothing ever fails."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      gpu_memory_utilisation: 0.5
+""",
+    fix="Spell the key as the issue suggests.",
 )
 K2 = Rule(
     "K2",
@@ -46,12 +61,40 @@ K2 = Rule(
     summary="an unknown key (not validated); an error under --strict",
     reference="never",
     severity="warning",
+    what_it_checks="Keys that are neither declared nor known to NeMo RL; a warning, an error under `--strict`.",
+    why_it_matters=(
+        "An unknown key is not validated and usually not read: if it was meant to change something, it does "
+        "not."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      my_custom_flag: true
+""",
+    fix="Remove the key, or run without `--strict` when a fork of NeMo RL reads it.",
 )
 P28 = Rule(
     "P28",
     "misplaced-vllm-cfg-key",
     summary="a vllm_cfg key NeMo RL reads only from another place (misplaced): the setting silently does not apply",
     reference="never",
+    what_it_checks=(
+        "That no `vllm_cfg` key is one NeMo RL reads only from another place (`limit_mm_per_prompt` belongs "
+        "in `vllm_kwargs`; `enable_return_routed_experts` is set from `policy.router_replay.enabled`)."
+    ),
+    why_it_matters=(
+        "The setting the recipe asks for silently does not happen: the key is never read where it is, and "
+        "nothing fails (never found by the reference)."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      limit_mm_per_prompt:
+        image: 2
+""",
+    fix="Move the key where the issue says (here `policy.generation.vllm_kwargs.limit_mm_per_prompt`).",
 )
 W2 = Rule(
     "W2",
@@ -59,6 +102,22 @@ W2 = Rule(
     summary="a vllm_cfg key NeMo RL never reads (dead), or a misplaced one whose value changes nothing",
     reference="never",
     severity="warning",
+    what_it_checks=(
+        "`vllm_cfg` keys NeMo RL never reads (`distributed_executor_backend`, `enable_expert_parallel`, "
+        "`enable_thinking`, `enforce_monotonicity`), misplaced keys whose value would change nothing, and "
+        "`enable_expert_parallel: true` while `expert_parallel_size` is at most 1."
+    ),
+    why_it_matters=(
+        "Nothing fails: the key has no effect, which a reader of the recipe would not guess (never found by "
+        "the reference)."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      enforce_monotonicity: true
+""",
+    fix="Remove the key (or set what it was meant to control, as the issue says).",
 )
 
 KeyCode = Literal["K1", "K2", "P28", "W2"]

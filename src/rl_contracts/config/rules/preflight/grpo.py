@@ -36,6 +36,18 @@ P5 = Rule(
     "validation-sampling-needs-gym",
     summary="validation sampling that differs from training needs vLLM with NeMo-Gym",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That validation sampling (`val_temperature`, `val_top_p`, `val_top_k`) differing from training "
+        "sampling runs on vLLM with NeMo-Gym (the only path that honours it), and that `val_top_k` is then "
+        "null or 0."
+    ),
+    why_it_matters="`grpo.py:setup` (~376-735) fails an assertion after Ray, the tokenizer and the data are set up (S1).",
+    example="""\
+policy:
+  generation:
+    val_temperature: 0.5
+""",
+    fix="Make the `val_*` keys equal to the training keys, or run vLLM with `env.should_use_nemo_gym: true`.",
 )
 
 
@@ -79,6 +91,16 @@ P6 = Rule(
     "validation-counts-inconsistent",
     summary="validation generations and early-stop settings are inconsistent",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That `grpo.val_num_generations_per_prompt` is at least 1 (more than 1 for the `pass_k` early-stop "
+        "metric) and that a `stop_at_validation_metric` has a `stop_at_validation_threshold`."
+    ),
+    why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
+    example="""\
+grpo:
+  val_num_generations_per_prompt: 0
+""",
+    fix="Set `val_num_generations_per_prompt` to 1 or more, and give the early-stop metric its threshold.",
 )
 
 
@@ -116,6 +138,17 @@ P7 = Rule(
     "prompt-batching-invalid",
     summary="batch_multiplier without dynamic sampling, or prompts not divisible across dataloaders",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That `grpo.batch_multiplier` is 1 unless dynamic sampling is on, and that with several dataloaders "
+        "`num_prompts_per_step` is a multiple of `data.num_prompts_per_dataloader` (both scaled by the "
+        "multiplier under dynamic sampling)."
+    ),
+    why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
+    example="""\
+grpo:
+  batch_multiplier: 2.0
+""",
+    fix="Set `batch_multiplier: 1`, or enable `grpo.use_dynamic_sampling`.",
 )
 
 
@@ -157,6 +190,26 @@ P8 = Rule(
     "fused-logprobs-conflict",
     summary="fused linear logprobs need sequence packing off and no top-k/top-p filter",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That Megatron's fused linear logprobs (`megatron_cfg.use_fused_linear_logprobs`) run with sequence "
+        "packing present and off and with no top-k/top-p filter in generation."
+    ),
+    why_it_matters=(
+        "`grpo.py:setup` fails an assertion at start-up (S1): the fused kernel computes logprobs over the "
+        "full vocabulary."
+    ),
+    example="""\
+policy:
+  megatron_cfg:
+    enabled: true
+    use_fused_linear_logprobs: true
+  dtensor_cfg:
+    enabled: false
+  generation:
+    top_k: 50
+    val_top_k: 50
+""",
+    fix="Turn `use_fused_linear_logprobs` off, or sample without a top-k/top-p filter.",
 )
 
 
@@ -200,6 +253,18 @@ P9 = Rule(
     "force-on-policy-ratio-batch-mismatch",
     summary="force_on_policy_ratio needs train_global_batch_size == prompts x generations",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That `loss_fn.force_on_policy_ratio` comes with `policy.train_global_batch_size` == "
+        "`num_prompts_per_step` x `num_generations_per_prompt` (one optimizer step per rollout batch)."
+    ),
+    why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
+    example="""\
+loss_fn:
+  force_on_policy_ratio: true
+policy:
+  train_global_batch_size: 16
+""",
+    fix="Set `train_global_batch_size` to prompts x generations (here 32), or `force_on_policy_ratio: false`.",
 )
 
 
@@ -227,6 +292,19 @@ P10 = Rule(
     "kl-without-reference-logprobs",
     summary="KL penalty without reference logprobs, or KL-in-reward against missing logprobs",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That skipping the reference-policy logprobs comes with a zero KL penalty (mind its 0.01 default), "
+        "and that KL in the reward is not computed against logprobs that are never filled in."
+    ),
+    why_it_matters=(
+        "`grpo.py:setup` fails an assertion at start-up (S1); without it the KL term would be computed "
+        "against zeros and silently skew the advantages."
+    ),
+    example="""\
+grpo:
+  skip_reference_policy_logprobs_calculation: true
+""",
+    fix="Set `loss_fn.reference_policy_kl_penalty: 0`, or compute the reference logprobs.",
 )
 
 
@@ -273,6 +351,16 @@ P11 = Rule(
     "gym-prerequisites-missing",
     summary="NeMo-Gym prerequisites: reward penalties need gym; gym needs async rollouts and the HTTP server",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That reward penalties (`reward_penalties.penalize_*`) run with NeMo-Gym, and that NeMo-Gym outside "
+        "its own script has async rollouts and, on vLLM, `vllm_cfg.expose_http_server: true`."
+    ),
+    why_it_matters="`grpo.py:setup` raises a `ValueError` or fails an assertion at start-up (S1).",
+    example="""\
+reward_penalties:
+  penalize_empty_final_answer: true
+""",
+    fix="Enable `env.should_use_nemo_gym` (and its prerequisites), or turn the penalty off.",
 )
 
 
@@ -315,6 +403,18 @@ P12 = Rule(
     "multimodal-dedup-unsupported",
     summary="multimodal deduplication needs vLLM and no data plane",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
+    what_it_checks=(
+        "That multimodal deduplication (`grpo.deduplicate_multimodal_data`) runs on vLLM without the data "
+        "plane."
+    ),
+    why_it_matters="`grpo.py:setup` raises `NotImplementedError` at start-up (S1).",
+    example="""\
+grpo:
+  deduplicate_multimodal_data: true
+data_plane:
+  enabled: true
+""",
+    fix="Turn deduplication off, or the data plane off.",
 )
 
 

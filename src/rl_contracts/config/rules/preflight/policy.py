@@ -55,6 +55,24 @@ P1 = Rule(
     "required-key-missing",
     summary="a key the trainer indexes directly is absent (KeyError at start-up)",
     reference="algorithms/grpo.py:setup, vllm/vllm_worker.py ~583 (S1-S3)",
+    what_it_checks=(
+        "That the keys the trainer indexes directly are present: `cluster.num_nodes`, "
+        "`cluster.gpus_per_node`, `policy.generation.colocated.enabled`, `data.use_multiple_dataloader`, "
+        "`policy.train_global_batch_size`, `policy.draft.enabled` (grpo, grpo-sc), and for vLLM "
+        "`vllm_cfg.precision`, `vllm_cfg.enforce_eager` and `vllm_cfg.kv_cache_dtype`; other rules report an "
+        "absent key they must read as P1 too."
+    ),
+    why_it_matters=(
+        "The trainer crashes with a `KeyError` in `grpo.py:setup` or `vllm_worker.py` ~583 (S1-S3), after Ray "
+        "and possibly the workers started; an absent `train_global_batch_size` only at the first training "
+        "step."
+    ),
+    example="""\
+cluster:
+  _override_: true
+  num_nodes: 1
+""",
+    fix="Add the key the issue names.",
 )
 
 
@@ -79,6 +97,20 @@ P2 = Rule(
     "one-training-backend",
     summary="exactly one training backend (megatron_cfg or dtensor_cfg) must be enabled",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
+    what_it_checks=(
+        "That exactly one training backend is enabled: `policy.megatron_cfg.enabled` or "
+        "`policy.dtensor_cfg.enabled`, not both and not neither."
+    ),
+    why_it_matters=(
+        "`Policy.__init__` (`models/policy/lm_policy.py` ~121-240) raises a `ValueError` when the policy "
+        "workers start (S4), after vLLM loaded the model when colocated."
+    ),
+    example="""\
+policy:
+  dtensor_cfg:
+    enabled: false
+""",
+    fix="Enable exactly one of `megatron_cfg` and `dtensor_cfg`.",
 )
 
 
@@ -101,6 +133,17 @@ P3 = Rule(
     "draft-model-needs-megatron",
     summary="a draft model needs Megatron and no sequence packing",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
+    what_it_checks="That a draft model (`policy.draft.enabled`) trains with Megatron and without sequence packing.",
+    why_it_matters="`Policy.__init__` raises a `ValueError` when the policy workers start (S4).",
+    example="""\
+policy:
+  draft:
+    enabled: true
+""",
+    fix=(
+        "Train with `megatron_cfg.enabled: true` and `sequence_packing.enabled: false`, or disable the draft "
+        "model."
+    ),
 )
 
 
@@ -131,6 +174,19 @@ P4 = Rule(
     "dtensor-v1-unsupported-feature",
     summary="DTensor v1 supports neither LoRA nor dp_replicate_size > 1",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
+    what_it_checks=(
+        "That DTensor v1 (`dtensor_cfg._v2` not true, without Megatron) is not asked for LoRA "
+        "(`lora_cfg.enabled`) or `dp_replicate_size` > 1, which only DTensor v2 supports."
+    ),
+    why_it_matters="`Policy.__init__` fails with an `AssertionError`/`ValueError` when the policy workers start (S4).",
+    example="""\
+policy:
+  dtensor_cfg:
+    _v2: false
+    lora_cfg:
+      enabled: true
+""",
+    fix="Set `policy.dtensor_cfg._v2: true`.",
 )
 
 
@@ -163,6 +219,17 @@ P18 = Rule(
     "training-world-not-divisible",
     summary="the training world is not a positive multiple of PP x CP x TP",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
+    what_it_checks=(
+        "That the training world (training nodes x GPUs per node) is a positive multiple of PP x CP x TP of "
+        "the training backend."
+    ),
+    why_it_matters="`Policy.__init__` raises a `ValueError` when the policy workers start (S4).",
+    example="""\
+policy:
+  dtensor_cfg:
+    tensor_parallel_size: 3
+""",
+    fix="Choose training parallel sizes whose product divides the training GPUs.",
 )
 
 
@@ -195,6 +262,19 @@ P19 = Rule(
     "tensor-parallel-batch-sizes-differ",
     summary="train TP >= 4 needs train_micro_batch_size == logprob_batch_size",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
+    what_it_checks=(
+        "That training TP of 4 or more runs with `train_micro_batch_size` == `logprob_batch_size` "
+        "(batch-variant numerics), unless `force_on_policy_ratio`, `--ignore-tp-accuracy-check` or "
+        "`NRL_IGNORE_TP_ACCURACY_CHECK` bypasses it."
+    ),
+    why_it_matters="`Policy.__init__` fails an assertion when the policy workers start (S4).",
+    example="""\
+policy:
+  logprob_batch_size: 4
+  dtensor_cfg:
+    tensor_parallel_size: 4
+""",
+    fix="Make both batch sizes equal, use TP of 2 or less, or set one of the bypasses.",
 )
 
 
@@ -232,6 +312,24 @@ P20 = Rule(
     "router-replay-prerequisites",
     summary="router replay needs vLLM, Megatron and no virtual pipeline parallelism",
     reference="megatron/router_replay.py:validate_router_replay_config ~53 (S4 / never)",
+    what_it_checks=(
+        "That router replay (`policy.router_replay.enabled`) runs with vLLM generation, Megatron training and "
+        "no virtual pipeline parallelism."
+    ),
+    why_it_matters=(
+        "`megatron/router_replay.py:validate_router_replay_config` (~53) raises a `ValueError` when the "
+        "policy workers start (S4); with DTensor the reference never checks, and routes are captured but "
+        "never replayed."
+    ),
+    example="""\
+policy:
+  router_replay:
+    enabled: true
+""",
+    fix=(
+        "Train with Megatron (`megatron_cfg.enabled: true`, `dtensor_cfg.enabled: false`), or disable router "
+        "replay."
+    ),
 )
 
 

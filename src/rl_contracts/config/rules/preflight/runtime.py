@@ -51,6 +51,16 @@ N1 = Rule(
     summary="validation is enabled but there may be no validation dataset",
     reference="algorithms/grpo.py:setup ~640 (S1)",
     severity=_SEVERITY,
+    what_it_checks=(
+        "With validation on (`val_period` > 0 or `val_at_start`/`val_at_end`): that there is a validation "
+        "dataset, which only the dataset loader knows. Reported as a skipped note unless the input is given."
+    ),
+    why_it_matters="`grpo.py:setup` (~640) fails at start-up (S1) when validation is on and no validation dataset loads.",
+    example="""\
+grpo:
+  val_period: 10
+""",
+    fix="Give the recipe a validation dataset, or turn validation off.",
 )
 
 
@@ -91,6 +101,22 @@ N2 = Rule(
     summary="router replay needs a mixture-of-experts model",
     reference="vLLM (0.32 engine config; 0.30 worker start)",
     severity=_SEVERITY,
+    what_it_checks=(
+        "That router replay runs on a mixture-of-experts model (the model's `config.json` has experts). "
+        "Reported as a skipped note unless the input is given. Input: `--model-config`."
+    ),
+    why_it_matters=(
+        "vLLM 0.32 rejects routed experts for a dense model at engine config (S3); 0.30 fails at worker start "
+        "while binding the route capturer."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_kwargs:
+      enable_return_routed_experts: true
+""",
+    fix="Use an MoE model, or turn router replay off.",
+    example_options={"vllm_version": (0, 30)},
 )
 
 
@@ -121,6 +147,23 @@ N3 = Rule(
     summary="vLLM 0.32 routed experts need prefix caching, which the trainer enables only on capability >= 8",
     reference="vllm/vllm_worker.py:_resolve_enable_prefix_caching ~84 (S3)",
     severity=_SEVERITY,
+    what_it_checks=(
+        "On vLLM 0.32 with routed experts and `enable_prefix_caching` null: that the generation GPUs have "
+        "compute capability 8 or more, where the trainer turns prefix caching on (routed experts need it). "
+        "Reported as a skipped note unless the input is given. Input: `--gpu-capability`."
+    ),
+    why_it_matters=(
+        "`vllm_worker.py:_resolve_enable_prefix_caching` (~84) leaves prefix caching off below capability 8, "
+        "and vLLM 0.32 then rejects routed experts at engine start (S3)."
+    ),
+    example="""\
+policy:
+  generation:
+    vllm_kwargs:
+      enable_return_routed_experts: true
+""",
+    fix="Run on GPUs of capability 8 or more, or set what the issue names.",
+    example_options={"vllm_version": (0, 32), "gpu_capability": (7, 5)},
 )
 
 
@@ -165,6 +208,22 @@ N4 = Rule(
     summary="vLLM 0.32 routed experts need Model Runner V2 in the launch environment",
     reference="vLLM config (S3)",
     severity=_SEVERITY,
+    what_it_checks=(
+        "On vLLM 0.32 with routed experts: that the vLLM workers run Model Runner V2 "
+        "(`VLLM_USE_V2_MODEL_RUNNER`, Triton), which only the launch environment shows. Reported as a skipped "
+        "note unless the input is given."
+    ),
+    why_it_matters="vLLM 0.32 rejects routed experts without Model Runner V2 at engine start (S3).",
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      enable_prefix_caching: true
+    vllm_kwargs:
+      enable_return_routed_experts: true
+""",
+    fix="Launch the vLLM workers with `VLLM_USE_V2_MODEL_RUNNER=1` and Triton installed.",
+    example_options={"vllm_version": (0, 32)},
 )
 
 
@@ -184,6 +243,19 @@ N5 = Rule(
     summary="Megatron needs TORCH_CUDA_ARCH_LIST in the launch environment",
     reference="models/policy/lm_policy.py ~147 (S4)",
     severity=_SEVERITY,
+    what_it_checks=(
+        "With Megatron training: that `TORCH_CUDA_ARCH_LIST` is set in the policy workers' environment. "
+        "Reported as a skipped note unless the input is given."
+    ),
+    why_it_matters="`models/policy/lm_policy.py` (~147) fails when the policy workers start (S4).",
+    example="""\
+policy:
+  megatron_cfg:
+    enabled: true
+  dtensor_cfg:
+    enabled: false
+""",
+    fix="Set `TORCH_CUDA_ARCH_LIST` in the launch environment.",
 )
 
 
@@ -200,6 +272,16 @@ N6 = Rule(
     summary="cluster.segment_size needs enough alive Ray nodes for training and generation",
     reference="algorithms/grpo.py:setup ~934 (S1)",
     severity=_SEVERITY,
+    what_it_checks=(
+        "With `cluster.segment_size` set: that the Ray cluster has enough alive nodes per segment for "
+        "training and generation. Reported as a skipped note unless the input is given."
+    ),
+    why_it_matters="`grpo.py:setup` (~934) fails at start-up (S1) when too few nodes are alive.",
+    example="""\
+cluster:
+  segment_size: 1
+""",
+    fix="Start enough Ray nodes, or unset `cluster.segment_size`.",
 )
 
 
@@ -219,6 +301,25 @@ N7 = Rule(
     summary="quantized GPT-OSS / Mistral3 checkpoints need load_format dummy",
     reference="vllm/vllm_worker.py ~497-560 (S3)",
     severity=_SEVERITY,
+    what_it_checks=(
+        "With vLLM and a quantized GPT-OSS or Mistral3 checkpoint (the model's `config.json`): that the "
+        "engine loads with `load_format: dummy` (the weights arrive by refit). Reported as a skipped note "
+        "unless the input is given. Input: `--model-config`."
+    ),
+    why_it_matters="`vllm_worker.py` (~497-560) fails loading the quantized checkpoint at engine start (S3).",
+    example="""\
+policy:
+  generation:
+    vllm_cfg:
+      load_format: auto
+""",
+    fix="Set `vllm_cfg.load_format: dummy`, or use a non-sparse refit transport.",
+    example_options={
+        "model_config": {
+            "architectures": ["GptOssForCausalLM"],
+            "quantization_config": {"quant_method": "mxfp4"},
+        }
+    },
 )
 
 
