@@ -43,11 +43,13 @@ __all__ = [
     "json_report",
     "print_human",
     "shown_path",
+    "stdout_console",
     "summary",
 ]
 
 Status = Literal["valid", "invalid", "skipped", "error"]
 
+_PIPE_WIDTH = 120
 _TABLE_MIN_WIDTH = 100
 _VALUE_COLUMN = 24
 _STATUS_WORDS: dict[Status, str] = {
@@ -350,6 +352,26 @@ def _print_report(console: Console, report: FileReport) -> None:
     if rows:
         wide = console.width >= _TABLE_MIN_WIDTH
         console.print(_issue_table(rows, console.width) if wide else _issue_list(rows))
+
+
+class _Console(Console):
+    """rich's console, except that a closed stdout raises ``BrokenPipeError`` for the caller to handle.
+
+    rich's own handler exits with status 1, which would turn a valid run piped into ``head`` into a failure.
+    """
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
+def stdout_console() -> Console:
+    """A console on stdout for :func:`print_human`: colour only on a terminal; 120 columns when piped unless
+    ``COLUMNS`` says otherwise (the human report never wraps when piped, whatever the width).  A closed stdout
+    raises ``BrokenPipeError``."""
+    console = _Console()  # on sys.stdout; only Text and fixed headers are printed, so no highlighting applies
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = _PIPE_WIDTH
+    return console
 
 
 def print_human(console: Console, reports: Sequence[FileReport]) -> None:

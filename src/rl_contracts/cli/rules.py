@@ -12,7 +12,6 @@ import json
 import sys
 from typing import Any
 
-from ..config.catalogue import CODES
 from .validate import write
 
 __all__ = ["markdown_table", "register", "rules_lines", "run_rules"]
@@ -22,6 +21,8 @@ _HEADINGS = ("code", "severity", "summary", "reference")
 
 def rules_lines() -> list[str]:
     """The plain table: a heading line and one line per code, the first two columns padded, never wrapped."""
+    from ..config.catalogue import CODES  # here, not at import: building the parser imports no recipe code
+
     code_width = max(len(_HEADINGS[0]), *(len(code.code) for code in CODES))
     severity_width = max(len(_HEADINGS[1]), *(len(code.severity) for code in CODES))
     rows = [_HEADINGS, *((c.code, c.severity, c.summary, c.reference) for c in CODES)]
@@ -33,6 +34,8 @@ def rules_lines() -> list[str]:
 
 def markdown_table() -> str:
     """The codes as README's Markdown table (``| Code | Severity | Finding | Checked by the reference |``)."""
+    from ..config.catalogue import CODES
+
     lines = ["| Code | Severity | Finding | Checked by the reference |", "|---|---|---|---|"]
     for code in CODES:
         cells = (code.code, code.severity, code.summary, code.reference)
@@ -42,6 +45,8 @@ def markdown_table() -> str:
 
 def run_rules(args: argparse.Namespace) -> int:
     """The ``rules`` command: print every code (plain, JSON or Markdown) and return 0."""
+    from ..config.catalogue import CODES
+
     if args.format == "markdown":
         text = markdown_table()
     elif args.format == "json":
