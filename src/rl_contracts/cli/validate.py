@@ -127,7 +127,7 @@ def write(emit: Callable[[], object]) -> None:
 def run_validate(args: argparse.Namespace) -> int:
     """The ``validate`` command: report every file in the chosen format and return the §1.8 exit status."""
     from ..config.preflight import PreflightOptions, installed_vllm_version
-    from .report import exit_status, github_commands, json_report, print_human, stdout_console
+    from .report import exit_status, github_commands, json_report, plain_report, print_human, stdout_console
 
     version = args.vllm_version if args.vllm_version is not None else installed_vllm_version()
     options = PreflightOptions(
@@ -152,6 +152,8 @@ def run_validate(args: argparse.Namespace) -> int:
     elif args.format == "github":
         text = "\n".join(github_commands(reports))
         write(lambda: sys.stdout.write(text + "\n"))
+    elif (plain := plain_report(reports)) is not None:  # the same characters as rich's, without importing it
+        write(lambda: sys.stdout.write(plain))
     else:
         write(lambda: print_human(stdout_console(), reports))
     return exit_status(reports)
