@@ -24,7 +24,8 @@ collect_ignore = [] if os.environ.get("RL_CONTRACTS_VLLM_TIER") == "1" else ["vl
 
 CORPUS_ENV = "RL_CONTRACTS_RECIPE_CORPUS"
 NO_CORPUS = (
-    f"no recipe corpus: pass --recipe-corpus DIR or set {CORPUS_ENV}=DIR (.ci/run sets it to NeMo RL's samples)"
+    f"no recipe corpus: pass --recipe-corpus DIR or set {CORPUS_ENV}=DIR "
+    "(.ci/run sets it to NeMo RL's samples)"
 )
 
 
