@@ -364,8 +364,7 @@ def test_model_config_and_gpu_capability_unlock_n_rules(
 
 def test_vllm_version_option(capsys: pytest.CaptureFixture[str]) -> None:
     """Without a vLLM version P21's version-dependent part of a router-replay recipe is skipped; 0.32 runs it."""
-    recipe = str(CLI / ".." / ".." / ".." / ".." / "shared" / "nemo_rl_recipes" / "recipes" / "llm")
-    r3 = str(Path(recipe) / "grpo-qwen3-30ba3b-8n8g-megatron-cp2-r3.yaml")
+    r3 = str(RECIPES / "router_replay.yaml")
     assert "P21" in skipped_of(capsys, r3)
     assert "P21" not in skipped_of(capsys, "--vllm-version", "0.32", r3)
     assert "P21" in codes_of(capsys, "--vllm-version", "0.32", r3)

@@ -1,12 +1,17 @@
 """Import-light core: the package root, config, CLI and other non-tensor modules never import torch or vLLM.
 
 Each check runs in a fresh interpreter so modules imported by other tests cannot hide a regression (SPEC §0.2).
+The cold-start pins (third release) say which heavy modules each entry point may load: ``import rl_contracts.config``
+and the ``validate``, ``rules`` and ``schema`` commands no numpy, torch, prometheus_client, vLLM or (on a pipe)
+rich; ``--version`` and ``--help`` none of them and no recipe code.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +71,72 @@ def test_no_module_imports_vllm(module: str) -> None:
     loaded = _imported_after(f"import {module}")
     assert "torch" in loaded
     assert "vllm" not in loaded
+
+
+# ---------------------------------------------------------------------------------------------- cold start
+
+HEAVY = frozenset({"numpy", "torch", "prometheus_client", "vllm", "rich", "pydantic", "omegaconf", "yaml"})
+RECIPE_LIBRARIES = frozenset({"pydantic", "omegaconf", "yaml"})
+RECIPE = str(Path(__file__).parent / "data" / "recipes" / "grpo_qwen3_8b.yaml")
+_CLI_PROBE = """
+import sys
+modules_file, sys.argv = sys.argv[1], ["rl-contracts", *sys.argv[2:]]
+try:
+    from rl_contracts.cli import console_main
+    console_main()
+except SystemExit:
+    pass
+with open(modules_file, "w", encoding="utf-8") as out:
+    out.write(" ".join(sorted(sys.modules)))
+"""
+
+# Entry point -> the heavy modules it may import (SPEC §0.2).  The CLI runs write to a pipe, where the human report
+# needs no rich (it prints through rich on a terminal only).
+ENTRY_POINTS: dict[str, tuple[list[str] | str, frozenset[str]]] = {
+    "import rl_contracts": ("import rl_contracts", frozenset()),
+    "import rl_contracts.config": ("import rl_contracts.config", RECIPE_LIBRARIES),
+    "rl-contracts --version": (["--version"], frozenset()),
+    "rl-contracts --help": (["--help"], frozenset()),
+    "rl-contracts validate --help": (["validate", "--help"], frozenset()),
+    "rl-contracts metrics --help": (["metrics", "--help"], frozenset()),
+    "rl-contracts validate": (["validate", RECIPE], RECIPE_LIBRARIES),
+    "rl-contracts validate --format json": (["validate", "--format", "json", RECIPE], RECIPE_LIBRARIES),
+    "rl-contracts validate --select": (["validate", "--select", "P,W", RECIPE], RECIPE_LIBRARIES),
+    "rl-contracts rules": (["rules"], RECIPE_LIBRARIES),
+    "rl-contracts rule": (["rule", "P19"], RECIPE_LIBRARIES),
+    "rl-contracts schema": (["schema", "--recipe"], RECIPE_LIBRARIES),
+}
+
+
+def _loaded_by(entry: list[str] | str, tmp_path: Path) -> set[str]:
+    """The modules in ``sys.modules`` after running ``entry`` (a statement, or CLI arguments) in a fresh
+    interpreter whose stdout is a pipe."""
+    if isinstance(entry, str):
+        return _imported_after(entry)
+    out = tmp_path / "modules.txt"
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    subprocess.run(
+        [sys.executable, "-c", _CLI_PROBE, str(out), *entry], capture_output=True, check=True, env=env
+    )
+    return set(out.read_text(encoding="utf-8").split())
+
+
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_entry_point_imports_only_its_heavy_modules(name: str, tmp_path: Path) -> None:
+    """Each entry point imports only the heavy modules pinned for it; --version and --help load no recipe code."""
+    entry, allowed = ENTRY_POINTS[name]
+    loaded = _loaded_by(entry, tmp_path)
+    assert "rl_contracts" in loaded
+    assert sorted(HEAVY & loaded - allowed) == []
+    if (
+        not allowed
+    ):  # parser-only runs: the CLI's own modules and the error classes, nothing of the recipe code
+        assert sorted(m for m in loaded if m.startswith("rl_contracts.config")) == []
+
+
+def test_the_parsers_default_section_is_the_loaders() -> None:
+    """The section named in ``validate --help`` (written in the CLI to keep recipe code out of it) is the loader's."""
+    from rl_contracts.cli.validate import DEFAULT_SECTION as SHOWN
+    from rl_contracts.config import DEFAULT_SECTION
+
+    assert SHOWN == DEFAULT_SECTION

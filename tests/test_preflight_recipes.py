@@ -1,5 +1,10 @@
-"""The real NeMo RL recipes of ../shared/nemo_rl_recipes pass every preflight rule, except the defect PREFLIGHT.md
-§7 names (router replay with enable_prefix_caching=false is P21 under vLLM 0.32 only)."""
+"""Real NeMo RL recipes pass every preflight rule, except the defect PREFLIGHT.md §7 names (router replay with
+enable_prefix_caching=false is P21 under vLLM 0.32 only).
+
+The sweep reads the external recipe corpus (``--recipe-corpus`` / ``RL_CONTRACTS_RECIPE_CORPUS``, conftest.py; CI
+passes NeMo RL's samples) and skips without one; the router-replay structure is also checked on the project's own
+``tests/data/recipes/router_replay.yaml``.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +18,12 @@ from omegaconf import OmegaConf
 from rl_contracts.config import load_recipe
 from rl_contracts.config.rules.preflight import PreflightOptions, preflight
 
-RECIPES = Path(__file__).resolve().parents[1] / ".." / "shared" / "nemo_rl_recipes"
-FILES = sorted(RECIPES.rglob("*.yaml")) if RECIPES.is_dir() else []
+R3_FIXTURE = Path(__file__).parent / "data" / "recipes" / "router_replay.yaml"
 R3_RECIPE = "recipes/llm/grpo-qwen3-30ba3b-8n8g-megatron-cp2-r3.yaml"
 OUT_OF_SCOPE = {"sft.yaml", "evals/eval.yaml", "distillation_math.yaml"}
 ENTRYPOINTS = {
     "recipes/llm/grpo-llama3.1-8b-instruct-2n8g-async-1off-single-controller-streaming2.yaml": "grpo-sc"
 }
-
-pytestmark = pytest.mark.skipif(not FILES, reason="../shared/nemo_rl_recipes is not beside the checkout")
 
 
 def resolved(path: Path) -> dict[str, Any]:
@@ -34,22 +36,20 @@ def resolved(path: Path) -> dict[str, Any]:
     return {str(key): value for key, value in container.items()}
 
 
-def name(path: Path) -> str:
-    """The recipe's path relative to the sample folder."""
-    return path.relative_to(RECIPES).as_posix()
-
-
 @pytest.mark.parametrize("version", [None, (0, 30), (0, 32)], ids=["no-version", "0.30", "0.32"])
-@pytest.mark.parametrize("path", FILES, ids=[name(p) for p in FILES])
-def test_real_recipe_passes_preflight(path: Path, version: tuple[int, int] | None) -> None:
+def test_real_recipe_passes_preflight(
+    corpus_recipe: Path, recipe_corpus: Path, version: tuple[int, int] | None
+) -> None:
     """Each real GRPO recipe gets no error, at its runner's entrypoint; only the R3 recipe fails P21 on 0.32."""
+    path = corpus_recipe
     report = preflight(resolved(path), PreflightOptions(vllm_version=version, environ={}))
-    if name(path) in OUT_OF_SCOPE:
+    name = path.relative_to(recipe_corpus).as_posix()
+    if name in OUT_OF_SCOPE:
         assert not report.in_scope
         return
-    assert report.entrypoint == ENTRYPOINTS.get(name(path), "grpo")
+    assert report.entrypoint == ENTRYPOINTS.get(name, "grpo")
     errors = [(f.code, f.path) for f in report.errors]
-    if name(path) == R3_RECIPE and version == (0, 32):
+    if name == R3_RECIPE and version == (0, 32):
         assert errors == [("P21", "policy.generation.vllm_cfg.enable_prefix_caching")]
         assert "enable_prefix_caching=false" in report.errors[0].message
     else:
@@ -58,5 +58,14 @@ def test_real_recipe_passes_preflight(path: Path, version: tuple[int, int] | Non
 
 def test_r3_recipe_reports_version_skip_without_version() -> None:
     """Without a vLLM version the R3 recipe's version-dependent P21 checks are a skipped note."""
-    report = preflight(resolved(RECIPES / R3_RECIPE), PreflightOptions(environ={}))
+    report = preflight(resolved(R3_FIXTURE), PreflightOptions(environ={}))
     assert "P21" in {s.code for s in report.skipped}
+
+
+@pytest.mark.parametrize("version", [None, (0, 30), (0, 32)], ids=["no-version", "0.30", "0.32"])
+def test_r3_fixture_fails_only_p21_on_vllm_0_32(version: tuple[int, int] | None) -> None:
+    """The router-replay fixture, like NeMo RL's R3 recipe, passes preflight except P21 under vLLM 0.32."""
+    report = preflight(resolved(R3_FIXTURE), PreflightOptions(vllm_version=version, environ={}))
+    assert report.entrypoint == "grpo"
+    expected = [("P21", "policy.generation.vllm_cfg.enable_prefix_caching")] if version == (0, 32) else []
+    assert [(f.code, f.path) for f in report.errors] == expected

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,8 @@ from rl_contracts.errors import ContractTypeError, RecipeError, RecipeLoadError
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 DATA = Path(__file__).parent / "data" / "recipes"
 BASE = DATA / "grpo_base.yaml"
-SHARED = Path(__file__).parents[1] / ".." / "shared" / "nemo_rl_recipes"
+EVAL = Path(__file__).parent / "data" / "cli" / "eval.yaml"
+R3 = DATA / "router_replay.yaml"
 GEN = "policy.generation"
 KNOWN = {code.code for code in CODES}
 
@@ -324,7 +324,7 @@ def test_expert_parallel_switch_without_expert_parallelism_is_warned_twice(tmp_p
 
 def test_an_evaluation_config_is_validated_at_its_top_level_generation() -> None:
     """An eval config (top-level ``generation``, no ``policy.generation``) is validated at ``generation``."""
-    recipe = load_recipe(SHARED / "evals" / "eval.yaml")
+    recipe = load_recipe(EVAL)
     assert (recipe.section, recipe.status) == ("generation", "valid")
     assert recipe.generation is not None
     assert recipe.generation.max_new_tokens == 2048
@@ -332,9 +332,7 @@ def test_an_evaluation_config_is_validated_at_its_top_level_generation() -> None
 
 def test_recipe_error_carries_the_section_and_the_entrypoint(tmp_path: Path) -> None:
     """``RecipeError.section`` is the section validated and ``.entrypoint`` the one preflight assumed (or None)."""
-    evaluation = write(
-        tmp_path, "eval.yaml", f"defaults: {SHARED / 'evals' / 'eval.yaml'}\ngeneration:\n  top_p: 2.0\n"
-    )
+    evaluation = write(tmp_path, "eval.yaml", f"defaults: {EVAL}\ngeneration:\n  top_p: 2.0\n")
     grpo = child(tmp_path, "policy:\n  generation:\n    top_p: 2.0\n")
     options = PreflightOptions(entrypoint="grpo-gym", environ={})
     cases: list[tuple[Path, dict[str, Any], tuple[str, str | None]]] = [
@@ -542,28 +540,18 @@ def test_wrong_shaped_sections_are_issues_never_tracebacks(
     assert all(issue.code in KNOWN for issue in issues)
 
 
-SAMPLES = sorted(SHARED.glob("**/*.yaml"))
-
-
-@pytest.mark.parametrize("path", SAMPLES, ids=[os.fspath(p.relative_to(SHARED)) for p in SAMPLES])
-def test_every_sample_recipe_loads_without_an_error(path: Path) -> None:
-    """Every real recipe of ``../shared/nemo_rl_recipes`` loads with default options and no error issue."""
-    recipe = load_recipe(path)
+def test_every_sample_recipe_loads_without_an_error(corpus_recipe: Path) -> None:
+    """Every real recipe of the external corpus (conftest.py) loads with default options and no error issue."""
+    recipe = load_recipe(corpus_recipe)
     assert all(issue.severity == "warning" for issue in recipe.issues)
     assert all(
         issue.code in KNOWN and issue.source is not None for issue in recipe.issues if not issue.missing
     )
 
 
-def test_the_sample_set_is_complete() -> None:
-    """The sample directory holds the 16 recipes the tests above read."""
-    assert len(SAMPLES) == 16
-
-
 def test_the_router_replay_recipe_fails_only_p21_on_vllm_0_32() -> None:
     """PREFLIGHT.md §7: with vLLM 0.32 the router-replay recipe fails P21 (prefix caching off), nothing else."""
-    path = SHARED / "recipes" / "llm" / "grpo-qwen3-30ba3b-8n8g-megatron-cp2-r3.yaml"
-    issues = issues_of(path, preflight_options=PreflightOptions(vllm_version=(0, 32)))
+    issues = issues_of(R3, preflight_options=PreflightOptions(vllm_version=(0, 32)))
     errors = [issue for issue in issues if issue.severity == "error"]
     assert {issue.code for issue in errors} == {"P21"}
     assert all(issue.source is not None and issue.line is not None for issue in errors)

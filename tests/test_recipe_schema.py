@@ -23,8 +23,15 @@ from rl_contracts.config.section.json_schema import (
     recipe_json_schema,
 )
 
-SAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "nemo_rl_recipes"
-SAMPLE_FILES = sorted(SAMPLES.rglob("*.yaml"))
+DATA = Path(__file__).parent / "data"
+# The project's own recipes that load (broken/ and cli/child_recipe.yaml are meant to fail): each file as written
+# and its composition must match the schema, as every recipe of the external corpus must (``corpus_recipe``,
+# conftest.py).
+FIXTURES = sorted(
+    path
+    for path in [*DATA.glob("recipes/**/*.yaml"), *DATA.glob("cli/*.yaml")]
+    if "broken" not in path.parts and path.name != "child_recipe.yaml"
+)
 VALIDATOR = jsonschema.Draft202012Validator(recipe_json_schema())
 
 
@@ -36,9 +43,17 @@ def errors_of(document: object) -> list[tuple[str, str]]:
     ]
 
 
-def test_the_sample_set_is_complete() -> None:
-    """The shared folder holds the 16 sample recipes the checks below read."""
-    assert len(SAMPLE_FILES) == 16
+def test_the_fixture_set_covers_every_kind_of_recipe() -> None:
+    """The schema checks below read GRPO, router-replay, SFT, evaluation, other-backend and refit fixtures."""
+    names = {path.relative_to(DATA).as_posix() for path in FIXTURES}
+    assert {
+        "recipes/grpo_base.yaml",
+        "recipes/router_replay.yaml",
+        "recipes/sft_llama.yaml",
+        "recipes/megatron_backend.yaml",
+        "recipes/refit/nixl.yaml",
+        "cli/eval.yaml",
+    } <= names
 
 
 @pytest.mark.parametrize("schema", [recipe_json_schema(), generation_json_schema()])
@@ -66,19 +81,39 @@ def test_generation_schema_is_vllm_config_schema_plus_the_header() -> None:
     } == config_json_schema()
 
 
-@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: str(p.relative_to(SAMPLES)))
-def test_every_sample_file_as_written_validates(path: Path) -> None:
-    """Each sample recipe file, a partial override of its chain with interpolations, has no schema error."""
-    assert errors_of(OmegaConf.to_container(OmegaConf.load(path))) == []
+def _file_errors(path: Path) -> list[tuple[str, str]]:
+    """The schema errors of a recipe file as written (a partial override of its chain, with interpolations)."""
+    return errors_of(OmegaConf.to_container(OmegaConf.load(path)))
 
 
-@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: str(p.relative_to(SAMPLES)))
-def test_every_composed_sample_validates(path: Path) -> None:
-    """Each sample's composed and resolved document has no schema error."""
+def _composed_errors(path: Path) -> list[tuple[str, str]]:
+    """The schema errors of a recipe's composed and resolved document."""
     register_resolvers()
     document = load_recipe(path, run_preflight=False).document
-    resolved = OmegaConf.to_container(OmegaConf.create(document), resolve=True)
-    assert errors_of(resolved) == []
+    return errors_of(OmegaConf.to_container(OmegaConf.create(document), resolve=True))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.relative_to(DATA).as_posix())
+def test_every_fixture_file_as_written_validates(path: Path) -> None:
+    """Each fixture recipe file, as an editor sees it, has no schema error."""
+    assert _file_errors(path) == []
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.relative_to(DATA).as_posix())
+def test_every_composed_fixture_validates(path: Path) -> None:
+    """Each fixture's composed and resolved document has no schema error."""
+    assert _composed_errors(path) == []
+
+
+def test_every_sample_file_as_written_validates(corpus_recipe: Path) -> None:
+    """Each recipe file of the external corpus, a partial override of its chain with interpolations, has no schema
+    error."""
+    assert _file_errors(corpus_recipe) == []
+
+
+def test_every_composed_sample_validates(corpus_recipe: Path) -> None:
+    """Each corpus recipe's composed and resolved document has no schema error."""
+    assert _composed_errors(corpus_recipe) == []
 
 
 @pytest.mark.parametrize(

@@ -6,16 +6,17 @@ tensor), never a ``bool``, a bool array or a float array.  A *collection* is an 
 iterated).  Each ``require_*`` check returns the checked value or raises
 :class:`~rl_contracts.errors.ContractTypeError` naming the argument, what it must be (the fix) and what it is
 (the type, plus dtype and dimensions for an array); the ``is_*`` predicates serve callers that raise their own
-section's error.  Tensors are recognised by duck typing, so this module imports neither torch nor vLLM.
+section's error.  Arrays and tensors are recognised by duck typing, so this module imports neither numpy, torch nor
+vLLM (SPEC §0.2: ``rl_contracts.config`` imports it and must stay free of numpy).
 """
 
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, TypeGuard
 
-import numpy as np
 from pydantic import BeforeValidator
 
 from ._messages import render_name, type_name
@@ -96,10 +97,18 @@ def describe_array(value: object) -> str:
     )
 
 
+def _is_numpy_scalar(value: object) -> bool:
+    """Whether ``value`` is a numpy scalar (``numpy.generic``), without importing numpy: none can exist before
+    numpy is imported, so an unimported numpy means no."""
+    numpy = sys.modules.get("numpy")
+    generic = getattr(numpy, "generic", None)
+    return isinstance(generic, type) and isinstance(value, generic)
+
+
 def _actual(value: object) -> str:
     """What a check reports it got: the type name, plus dtype and dimensions for an array or tensor (not for a
     numpy scalar such as ``float64``, whose type name says it all)."""
-    return type_name(value) if isinstance(value, np.generic) else describe_array(value)
+    return type_name(value) if _is_numpy_scalar(value) else describe_array(value)
 
 
 def int_or_none(value: object) -> int | None:

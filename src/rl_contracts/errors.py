@@ -12,9 +12,10 @@ Across Ray, :func:`contract_error` recovers the library error from Ray's ``RayTa
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from typing_extensions import Self
+if TYPE_CHECKING:  # typing_extensions (and the inspect module it loads) is not needed at run time
+    from typing_extensions import Self
 
 from ._messages import MAX_MESSAGE_CHARS, shorten, type_name
 

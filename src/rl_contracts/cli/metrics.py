@@ -9,36 +9,27 @@ Exit status: 0 after ``N`` intervals or Ctrl-C; 2, with one line on stderr, when
 answers with an HTTP status other than 200, times out (default 10 s), or serves a page that is not Prometheus text
 or holds no ``vllm:`` family.  Only the given URL is contacted: proxies from the environment are not used,
 redirects are refused, and no retry hides a failure.
+
+Building the parser imports nothing beyond the standard library: prometheus_client (through
+:mod:`rl_contracts.metrics`) and rich are imported when the command runs (SPEC §0.2).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import http.client
 import json
 import math
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
-from typing import IO, Any, NamedTuple
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from .._messages import shorten
 from ..errors import ContractError
-from ..metrics import (
-    AggregatedCounters,
-    aggregate_spec_decode_counters,
-    compute_engine_step_metrics,
-    compute_spec_decode_metrics,
-    parse_prometheus_text,
-)
+
+if TYPE_CHECKING:
+    from ..metrics import AggregatedCounters
 
 __all__ = ["MAX_PAGE_BYTES", "register", "run"]
 
@@ -129,6 +120,8 @@ def run(
     ``sleep`` (called with ``args.interval`` between scrapes), ``clock`` (epoch seconds of each scrape) and the
     streams are injectable so tests do not wait.  A ``KeyboardInterrupt`` ends the run with status 0.
     """
+    from ..metrics import compute_engine_step_metrics, compute_spec_decode_metrics
+
     out = sys.stdout if stdout is None else stdout
     err = sys.stderr if stderr is None else stderr
     url: str = args.url
@@ -164,6 +157,8 @@ def run(
 
 
 def _check_url(url: str) -> None:
+    import urllib.parse
+
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise _ScrapeError(
@@ -171,15 +166,24 @@ def _check_url(url: str) -> None:
         )
 
 
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """Turn every redirect into an ``HTTPError`` so that only the given URL is contacted."""
+def _refuse_redirects() -> Any:
+    """A redirect handler that turns every redirect into an ``HTTPError``, so only the given URL is contacted
+    (a factory: urllib.request takes about 30 ms to import, which ``--help`` should not pay)."""
+    import urllib.request
 
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    class RefuseRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return RefuseRedirects()
 
 
 def _fetch(url: str, timeout: float) -> bytes:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _RefuseRedirects())
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _refuse_redirects())
     request = urllib.request.Request(url, headers={"Accept": "text/plain"})
     try:
         with opener.open(request, timeout=timeout) as response:
@@ -204,6 +208,8 @@ def _fetch(url: str, timeout: float) -> bytes:
 
 def _scrape(url: str, timeout: float) -> AggregatedCounters:
     """Fetch and parse one snapshot, aggregated as the trainer does (1-based per-position keys)."""
+    from ..metrics import aggregate_spec_decode_counters, parse_prometheus_text
+
     body = _fetch(url, timeout)
     try:
         text = body.decode()  # strict UTF-8, the default
@@ -254,6 +260,10 @@ def _format_value(value: float) -> str:
 
 
 def _print_table(out: IO[str], url: str, interval: _Interval) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     # Only Text renderables are printed, so markup, emoji and highlighting never apply.
     console = Console(file=out, color_system="auto" if out.isatty() else None)
     index, started, ended, engine, spec = interval

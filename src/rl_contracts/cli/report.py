@@ -14,25 +14,30 @@
 
 Paths shown (human, github) are normalised (``a/b/../c.yaml`` is ``a/c.yaml``) and relative to the working
 directory when below it; JSON keeps the paths as ``load_recipe`` reports them.
+
+rich is imported only where its output could differ from the plain text (a terminal, or text that rich would
+change): on a pipe or a CI log :func:`plain_report` writes the same characters without it, which saves a
+pre-commit hook about 25 ms of CPU per run.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from rich import box
-from rich.console import Console
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.loading.issues import ConfigIssue
 from ..config.loading.provenance import OVERRIDE_SOURCE
 from ..config.rules.preflight import SkippedRule
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 __all__ = [
     "OUT_OF_SCOPE",
@@ -41,13 +46,16 @@ __all__ = [
     "exit_status",
     "github_commands",
     "json_report",
+    "plain_report",
     "print_human",
     "shown_path",
+    "stdout_console",
     "summary",
 ]
 
 Status = Literal["valid", "invalid", "skipped", "error"]
 
+_PIPE_WIDTH = 120
 _TABLE_MIN_WIDTH = 100
 _VALUE_COLUMN = 24
 _STATUS_WORDS: dict[Status, str] = {
@@ -253,21 +261,32 @@ def _style(severity: str) -> str:
     return _STYLES["note" if severity == _SKIPPED else severity]
 
 
-def _header(report: FileReport) -> Text:
-    header = Text()
-    header.append(f"{report.status.upper():<8}", style=_STYLES[report.status])
-    header.append(" ")
-    header.append(report.file, style="bold")
+def _header_parts(report: FileReport) -> list[tuple[str, str | None]]:
+    """The pieces of a file's header line, each with its style (None: unstyled)."""
+    parts: list[tuple[str, str | None]] = [
+        (f"{report.status.upper():<8}", _STYLES[report.status]),
+        (" ", None),
+        (report.file, "bold"),
+    ]
     if report.status == "error":
-        return header
-    header.append(f"  [{report.section}]", style="dim")
+        return parts
+    parts.append((f"  [{report.section}]", "dim"))
     counts = [_count(n, noun) for n, noun in ((report.errors, "error"), (report.warnings, "warning")) if n]
     if report.skipped:
         counts.append(f"{_count(len(report.skipped), 'rule')} skipped")
     if counts:
-        header.append("  " + ", ".join(counts))
+        parts.append(("  " + ", ".join(counts), None))
     if report.entrypoint is None and report.status != "invalid":
-        header.append(f"  {OUT_OF_SCOPE}", style="dim")
+        parts.append((f"  {OUT_OF_SCOPE}", "dim"))
+    return parts
+
+
+def _header(report: FileReport) -> Text:
+    from rich.text import Text
+
+    header = Text()
+    for text, style in _header_parts(report):
+        header.append(text, style=style)
     return header
 
 
@@ -293,6 +312,10 @@ def _plain_lines(rows: Sequence[_Row]) -> list[str]:
 def _issue_table(rows: Sequence[_Row], width: int) -> Table:
     """The rows as a table that fits ``width`` columns: path (with its source:line below it, dim) and value get
     fixed widths (the path up to half the free space), so mostly the reason wraps; long cells fold, never cut."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     code_width = max(len("code"), *(len(row.code) for row in rows))
     value_width = max(len("value"), min(max(len(row.value) for row in rows), _VALUE_COLUMN))
     free = width - len("severity") - code_width - value_width - 8  # 8: the gaps between the five columns
@@ -321,6 +344,9 @@ def _issue_table(rows: Sequence[_Row], width: int) -> Table:
 def _issue_list(rows: Sequence[_Row]) -> Table:
     """The same cells stacked per row (severity and code, then path, source, value and reason lines) for narrow
     terminals."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table.grid(padding=(0, 1))
     table.add_column(no_wrap=True)
     table.add_column()
@@ -337,6 +363,9 @@ def _issue_list(rows: Sequence[_Row]) -> Table:
 
 
 def _print_report(console: Console, report: FileReport) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
     rows = _rows(report)
     if not console.is_terminal:
         for line in [_header(report), *map(Text, _plain_lines(rows) if rows else ())]:
@@ -352,9 +381,69 @@ def _print_report(console: Console, report: FileReport) -> None:
         console.print(_issue_table(rows, console.width) if wide else _issue_list(rows))
 
 
+def stdout_console() -> Console:
+    """A console on stdout for :func:`print_human`: colour only on a terminal; 120 columns when piped unless
+    ``COLUMNS`` says otherwise (the human report never wraps when piped, whatever the width).  A closed stdout
+    raises ``BrokenPipeError`` (rich's own handler exits with status 1, which would turn a valid run piped into
+    ``head`` into a failure)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    console = _Console()  # on sys.stdout; only Text and fixed headers are printed, so no highlighting applies
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = _PIPE_WIDTH
+    return console
+
+
 def print_human(console: Console, reports: Sequence[FileReport]) -> None:
     """Print every file's header and table, a blank line between files, and the summary line last."""
+    from rich.text import Text
+
     for report in reports:
         _print_report(console, report)
         console.print()
     console.print(Text(summary(reports), style="bold"), soft_wrap=not console.is_terminal)
+
+
+def _stdout_is_plain() -> bool:
+    """Whether rich would see no terminal on stdout, decided without importing rich and on the safe side: False
+    whenever an environment variable rich reads could make it a terminal or rich might render for Jupyter."""
+    if (
+        "FORCE_COLOR" in os.environ
+        or os.environ.get("TTY_COMPATIBLE", "")
+        or hasattr(builtins, "get_ipython")
+    ):
+        return False
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        return isatty is not None and not isatty()
+    except ValueError:  # a closed stdout
+        return False
+
+
+def plain_report(reports: Sequence[FileReport]) -> str | None:
+    """The human report as :func:`print_human` writes it on a stdout that is no terminal, built without rich; or
+    None when rich is needed to produce the same output: stdout may be a terminal (see the module docstring), a
+    cell holds a character that rich's text would change (a tab, a control or other non-printable character), or
+    stdout's encoding cannot write the text."""
+    if not _stdout_is_plain():
+        return None
+    lines = []
+    for report in reports:
+        lines.append("".join(text for text, _ in _header_parts(report)))
+        rows = _rows(report)
+        if rows:
+            lines.extend(_plain_lines(rows))
+        lines.append("")
+    lines.append(summary(reports))
+    if not all(line.isprintable() for line in lines):
+        return None
+    text = "\n".join(lines) + "\n"
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return None
+    return text

@@ -13,12 +13,12 @@ import argparse
 import json
 import sys
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config.rules.registry import RULES as CODES
-from ..config.rules.registry import rule_for
-from ..config.rules.rule import Rule
 from .validate import write
+
+if TYPE_CHECKING:
+    from ..config.rules.rule import Rule
 
 __all__ = [
     "markdown_table",
@@ -39,6 +39,8 @@ _HEADINGS = ("code", "severity", "summary", "reference")
 
 def rules_lines() -> list[str]:
     """The plain table: a heading line and one line per code, the first two columns padded, never wrapped."""
+    from ..config.rules.registry import RULES as CODES  # not at import: the parser imports no recipe code
+
     code_width = max(len(_HEADINGS[0]), *(len(code.code) for code in CODES))
     severity_width = max(len(_HEADINGS[1]), *(len(code.severity) for code in CODES))
     rows = [_HEADINGS, *((c.code, c.severity, c.summary, c.reference) for c in CODES)]
@@ -50,6 +52,8 @@ def rules_lines() -> list[str]:
 
 def markdown_table() -> str:
     """The codes as README's Markdown table (``| Code | Severity | Finding | Checked by the reference |``)."""
+    from ..config.rules.registry import RULES as CODES
+
     lines = ["| Code | Severity | Finding | Checked by the reference |", "|---|---|---|---|"]
     for code in CODES:
         cells = (code.code, code.severity, code.summary, code.reference)
@@ -127,6 +131,9 @@ def rule_json(rule: Rule) -> dict[str, Any]:
 
 def rule_argument(text: str) -> Rule:
     """``rule`` argument type: a code (``P19``, any case) or a rule's kebab-case name; else a usage error."""
+    from ..config.rules.registry import RULES as CODES
+    from ..config.rules.registry import rule_for
+
     found = rule_for(text.upper()) or next((rule for rule in CODES if rule.name == text), None)
     if found is None:
         raise argparse.ArgumentTypeError(
@@ -145,6 +152,8 @@ def run_rule(args: argparse.Namespace) -> int:
 
 def run_rules(args: argparse.Namespace) -> int:
     """The ``rules`` command: print every code (plain, JSON or Markdown) and return 0."""
+    from ..config.rules.registry import RULES as CODES
+
     if args.format == "markdown":
         text = markdown_table()
     elif args.format == "json":

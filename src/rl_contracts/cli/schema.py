@@ -11,7 +11,6 @@ import json
 import sys
 from typing import Any
 
-from ..config.section.json_schema import generation_json_schema, recipe_json_schema
 from .validate import write
 
 __all__ = ["register", "run_schema"]
@@ -19,6 +18,8 @@ __all__ = ["register", "run_schema"]
 
 def run_schema(args: argparse.Namespace) -> int:
     """The ``schema`` command: print the chosen JSON Schema and return 0."""
+    from ..config.section.json_schema import generation_json_schema, recipe_json_schema  # not at parser build
+
     schema = recipe_json_schema() if args.recipe else generation_json_schema()
     text = json.dumps(schema, indent=2, sort_keys=True)
     write(lambda: sys.stdout.write(text + "\n"))

@@ -7,6 +7,9 @@ recipe in argument order with :func:`~rl_contracts.config.load_recipe` (composit
 reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`).  Exit status: 2 when
 any file could not be read or the arguments are invalid (a usage error, never a traceback), else 1 when any file is
 invalid, else 0; warnings and skipped rules never fail the run.
+
+Building the parser imports no recipe code (``rl-contracts --help`` and ``--version`` stay fast, SPEC §0.2): the
+loader, the catalogue and the report (rich) are imported when an argument is checked or the command runs.
 """
 
 from __future__ import annotations
@@ -17,17 +20,16 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from ..config import DEFAULT_SECTION, ConfigIssue, load_recipe
-from ..config.rules.preflight import PreflightOptions, installed_vllm_version, parse_vllm_version
-from ..config.rules.registry import RULES as CODES
 from ..errors import ContractError, RecipeError, RecipeLoadError
-from .report import FileReport, exit_status, github_commands, json_report, print_human
+
+if TYPE_CHECKING:
+    from ..config.rules.preflight import PreflightOptions
+    from .report import FileReport
 
 __all__ = [
+    "DEFAULT_SECTION",
     "code_list",
     "dotted",
     "gpu_capability",
@@ -40,7 +42,10 @@ __all__ = [
     "write",
 ]
 
-_PIPE_WIDTH = 120
+DEFAULT_SECTION = "policy.generation"
+"""``rl_contracts.config.DEFAULT_SECTION``, written here so that the parser's help needs no recipe code (a test
+keeps the two equal)."""
+
 _OVERRIDE = re.compile(r"(\+\+|\+)?[^=\s.+][^=\s.]*(\.[^=\s.]+)*=.*", re.S)
 
 
@@ -60,6 +65,9 @@ def validate_files(
     ``RecipeLoadError`` an ``"error"`` report with one ``V1`` issue whose path is empty (at the file and line of the
     chain where reading failed).
     """
+    from ..config import ConfigIssue, load_recipe
+    from .report import FileReport
+
     reports = []
     shown_section = DEFAULT_SECTION if section is None else section
     for file in files:
@@ -106,25 +114,6 @@ def validate_files(
     return reports
 
 
-class _Console(Console):
-    """rich's console, except that a closed stdout raises ``BrokenPipeError`` for :func:`write` to handle.
-
-    rich's own handler exits with status 1, which would turn a valid run piped into ``head`` into a failure.
-    """
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
-
-
-def _console() -> Console:
-    """A console on stdout: colour only on a terminal; 120 columns when piped unless ``COLUMNS`` says otherwise
-    (the human report never wraps when piped, whatever the width)."""
-    console = _Console()  # on sys.stdout; only Text and fixed headers are printed, so no highlighting applies
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = _PIPE_WIDTH
-    return console
-
-
 def write(emit: Callable[[], object]) -> None:
     """Run an output function; a closed pipe (``rl-contracts validate ... | head``) ends the output quietly."""
     try:
@@ -137,6 +126,9 @@ def write(emit: Callable[[], object]) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """The ``validate`` command: report every file in the chosen format and return the §1.8 exit status."""
+    from ..config.rules.preflight import PreflightOptions, installed_vllm_version
+    from .report import exit_status, github_commands, json_report, plain_report, print_human, stdout_console
+
     version = args.vllm_version if args.vllm_version is not None else installed_vllm_version()
     options = PreflightOptions(
         entrypoint=args.entrypoint,
@@ -160,8 +152,10 @@ def run_validate(args: argparse.Namespace) -> int:
     elif args.format == "github":
         text = "\n".join(github_commands(reports))
         write(lambda: sys.stdout.write(text + "\n"))
+    elif (plain := plain_report(reports)) is not None:  # the same characters as rich's, without importing it
+        write(lambda: sys.stdout.write(plain))
     else:
-        write(lambda: print_human(_console(), reports))
+        write(lambda: print_human(stdout_console(), reports))
     return exit_status(reports)
 
 
@@ -188,6 +182,8 @@ def override(text: str) -> str:
 
 def vllm_version(text: str) -> tuple[int, int]:
     """``--vllm-version`` argument type: ``X.Y`` or ``X.Y.Z`` (``0.32``) as ``(major, minor)``."""
+    from ..config.rules.preflight import parse_vllm_version
+
     try:
         return parse_vllm_version(text)
     except ContractError:
@@ -227,6 +223,8 @@ def code_list(text: str) -> list[str]:
     Fail closed: a pattern that matches no code of :data:`~rl_contracts.config.rules.registry.RULES` is a usage error,
     so a mistyped ``--ignore`` never hides the wrong findings and a mistyped ``--select`` never selects nothing.
     """
+    from ..config.rules.registry import RULES as CODES
+
     patterns = [part.strip() for part in text.split(",") if part.strip()]
     if not patterns:
         raise argparse.ArgumentTypeError(f"expected codes such as P7,W or families such as P, got {text!r}")

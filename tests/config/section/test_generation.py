@@ -960,6 +960,38 @@ def test_schema_describes_every_field_and_model() -> None:
     assert all(definition.get("description") for definition in schema["$defs"].values())
 
 
+def test_field_docstrings_are_read_when_a_schema_is_generated() -> None:
+    """A field's docstring is its schema description (a redeclared field's own, an explicit one wins), read from
+    the source when the schema is built: the field itself carries none."""
+    from pydantic import Field
+
+    base: Any = VllmConfig.__mro__[-3]  # the private base of every config model (found wherever it lives)
+    assert (base.__name__, VllmConfig.__mro__[-2]) == ("ConfigModel", BaseModel)
+
+    class Parent(base):  # type: ignore[misc]
+        kept: int = 0
+        """Parent's kept."""
+        redeclared: int = 0
+        """Parent's redeclared."""
+
+    class Child(Parent):
+        redeclared: int = 1
+        """Child's redeclared."""
+        explicit: int = Field(0, description="Explicit.")
+        """Not this one."""
+        undocumented: int = 0
+
+    properties = Child.model_json_schema()["properties"]
+    described = {name: prop.get("description") for name, prop in properties.items()}
+    assert described == {
+        "kept": "Parent's kept.",
+        "redeclared": "Child's redeclared.",
+        "explicit": "Explicit.",
+        "undocumented": None,
+    }
+    assert Child.model_fields["kept"].description is None
+
+
 def test_schema_uses_aliases_and_extra_policy() -> None:
     """The schema lists underscore keys by alias and forbids extra keys only on ``video`` and ``nixl``."""
     schema = config_json_schema()
