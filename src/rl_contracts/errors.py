@@ -348,7 +348,9 @@ class WeightVersionError(ContractError, ValueError):
     """Per-token weight-version spans that are missing, malformed, or carry a label the rollout does not allow.
 
     ``span_index`` is the first bad span (``None`` when the fault is the whole list), ``version``/``start``/``end``
-    its fields, ``token_count`` the output's token count and ``output_index`` the completion output's ``index``.
+    its fields, ``token_count`` the output's token count and ``output_index`` the completion output's ``index``
+    (its choice among the request's ``n`` outputs, so 0 for every request when ``n == 1``; ``None`` for
+    :func:`~rl_contracts.weights.weight_version_per_token`, which sees no output).
     """
 
     attribute_names: ClassVar[tuple[str, ...]] = (
