@@ -791,12 +791,18 @@ def _spec_metadata() -> tuple[torch.Tensor, dict[str, Any]]:
         ({"shape": [1, 2, 2]}, "shape", "shape is [2, 1, 2], the metadata's shape is [1, 2, 2]"),
         ({"shape": "2x1x2"}, "shape", "metadata's shape is '2x1x2'"),
         ({"shape": [2, 1, True]}, "shape", "metadata's shape is [2, 1, True]"),
+        ({"shape": [2, True, 2]}, "shape", "metadata's shape is [2, True, 2]"),
+        ({"shape": [2.0, 1, 2]}, "shape", "metadata's shape is [2.0, 1, 2]"),
+        ({"shape": [2, 1.0, 2]}, "shape", "metadata's shape is [2, 1.0, 2]"),
+        ({"shape": (2, True, 2)}, "shape", "metadata's shape is (2, True, 2)"),
+        ({"shape": [2, np.bool_(True), 2]}, "shape", "metadata's shape is [2, np.True_, 2]"),
         ({"sha256": "0" * 64}, "value", "metadata's sha256 is '" + "0" * 64 + "'"),
         ({"sha256": b"x"}, "value", "metadata's sha256 is b'x'"),
     ],
 )
 def test_verify_names_the_first_differing_part(change: dict[str, Any], field: str, fragment: str) -> None:
-    """Metadata differing in dtype, shape or digest (or holding the wrong type) raises naming that part."""
+    """Metadata differing in dtype, shape or digest (or holding the wrong type: a bool or float dimension equal
+    to the tensor's, in a list as in a tuple, is no int by SPEC §0.3) raises naming that part."""
     tensor, metadata = _spec_metadata()
     with pytest.raises(EnvelopeError) as caught:
         verify_routed_experts_tensor_metadata(tensor, {**metadata, **change})
@@ -830,6 +836,7 @@ def test_verify_accepts_a_tuple_shape_and_detects_one_changed_value() -> None:
     """A tuple shape (e.g. from a Python sender) matches; one changed id after transfer is a value difference."""
     tensor, metadata = _spec_metadata()
     verify_routed_experts_tensor_metadata(tensor.clone(), {**metadata, "shape": (2, 1, 2)})
+    verify_routed_experts_tensor_metadata(tensor, {**metadata, "shape": [np.int64(2), 1, np.uint8(2)]})
     changed = tensor.clone()
     changed[1, 0, 0] = 255
     with pytest.raises(EnvelopeError) as caught:
