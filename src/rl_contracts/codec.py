@@ -5,11 +5,11 @@ The envelope ``nrlre1:<dtype>:<S>x<L>x<K>:<base64>`` carries a route tensor thro
 base64 of the C-contiguous little-endian element bytes, on any host.  Nested JSON lists of the same routes cost
 about a second of CPU per hop; the envelope costs milliseconds.
 
-Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character), SIMD-fast
-through ``pybase64`` when it is importable, and makes no intermediate copy of the whole text: the envelope is
-written straight into its new ``str`` and decoded straight from the payload's characters (on CPython; see
-:mod:`rl_contracts._base64`).  Decoding never allocates more than the payload itself implies: declared shapes are
-checked against the payload length before any buffer of that size exists.
+Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character) and SIMD-fast
+through ``pybase64`` when it is importable, called through its public API only (:mod:`rl_contracts._base64`:
+no ``ctypes``, no write into interpreter memory; one copy of the text each way).  Decoding never allocates more
+than the payload itself implies: declared shapes are checked against the payload length before any buffer of
+that size exists.
 
 This module imports torch and numpy when it is imported, and never imports vLLM.
 """
