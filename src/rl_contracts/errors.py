@@ -148,8 +148,8 @@ class ContractError(Exception):
         ``RecipeError.issues``) their ``model_dump(mode="json")``, dataclasses (``RecipeError.skipped``) and
         mappings dicts with string keys, sets sorted lists, numpy scalars Python numbers; a non-finite float is its
         ``repr`` (``"nan"``), and anything else, a wider int, nesting beyond 16 levels or a cycle, is its bounded
-        ``repr`` (at most 200 characters).  Call it on what :func:`contract_error` returns, not on Ray's wrapper, whose class name is
-        ``RayTaskError(X)``.
+        ``repr`` (at most 200 characters).  Call it on what :func:`contract_error` returns, not on Ray's wrapper,
+        whose class name is ``RayTaskError(X)``.
 
         Example::
 

@@ -339,8 +339,8 @@ def weight_version_per_token(
         if code is None:
             raise WeightVersionError(
                 f"spans[{index}] (version='{render_name(span.version)}', start={render(span.start)}, "
-                f"end={render(span.end)}) has a label absent from labels={render_list(list(positions))}; add every weight version the rollout "
-                "may carry to labels",
+                f"end={render(span.end)}) has a label absent from labels={render_list(list(positions))}; add "
+                "every weight version the rollout may carry to labels",
                 span_index=index,
                 version=span.version,
                 start=span.start,
