@@ -14,14 +14,18 @@ Compared:
 - a single ``Tensor.to(torch.int16)`` of the same data: the memory-copy floor;
 - envelope encode+decode (pybase64 and the stdlib fallback) against ``json.dumps``/``json.loads`` of nested lists.
 
-- envelope encode+decode against its base64 floor: one ``b64encode_as_string`` of the bare tensor bytes straight
-  into a ``str``, one strict ``b64decode`` of the bare base64, and the tensor view of the result (no header, no
-  checks).  Besides the two block medians, their ratio is measured on back-to-back pairs in CPU time (the median
+- envelope encode+decode against the pybase64 floor: ``pybase64.b64encode`` of the bare tensor bytes and a strict
+  ``pybase64.b64decode`` of the bare base64, both bytes in and bytes out (no header, no checks, no ``str``, no
+  tensor).  Besides the two block medians, their ratio is measured on back-to-back pairs in CPU time (the median
   of per-pair ratios), which stays steady while other work on the machine swings both wall times.
 
+The envelope goes through pybase64's public API only (no ``ctypes``): encoding concatenates the header with
+pybase64's new base64 ``str`` and decoding slices the base64 off the envelope, one copy of the 33.6 MB text each
+way beyond the floor.
+
 Goals: alignment >= 2x faster than the reference and <= 1.5x the copy floor; envelope encode+decode >= 50x faster
-than JSON, >= 1 GB/s (tensor bytes over encode+decode time) and <= 1.3x its base64 floor.  Context rows show the
-cost of the fresh memory that encode+decode cannot avoid (a new 33.6 MB ``str`` and a new 25.2 MB tensor).
+than JSON, >= 1 GB/s (tensor bytes over encode+decode time) and <= 2.5x the pybase64 floor.  Context rows show
+the cost of the fresh memory that encode+decode cannot avoid (a new 33.6 MB ``str`` and a new 25.2 MB tensor).
 
 With glibc's defaults every fresh buffer above the mmap threshold is a new mapping, so page faults on the 33.6 MB
 result string dominate and swing even the floor by 3x between runs.  Compare the algorithm with the thresholds
@@ -44,6 +48,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
+import pybase64
 import torch
 
 from rl_contracts import _base64
@@ -237,7 +242,7 @@ def main() -> None:
     backend = _base64.BACKEND
     text_buffer = np.full(len(envelope), ord("A"), np.uint8)
     payload = carried.numpy().ravel().view(np.uint8)
-    body = envelope[envelope.rindex(":") + 1 :]
+    body = pybase64.b64encode(payload.data)
 
     def with_backend(base64_impl: _base64.Backend, function: Callable[[], object]) -> Callable[[], object]:
         def run() -> object:
@@ -249,17 +254,22 @@ def main() -> None:
 
         return run
 
-    def floor_decode() -> torch.Tensor:
-        """The floor of decoding: one strict b64decode of the bare base64 into a new buffer, viewed as a tensor."""
-        return torch.frombuffer(backend.decode(body), dtype=carried.dtype).view(carried.shape)
+    def floor_encode() -> bytes:
+        """The floor of encoding: pybase64.b64encode of the bare tensor bytes, to bytes."""
+        return pybase64.b64encode(payload.data)
+
+    def floor_decode() -> bytes:
+        """The floor of decoding: one strict pybase64.b64decode of the bare base64, to bytes."""
+        return pybase64.b64decode(body, validate=True)
 
     codec_functions: dict[str, Callable[[], object]] = {
         "string": lambda: str(text_buffer.data, "ascii"),
         "tensor": lambda: torch.empty(carried.shape, dtype=carried.dtype).fill_(1),
-        "floor encode": lambda: backend.encode_text(payload.data),
+        "floor encode": floor_encode,
         "floor decode": floor_decode,
     }
-    _require(torch.equal(floor_decode(), carried), "the floor decodes the same tensor")
+    _require(floor_decode() == payload.tobytes(), "the floor decodes the same bytes")
+    _require(envelope.endswith(floor_encode().decode("ascii")), "the envelope holds the floor's base64")
     for base64_impl in (backend, _base64.STDLIB_BACKEND):
         codec_functions[f"encode {base64_impl.name}"] = with_backend(
             base64_impl, lambda: encode_routed_experts(carried)
@@ -273,7 +283,7 @@ def main() -> None:
         decode_routed_experts(encode_routed_experts(carried), torch.int16)
 
     def floor_round_trip() -> None:
-        backend.encode_text(payload.data)
+        floor_encode()
         floor_decode()
 
     paired = paired_ratio(envelope_round_trip, floor_round_trip, 3 * args.repeat)
@@ -295,8 +305,8 @@ def main() -> None:
     )
     print(
         f"python {platform.python_version()}, torch {torch.__version__}, numpy {np.__version__}, "
-        f"{torch.get_num_threads()} torch threads, {platform.machine()}, base64: {backend.name}"
-        f"{'' if _base64.IN_PLACE_TEXT else ' (portable text path)'}"
+        f"{torch.get_num_threads()} torch threads, {platform.machine()}, base64: {backend.name} "
+        f"{pybase64.__version__} (public API only)"
     )
     malloc = {name: os.environ.get(name) for name in MALLOC_SETTING}
     print(
@@ -337,7 +347,7 @@ def main() -> None:
         )
     print(
         _row(
-            f"base64 floor ({backend.name}: encode to str + decode + view)",
+            "pybase64 floor: b64encode + b64decode (bytes in, bytes out)",
             t_codec_floor,
             f"encode {t_floor_encode * 1e3:.2f} + decode {t_floor_decode * 1e3:.2f} ms, "
             f"envelope/floor {codec_rows[0][3] / t_codec_floor:.2f}x (paired CPU time: {paired:.2f}x)",
@@ -373,7 +383,7 @@ def main() -> None:
         ("pad_and_align <= 1.5x the copy floor", t_ours / t_floor <= 1.5),
         ("envelope encode+decode >= 50x faster than JSON", t_json / best[3] >= 50.0),
         ("envelope encode+decode >= 1 GB/s", tensor_bytes / best[3] / 1e9 >= 1.0),
-        ("envelope encode+decode <= 1.3x the base64 floor (paired CPU time)", paired <= 1.3),
+        ("envelope encode+decode <= 2.5x the pybase64 floor (paired CPU time)", paired <= 2.5),
     ]
     for goal, met in goals:
         print(f"goal: {goal}: {'met' if met else 'NOT met'}")

@@ -1,4 +1,4 @@
-"""Property tests of rl_contracts.codec: SPEC §7 invariants 1, 15 and 16 (pybase64, the stdlib, both text paths),
+"""Property tests of rl_contracts.codec: SPEC §7 invariants 1, 15 and 16 (pybase64 and the stdlib),
 and the integrity metadata of §3.4."""
 
 from __future__ import annotations
@@ -32,21 +32,20 @@ from rl_contracts.testing.strategies import envelope_tensors, hostile_route_valu
 ENVELOPE = re.compile(r"^nrlre1:(int8|int16|int32):[0-9]+x[0-9]+x[0-9]+:[A-Za-z0-9+/]*={0,2}$")
 WIDER = {torch.int8: [torch.int16, torch.int32, torch.int64], torch.int16: [torch.int32, torch.int64]}
 WIDER[torch.int32] = [torch.int64]
-MODES = [(backend, in_place) for backend in _base64.BACKENDS for in_place in (True, False)]
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 T = TypeVar("T")
 
 
 def with_each_backend(function: Callable[[], T]) -> list[T]:
-    """Run ``function`` once per base64 implementation (pybase64, stdlib) and text path (in place, portable)."""
-    saved = _base64.BACKEND, _base64.IN_PLACE_TEXT
+    """Run ``function`` once per base64 implementation (pybase64, stdlib)."""
+    saved = _base64.BACKEND
     results = []
     try:
-        for backend, in_place in MODES:
-            _base64.BACKEND, _base64.IN_PLACE_TEXT = backend, in_place and saved[1]
+        for backend in _base64.BACKENDS:
+            _base64.BACKEND = backend
             results.append(function())
     finally:
-        _base64.BACKEND, _base64.IN_PLACE_TEXT = saved
+        _base64.BACKEND = saved
     return results
 
 
@@ -243,3 +242,44 @@ def test_hostile_tensors_to_encode_only_raise_contract_errors(value: Any) -> Non
         encode_routed_experts(value)
     except ContractError as error:
         check_contract_error(error)
+
+
+def _strict_reference(body: str) -> bytes | None:
+    """The bytes of ``body`` under strict base64 (RFC 4648 alphabet, end padding, canonical), else ``None``."""
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except (ValueError, TypeError):
+        return None
+    return raw if base64.b64encode(raw).decode("ascii") == body else None
+
+
+@given(
+    raw=st.binary(max_size=64),
+    chunk=st.integers(1, 8).map(lambda groups: 4 * groups),
+    edit=st.one_of(
+        st.none(), st.tuples(st.integers(0, 100), st.sampled_from([*ALPHABET[:4], "=", "==", "*", "\n"]))
+    ),
+)
+def test_chunked_decoding_accepts_exactly_strict_base64(raw: bytes, chunk: int, edit: Any) -> None:
+    """For any text (a valid body, or one with a character replaced), decoding a chunk at a time with any chunk
+    size accepts it exactly when strict base64 does, and then gives the same bytes, with either backend."""
+    body = base64.b64encode(raw).decode("ascii")
+    if edit is not None and body:
+        position, replacement = edit[0] % len(body), edit[1]
+        body = body[:position] + replacement + body[position + len(replacement) :]
+    expected = _strict_reference(body)
+    saved = _base64.CHUNK_CHARS
+    try:
+        _base64.CHUNK_CHARS = chunk
+
+        def decoded() -> bytes | None:
+            try:
+                _base64.decoded_size("h:" + body, 2)
+                _base64.validate("h:" + body, 2)
+                return bytes(_base64.decode("h:" + body, 2).numpy())
+            except _base64.InvalidBase64:
+                return None
+
+        assert with_each_backend(decoded) == [expected] * len(_base64.BACKENDS)
+    finally:
+        _base64.CHUNK_CHARS = saved

@@ -21,7 +21,12 @@ from rl_contracts.testing.strategies import (
     span_forms,
     weight_version_span_lists,
 )
-from rl_contracts.weights import check_weight_versions, weight_version_per_token, weight_version_spans
+from rl_contracts.weights import (
+    WeightVersionSpan,
+    check_weight_versions,
+    weight_version_per_token,
+    weight_version_spans,
+)
 
 
 def _output(token_count: int, spans: Any, index: int = 0) -> SimpleNamespace:
@@ -83,6 +88,24 @@ def test_per_token_labels_match_a_token_by_token_lookup(data: st.DataObject, cas
     ]
     assert codes.tolist() == expected
     assert codes.dtype.name == "int32"
+
+
+@given(
+    data=st.data(),
+    case=malformed_span_lists(malformations=["repeated_label"]).filter(
+        lambda c: c.malformation == "repeated_label"
+    ),
+)
+def test_per_token_maps_repeated_labels_token_by_token(data: st.DataObject, case: MalformedSpans) -> None:
+    """Spans that tile the output but repeat a label (rejected by weight_version_spans) still map token j to the
+    index in ``labels`` of the label of the span containing j (SPEC §4.3 defines the result per token)."""
+    spans = [WeightVersionSpan(version=v, start=a, end=b) for v, a, b in case.spans]
+    labels = data.draw(st.permutations(WEIGHT_LABELS))
+    codes = weight_version_per_token(spans, labels=labels)
+    expected = [
+        labels.index(next(v for v, a, b in case.spans if a <= j < b)) for j in range(case.token_count)
+    ]
+    assert codes.tolist() == expected
 
 
 @given(data=st.data(), case=weight_version_span_lists())

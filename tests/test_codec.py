@@ -8,6 +8,8 @@ import io
 import json
 import pickle
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,19 +28,18 @@ from rl_contracts.codec import (
 )
 from rl_contracts.errors import ContractTypeError, EnvelopeError, RoutedExpertsError
 from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
+from rl_contracts.testing import assert_contract_error
 
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.fixture(params=["pybase64", "base64", "portable"])
+@pytest.fixture(params=["pybase64", "base64"])
 def base64_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test with pybase64, with the standard-library fallback, and with the portable (copying) text path."""
+    """Run a test with pybase64 and with the standard-library fallback."""
     backend = {backend.name: backend for backend in _base64.BACKENDS}.get(request.param, _base64.BACKENDS[0])
     if request.param == "pybase64" and backend.name != "pybase64":
         pytest.skip("pybase64 is not installed")
     monkeypatch.setattr(_base64, "BACKEND", backend)
-    if request.param == "portable":
-        monkeypatch.setattr(_base64, "IN_PLACE_TEXT", False)
     return str(request.param)
 
 
@@ -791,12 +792,18 @@ def _spec_metadata() -> tuple[torch.Tensor, dict[str, Any]]:
         ({"shape": [1, 2, 2]}, "shape", "shape is [2, 1, 2], the metadata's shape is [1, 2, 2]"),
         ({"shape": "2x1x2"}, "shape", "metadata's shape is '2x1x2'"),
         ({"shape": [2, 1, True]}, "shape", "metadata's shape is [2, 1, True]"),
+        ({"shape": [2, True, 2]}, "shape", "metadata's shape is [2, True, 2]"),
+        ({"shape": [2.0, 1, 2]}, "shape", "metadata's shape is [2.0, 1, 2]"),
+        ({"shape": [2, 1.0, 2]}, "shape", "metadata's shape is [2, 1.0, 2]"),
+        ({"shape": (2, True, 2)}, "shape", "metadata's shape is (2, True, 2)"),
+        ({"shape": [2, np.bool_(True), 2]}, "shape", "metadata's shape is [2, np.True_, 2]"),
         ({"sha256": "0" * 64}, "value", "metadata's sha256 is '" + "0" * 64 + "'"),
         ({"sha256": b"x"}, "value", "metadata's sha256 is b'x'"),
     ],
 )
 def test_verify_names_the_first_differing_part(change: dict[str, Any], field: str, fragment: str) -> None:
-    """Metadata differing in dtype, shape or digest (or holding the wrong type) raises naming that part."""
+    """Metadata differing in dtype, shape or digest (or holding the wrong type: a bool or float dimension equal
+    to the tensor's, in a list as in a tuple, is no int by SPEC §0.3) raises naming that part."""
     tensor, metadata = _spec_metadata()
     with pytest.raises(EnvelopeError) as caught:
         verify_routed_experts_tensor_metadata(tensor, {**metadata, **change})
@@ -830,6 +837,7 @@ def test_verify_accepts_a_tuple_shape_and_detects_one_changed_value() -> None:
     """A tuple shape (e.g. from a Python sender) matches; one changed id after transfer is a value difference."""
     tensor, metadata = _spec_metadata()
     verify_routed_experts_tensor_metadata(tensor.clone(), {**metadata, "shape": (2, 1, 2)})
+    verify_routed_experts_tensor_metadata(tensor, {**metadata, "shape": [np.int64(2), 1, np.uint8(2)]})
     changed = tensor.clone()
     changed[1, 0, 0] = 255
     with pytest.raises(EnvelopeError) as caught:
@@ -854,3 +862,133 @@ def test_legacy_payloads_holding_non_ids_are_envelope_errors(value: list[Any]) -
     with pytest.raises(EnvelopeError, match="legacy routed_experts payload must be a 3-dimensional") as info:
         decode_routed_experts(value, torch.int16)
     assert info.value.field == "payload"
+
+
+# --- base64 through public APIs only (no ctypes, no writes into interpreter memory) ------------------------------
+
+SRC = Path(codec.__file__).parent
+
+
+def test_no_library_module_uses_ctypes() -> None:
+    """No module under src/rl_contracts imports ctypes or names CPython's C API: the envelope text is built and
+    read by pybase64's (or the stdlib's) public functions, never through raw interpreter memory."""
+    forbidden = re.compile(r"\bimport ctypes\b|\bfrom ctypes\b|pythonapi|PyUnicode_New|ctypes\.memmove")
+    offenders = [
+        str(path.relative_to(SRC))
+        for path in sorted(SRC.rglob("*.py"))
+        if forbidden.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+_FOREIGN_RESTYPE = """
+import ctypes
+ctypes.pythonapi.PyUnicode_New.restype = ctypes.c_void_p  # what another library may set, process-wide
+import torch
+from rl_contracts.codec import decode_routed_experts, encode_routed_experts
+assert ctypes.pythonapi.PyUnicode_New.restype is ctypes.c_void_p, "importing the codec changed restype"
+t = torch.arange(-1, 95, dtype=torch.int16).reshape(4, 3, 8)
+envelope = encode_routed_experts(t)
+assert isinstance(envelope, str) and envelope.startswith("nrlre1:int16:4x3x8:"), type(envelope)
+assert torch.equal(decode_routed_experts(envelope, torch.int16), t)
+assert ctypes.pythonapi.PyUnicode_New.restype is ctypes.c_void_p, "encoding changed restype"
+print("ok")
+"""
+
+
+def test_codec_neither_reads_nor_sets_process_wide_ctypes_state() -> None:
+    """In a fresh interpreter where another library set ``ctypes.pythonapi.PyUnicode_New.restype``, importing
+    the codec leaves it as it was and an envelope still round-trips (before: the import overwrote it, and a
+    restype set afterwards broke encoding)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FOREIGN_RESTYPE], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("header", "data", "cls", "fragment"),
+    [
+        (
+            "nrlre1:int8:1x1x2:",
+            [1, 2],
+            ContractTypeError,
+            "data must be a numpy.ndarray of uint8 bytes, got list",
+        ),
+        ("nrlre1:int8:1x1x2:", np.zeros(2, np.int16), EnvelopeError, "got dtype int16, shape (2,)"),
+        ("nrlre1:int8:1x1x2:", np.zeros((1, 2), np.uint8), EnvelopeError, "got dtype uint8, shape (1, 2)"),
+        ("nrlre1:int8:1x1x2:", np.zeros(4, np.uint8)[::2], EnvelopeError, "C-contiguous False"),
+        (b"nrlre1:", np.zeros(2, np.uint8), ContractTypeError, "header must be an ASCII str, got bytes"),
+        ("nrlre1:\u00e9:", np.zeros(2, np.uint8), EnvelopeError, "must be ASCII"),
+    ],
+    ids=["list", "int16", "two_d", "strided", "bytes_header", "non_ascii_header"],
+)
+def test_base64_encode_checks_its_input(header: Any, data: Any, cls: type[Exception], fragment: str) -> None:
+    """The internal encoder takes only an ASCII str header and C-contiguous 1-D uint8 bytes; anything else is a
+    ContractTypeError or an EnvelopeError (before: it trusted its input, and read memory by its byte count)."""
+    with pytest.raises(cls) as info:
+        _base64.encode(header, data)
+    assert fragment in str(info.value)
+    assert_contract_error(info.value)
+
+
+@pytest.mark.parametrize("backend_name", ["pybase64", "base64"])
+def test_base64_encode_of_contiguous_bytes_matches_the_standard_library(backend_name: str) -> None:
+    """Encoding any bytes (every length mod 3, all byte values) gives the header plus the stdlib's base64."""
+    backends = {backend.name: backend for backend in _base64.BACKENDS}
+    if backend_name not in backends:
+        pytest.skip(f"{backend_name} is not installed")
+    saved = _base64.BACKEND
+    _base64.BACKEND = backends[backend_name]
+    try:
+        for size in (0, 1, 2, 3, 766, 767, 768):
+            raw = (bytes(range(256)) * 3)[:size]
+            text = _base64.encode("h:", np.frombuffer(raw, np.uint8))
+            assert text == "h:" + base64.b64encode(raw).decode("ascii")
+            assert bytes(_base64.decode(text, 2).numpy()) == raw
+    finally:
+        _base64.BACKEND = saved
+
+
+def test_a_str_subclass_envelope_decodes_like_its_text(base64_backend: str) -> None:
+    """An envelope held in a str subclass decodes to the same tensor as the plain str."""
+
+    class Text(str):
+        pass
+
+    envelope = encode_routed_experts(torch.tensor([[[3, -1]], [[7, 8]]], dtype=torch.int16))
+    assert torch.equal(
+        decode_routed_experts(Text(envelope), torch.int16), decode_routed_experts(envelope, torch.int16)
+    )
+
+
+@pytest.mark.parametrize("chunk", [4, 8, 12, 1 << 20])
+def test_chunked_decoding_round_trips_and_stays_strict(
+    chunk: int, base64_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decoding a chunk at a time gives the bytes of a whole-text decode for every length, and still rejects
+    padding that ends an inner chunk, a bad character in a later chunk and a non-canonical final character."""
+    monkeypatch.setattr(_base64, "CHUNK_CHARS", chunk)
+    for size in range(0, 40):
+        raw = bytes(range(7, 7 + size))
+        text = "nrlre1:" + base64.b64encode(raw).decode("ascii")
+        assert bytes(_base64.decode(text, 7).numpy()) == raw
+        _base64.validate(text, 7)
+    inner_padding = "QQ==" + "QUJD" * 3  # "A" then "ABC"x3: padding where only the end may have it
+    bad_late = "QUJD" * 3 + "QU*D"
+    non_canonical = "QUJD" * 3 + "QR=="
+    for body in (inner_padding, bad_late, non_canonical):
+        for call in (_base64.decode, _base64.validate):
+            with pytest.raises(_base64.InvalidBase64):
+                call("h:" + body, 2)
+
+
+def test_decoding_a_long_envelope_crosses_chunks(
+    base64_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An envelope spanning dozens of decoding chunks round-trips (its tensor equals the encoded one)."""
+    monkeypatch.setattr(_base64, "CHUNK_CHARS", 4096)
+    tensor = torch.arange(-1, 2**15 - 1, dtype=torch.int16).reshape(2**13, 2, 2).repeat(4, 1, 1)
+    envelope = encode_routed_experts(tensor)
+    assert len(envelope) > 40 * 4096
+    assert torch.equal(decode_routed_experts(envelope, torch.int16), tensor)

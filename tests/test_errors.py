@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 import rl_contracts
 from rl_contracts import errors
 from rl_contracts._messages import render, render_list, render_name, shorten
+from rl_contracts.config import load_recipe
 from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError
 from rl_contracts.testing import assert_contract_error
+from rl_contracts.weights import check_weight_versions
 
 # (class, built-ins it must also be) — SPEC §0.3 table.
 HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
@@ -381,3 +388,197 @@ def test_assert_contract_error_rejects_none() -> None:
     """None, what contract_error returns for a foreign exception, fails the invariant with a clear reason."""
     with pytest.raises(AssertionError, match="no library error"):
         assert_contract_error(errors.contract_error(ValueError("plain")))
+
+
+# --- closed library API: contract_error's argument, JSON-representable details() ---------------------------------
+
+
+@pytest.mark.parametrize("value", [None, "RoutedExpertsError", 7, ValueError, errors.EnvelopeError])
+def test_contract_error_of_a_non_exception_is_a_contract_type_error(value: object) -> None:
+    """contract_error(x) for an x that is no exception instance (None, a str, an int, a class) raises
+    ContractTypeError naming the argument, instead of an AttributeError from inside the walk."""
+    with pytest.raises(errors.ContractTypeError) as info:
+        errors.contract_error(value)  # type: ignore[arg-type]
+    assert (info.value.argument, info.value.actual) == ("exc", type(value).__name__)
+    assert info.value.expected == "an exception instance"
+    assert_contract_error(info.value)
+
+
+RECIPES = Path(__file__).parent / "data" / "recipes"
+
+
+def _recipe_error() -> errors.RecipeError:
+    """A real RecipeError from loading a recipe with schema errors (issues are ConfigIssue models, skipped rules
+    dataclasses)."""
+    with pytest.raises(errors.RecipeError) as info:
+        load_recipe(RECIPES / "broken" / "schema_errors.yaml")
+    assert info.value.issues
+    assert info.value.skipped
+    return info.value
+
+
+def _recipe_load_error() -> errors.RecipeLoadError:
+    """A real RecipeLoadError from loading a file with a YAML syntax error (file, line and column set)."""
+    with pytest.raises(errors.RecipeLoadError) as info:
+        load_recipe(RECIPES / "broken" / "syntax_error.yaml")
+    return info.value
+
+
+def _weight_version_error() -> errors.WeightVersionError:
+    """A real WeightVersionError from a disallowed label."""
+    output = SimpleNamespace(index=1, token_ids=[5, 6, 7], weight_versions=[("7", 0, 2), ("8", 2, 3)])
+    with pytest.raises(errors.WeightVersionError) as info:
+        check_weight_versions(output, allowed={"8"})
+    return info.value
+
+
+# One instance of every concrete class, with attribute values of the types the library itself stores.
+REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
+    errors.ContractTypeError: lambda: errors.ContractTypeError.for_value("allowed", "a collection", "8"),
+    errors.PlaceholderTypeError: lambda: errors.PlaceholderTypeError(
+        "bad range",
+        argument="mm_placeholders['image'][0].offset",
+        expected="an int",
+        actual="float",
+        modality="image",
+        item_index=0,
+        offset=None,
+        length=576,
+    ),
+    errors.PlaceholderRemapError: lambda: errors.PlaceholderRemapError(
+        "out of bounds", modality="image", item_index=1, offset=4096, length=576
+    ),
+    errors.SpliceError: lambda: errors.SpliceError(
+        "terminator 3 not found", terminators=(2, 151645), count_needed=3, count_seen=1
+    ),
+    errors.RoutedExpertsError: lambda: errors.RoutedExpertsError(
+        "too few routes",
+        routes=10,
+        expected=12,
+        valid_length=13,
+        padded_length=16,
+        num_cached_tokens=0,
+        routes_start=0,
+        min_id=-1,
+        max_id=255,
+        dtype_name="int16",
+        limit=32767,
+    ),
+    errors.EnvelopeError: lambda: errors.EnvelopeError("bad length", field="length"),
+    errors.RolloutPromptMismatchError: lambda: errors.RolloutPromptMismatchError(
+        "differs", expected_length=3, actual_length=3, first_mismatch_index=2
+    ),
+    errors.PromptFormatError: lambda: errors.PromptFormatError(
+        "bad row", key="input_ids", row=1, value="[1, 2]"
+    ),
+    errors.ChatResponseContractError: lambda: errors.ChatResponseContractError(
+        "missing",
+        choice_index=0,
+        token_id=5,
+        token_count=4,
+        logprob_count=3,
+        missing_choice_indices=[1, 2],
+        unexpected_output_indices=[3],
+    ),
+    errors.CounterSnapshotError: lambda: errors.CounterSnapshotError("negative", key="vllm:x", value="-1.0"),
+    errors.ConfigContractError: lambda: errors.ConfigContractError("bad", path="vllm_cfg.x", value="3"),
+    errors.UnsupportedConfigError: lambda: errors.UnsupportedConfigError(
+        "bad", path="colocated", value="True"
+    ),
+    errors.RecipeError: _recipe_error,
+    errors.RecipeLoadError: _recipe_load_error,
+    errors.WeightVersionError: _weight_version_error,
+}
+
+
+def test_realistic_instances_cover_every_error_class() -> None:
+    """REALISTIC holds an instance builder for every concrete ContractError subclass that errors.py defines."""
+    defined = {
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type) and issubclass(value, ContractError) and value is not ContractError
+    }
+    assert set(REALISTIC) == defined
+
+
+@pytest.mark.parametrize("cls", list(REALISTIC), ids=lambda cls: cls.__name__)
+def test_details_of_every_class_round_trips_through_strict_json(cls: type[ContractError]) -> None:
+    """json.dumps(details(), allow_nan=False) works for an instance of every class with realistic attributes,
+    and json.loads gives the same record back (no tuple, model or dataclass left in it)."""
+    error = REALISTIC[cls]()
+    assert type(error) is cls
+    record = error.details()
+    assert list(record) == ["error", "message", *cls.attribute_names]
+    assert json.loads(json.dumps(record, allow_nan=False)) == record
+
+
+def test_details_of_a_recipe_error_gives_issues_and_skipped_rules_as_dicts() -> None:
+    """RecipeError's ConfigIssue models become their JSON dumps and its SkippedRule dataclasses dicts."""
+    error = _recipe_error()
+    record = error.details()
+    assert error.issues is not None
+    assert error.skipped is not None
+    assert record["issues"] == [issue.model_dump(mode="json") for issue in error.issues]
+    assert record["skipped"] == [dataclasses.asdict(rule) for rule in error.skipped]
+    assert all(isinstance(issue, dict) and issue["code"] for issue in record["issues"])
+
+
+def test_details_of_a_splice_error_gives_its_terminators_as_a_list() -> None:
+    """A tuple attribute becomes a list, the JSON array json.loads returns."""
+    assert REALISTIC[errors.SpliceError]().details()["terminators"] == [2, 151645]
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ((1, (2, 3)), [1, [2, 3]]),
+        (np.int64(7), 7),
+        (np.float32(0.5), 0.5),
+        (float("nan"), "nan"),
+        (float("-inf"), "-inf"),
+        ({"a": (1,), 2: None}, {"a": [1], "2": None}),
+        (frozenset({"b", "a"}), ["a", "b"]),
+        (object, "<class 'object'>"),
+        (_Unprintable(), "<unrepresentable _Unprintable>"),
+        ("x" * 5000, "x" * 5000),
+    ],
+    ids=[
+        "tuple",
+        "numpy_int",
+        "numpy_float",
+        "nan",
+        "inf",
+        "dict",
+        "frozenset",
+        "class",
+        "unprintable",
+        "long_str",
+    ],
+)
+def test_details_converts_what_json_cannot_hold(value: object, expected: object) -> None:
+    """Tuples become lists, numpy scalars Python numbers, non-finite floats their repr, mapping keys strings, sets
+    sorted lists and anything else its bounded repr; strings are unchanged."""
+    record = errors.EnvelopeError("m", field=value).details()
+    assert record["field"] == expected
+    assert json.loads(json.dumps(record, allow_nan=False)) == record
+
+
+def test_details_bounds_huge_ints_deep_nesting_and_cycles() -> None:
+    """An int beyond 200 digits is rendered (json.dumps would fail past 4,300), nesting is cut at a bounded depth
+    and a self-containing list ends; the record still dumps."""
+    nested: list[Any] = []
+    for _ in range(10_000):
+        nested = [nested]
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)
+    for value in (10**5000, nested, cyclic):
+        record = errors.EnvelopeError("m", field=value).details()
+        text = json.dumps(record, allow_nan=False)
+        assert len(text) < 10_000
+    assert isinstance(errors.EnvelopeError("m", field=10**300).details()["field"], str)
+    assert errors.EnvelopeError("m", field=10**150).details()["field"] == 10**150

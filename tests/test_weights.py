@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -265,6 +265,27 @@ def test_check_allows_listed_labels_and_returns_the_spans() -> None:
     assert check_weight_versions(output, allowed=lambda label: int(label) >= 7) == expected
 
 
+def test_check_accepts_a_mapping_as_the_collection_of_its_keys() -> None:
+    """A mapping is a Collection[str] of its keys: labels are allowed by key membership, values are ignored."""
+    output = _output([("7", 0, 4), ("8", 4, 12)])
+    expected = (_span("7", 0, 4), _span("8", 4, 12))
+    assert check_weight_versions(output, allowed={"7": "policy step 7", "8": None}) == expected
+    assert check_weight_versions(output, allowed=MappingProxyType({"7": 0, "8": 1})) == expected
+    with pytest.raises(WeightVersionError) as info:
+        check_weight_versions(output, allowed={"8": "policy step 8"})
+    assert (info.value.span_index, info.value.version) == (0, "7")
+    assert "(allowed: ['8'])" in str(info.value)
+
+
+def test_weight_version_error_names_the_completion_outputs_own_index() -> None:
+    """The error names ``completion_output.index`` (its choice among a request's n outputs), so the second
+    choice of an n=2 request is "completion output 1"; the batch row is the rollouts module's to add."""
+    with pytest.raises(WeightVersionError) as info:
+        check_weight_versions(_output([("7", 0, 12)], index=1), allowed={"8"})
+    assert info.value.output_index == 1
+    assert "of completion output 1 were sampled by weights '7'" in str(info.value)
+
+
 def test_check_rejects_the_first_disallowed_span_with_the_spec_message() -> None:
     """A rollout that allows only "8" rejects tokens [0, 4) sampled by "7", with SPEC's message and attributes."""
     with pytest.raises(WeightVersionError) as info:
@@ -330,18 +351,18 @@ _NEITHER = "a collection of str labels (not a bare str) or a callable taking a l
     [
         ("8", _NEITHER, "str"),
         (b"8", _NEITHER, "bytes"),
-        ({"8": True}, _NEITHER, "dict"),
+        ({8: "eight"}, "a collection of str labels", "int"),
         ({8}, "a collection of str labels", "int"),
         (["8", None], "a collection of str labels", "NoneType"),
         ((label for label in ["8"]), "a collection of str labels (not an iterator)", "generator"),
         (8, _NEITHER, "int"),
         (None, _NEITHER, "NoneType"),
     ],
-    ids=["str", "bytes", "mapping", "int_label", "none_label", "generator", "int", "none"],
+    ids=["str", "bytes", "int_key_mapping", "int_label", "none_label", "generator", "int", "none"],
 )
 def test_check_rejects_allowed_that_is_no_label_collection(allowed: Any, expected: str, actual: str) -> None:
-    """A bare str, a mapping, non-str labels, an iterator or a scalar raise ContractTypeError before any read,
-    naming what ``allowed`` must be and the type of the offending value."""
+    """A bare str, non-str labels (or mapping keys), an iterator or a scalar raise ContractTypeError before any
+    read, naming what ``allowed`` must be and the type of the offending value."""
     with pytest.raises(ContractTypeError) as info:
         check_weight_versions(_output(None), allowed=allowed)
     assert (info.value.argument, info.value.expected, info.value.actual) == ("allowed", expected, actual)
@@ -383,6 +404,27 @@ def test_per_token_type_errors(spans: Any, labels: Any, argument: str, expected:
     with pytest.raises(ContractTypeError) as info:
         weight_version_per_token(spans, labels=labels)
     assert (info.value.argument, info.value.expected, info.value.actual) == (argument, expected, actual)
+
+
+def test_per_token_maps_adjacent_spans_with_the_same_label() -> None:
+    """SPEC §4.3 defines the result token by token, so adjacent spans with one label (which weight_version_spans
+    rejects: vLLM never reports them) map every token to that label instead of raising."""
+    spans = (_span("7", 0, 2), _span("7", 2, 5), _span("8", 5, 6), _span("8", 6, 7))
+    assert weight_version_per_token(spans, labels=["8", "7"]).tolist() == [1] * 5 + [0] * 2
+
+
+@pytest.mark.parametrize(
+    "end", [2**61, 2**62, 2**63, 2**64, 10**5000], ids=["2^61", "2^62", "2^63", "2^64", "10^5000"]
+)
+def test_per_token_rejects_spans_beyond_what_an_array_can_index(end: int) -> None:
+    """A span ending beyond the largest int32 array numpy can index raises WeightVersionError naming the span
+    and the limit (before: OverflowError or numpy's ValueError), with a bounded message."""
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_per_token((_span("7", 0, 4), _span("8", 4, end)), labels=["7", "8"])
+    assert (info.value.span_index, info.value.version, info.value.end) == (1, "8", end)
+    assert info.value.token_count == end
+    assert f"{np.iinfo(np.intp).max // 4} tokens" in str(info.value)
+    assert_contract_error(info.value)
 
 
 def test_per_token_rejects_spans_that_do_not_tile() -> None:
@@ -431,3 +473,22 @@ def test_weights_imports_neither_torch_nor_vllm() -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_huge_bounds_are_rendered_in_every_tiling_message() -> None:
+    """Spans whose bounds have thousands of digits still get a bounded WeightVersionError for a gap, a short
+    last span and an overlong one (not Python's ValueError from an int-to-str conversion)."""
+    huge = 10**5000
+    cases = [
+        ((_span("7", 0, huge), _span("8", huge + 1, huge + 2)), 1),
+        ((_span("7", 0, 2), _span("8", 3, huge)), 1),
+    ]
+    for spans, index in cases:
+        with pytest.raises(WeightVersionError) as info:
+            weight_version_per_token(spans, labels=["7", "8"])
+        assert info.value.span_index == index
+        assert_contract_error(info.value)
+    with pytest.raises(WeightVersionError) as info:
+        weight_version_spans(_output([("7", 0, huge)], n=3))
+    assert "ends beyond the 3 output tokens" in str(info.value)
+    assert_contract_error(info.value)

@@ -1,37 +1,39 @@
-"""Strict base64 for the routed-experts payloads, and envelope text built and read in place (internal).
+"""Strict base64 for the routed-experts payloads, through public library APIs only (internal).
 
 Public names of a private module, used by :mod:`rl_contracts.codec`.
 
 Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character) and uses
-``pybase64`` (SIMD) when it is importable, else the standard library; both give identical results.
+``pybase64`` (SIMD) when it is importable, else the standard library; both give identical results.  Only their
+public functions are called (``pybase64.b64encode_as_string`` and ``pybase64.b64decode_as_bytearray``, or
+``base64.b64encode``/``b64decode``): this module reads and writes no interpreter memory of its own (no
+``ctypes``), so it cannot corrupt a ``str`` or misread one, whatever the interpreter, its string layout or the
+pybase64 build.
 
-An envelope of a long sequence is tens of megabytes, so copying it once more costs as much as the base64 itself.
-On CPython with pybase64 the text is therefore encoded straight into a new ``str``: ``PyUnicode_New`` allocates
-it, the header is copied in, and libbase64's ``base64_encode`` (exported by pybase64's extension) writes the base64
-right after it, before any other code sees the string.  Decoding reads the payload ``str``'s own characters
-through a byte view.  Both rely on CPython's compact-ASCII layout (the characters follow the object header) and are
-verified once at import (and, when reading, against the envelope header on every call); any other interpreter,
-layout or pybase64 build uses the portable path, which makes one extra copy of the text.  This module imports
-torch and numpy.
+The price is one copy of the text each way.  Encoding concatenates the header with the backend's new base64
+``str``.  Decoding slices the base64 off the envelope a chunk at a time (:data:`CHUNK_CHARS`, small enough to
+stay in the CPU's caches) and copies each chunk's bytes into one preallocated array, so it allocates no second
+envelope-sized buffer.  Measured against the bare pybase64 calls in ``benchmarks/bench_routing.py`` (README,
+"Performance").  This module imports torch and numpy.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import ctypes
 import functools
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from ._messages import render, render_name, type_name
+from .errors import ContractTypeError, EnvelopeError
+
 __all__ = [
     "BACKEND",
     "BACKENDS",
-    "IN_PLACE_TEXT",
+    "CHUNK_CHARS",
     "STDLIB_BACKEND",
     "Backend",
     "InvalidBase64",
@@ -44,70 +46,37 @@ __all__ = [
 # The last character before the padding must have its unused low bits clear (canonical base64).
 _CANONICAL_BEFORE_PADDING = {1: frozenset("AEIMQUYcgkosw048"), 2: frozenset("AQgw")}
 _BASE64_ERRORS = (binascii.Error, ValueError, TypeError)
+CHUNK_CHARS = 1 << 20
+"""Base64 characters decoded per backend call (a multiple of 4): a slice this size stays in the CPU's caches."""
 
 
 class InvalidBase64(Exception):
     """The text is not strict base64 (internal; the codec turns it into an ``EnvelopeError``)."""
 
 
-EncodeInto = Callable[[int, int, int], int]
-"""``(source address, byte count, destination address) -> characters written``: base64 into caller memory."""
-
-
 @dataclass(frozen=True)
 class Backend:
-    """One strict base64 implementation."""
+    """One strict base64 implementation, through its public API."""
 
     name: str
     encode_text: Callable[[memoryview], str]
     """Bytes-like data to a new base64 ``str``."""
     decode: Callable[[object], bytearray]
     """A ``str`` or bytes-like text to a new ``bytearray``; raises ``binascii.Error``/``ValueError`` when invalid."""
-    encode_into: EncodeInto | None = None
-    """Base64 straight into memory the caller owns, where the implementation offers it."""
 
 
 def _stdlib_decode(text: object) -> bytearray:
     return bytearray(base64.b64decode(text, validate=True))  # type: ignore[arg-type]
 
 
-def _libbase64_encode_into(extension_path: str) -> EncodeInto | None:
-    """libbase64's ``base64_encode`` from pybase64's extension module, checked on a probe, or ``None``."""
-    try:
-        function = ctypes.CDLL(extension_path).base64_encode
-    except (OSError, AttributeError):
-        return None
-    function.restype = None
-    function.argtypes = (
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_void_p,
-        ctypes.POINTER(ctypes.c_size_t),
-        ctypes.c_int,
-    )
-
-    def encode_into(source: int, count: int, destination: int) -> int:
-        written = ctypes.c_size_t(0)
-        function(source, count, destination, ctypes.byref(written), 0)  # flags 0: the CPU's fastest codec
-        return written.value
-
-    probe = bytes(range(256)) * 3 + b"\x00\xff"
-    source = ctypes.create_string_buffer(probe, len(probe))
-    target = ctypes.create_string_buffer((len(probe) + 2) // 3 * 4)
-    written = encode_into(ctypes.addressof(source), len(probe), ctypes.addressof(target))
-    return encode_into if target.raw[:written] == base64.b64encode(probe) == target.raw else None
-
-
 STDLIB_BACKEND = Backend("base64", lambda data: base64.b64encode(data).decode("ascii"), _stdlib_decode)
 try:
     import pybase64
-    import pybase64._pybase64
 
     _PYBASE64: Backend | None = Backend(
         "pybase64",
         pybase64.b64encode_as_string,
         functools.partial(pybase64.b64decode_as_bytearray, validate=True),
-        _libbase64_encode_into(pybase64._pybase64.__file__),
     )
 except ImportError:  # pragma: no cover - pybase64 is a declared dependency
     _PYBASE64 = None
@@ -117,59 +86,38 @@ BACKEND: Backend = BACKENDS[0]
 """The implementation in use: pybase64 when importable (measured several times faster), else the stdlib."""
 
 
-def _characters(text: str) -> int:
-    """Address of the first character of a compact ASCII ``str`` on CPython (where the header is followed by them)."""
-    return id(text) + sys.getsizeof(text) - len(text) - 1
-
-
-def _new_text(size: int) -> tuple[str, int]:
-    """A new ASCII ``str`` of ``size`` (> 1) unset characters, and the address of its first character."""
-    text: str = _PYUNICODE_NEW(size, 127)
-    return text, _characters(text)
-
-
-def _probe_in_place_text() -> bool:
-    """Whether ``str`` objects can be built and read in place here (CPython compact-ASCII layout), by trying it."""
-    try:
-        expected = "".join(map(chr, range(48, 112)))
-        text, address = _new_text(len(expected))
-        ctypes.memmove(address, expected.encode("ascii"), len(expected))
-        return (
-            text == expected
-            and hash(text) == hash(expected)
-            and ctypes.string_at(_characters(expected), len(expected)) == expected.encode("ascii")
+def _check_encode_input(header: object, data: object) -> None:
+    """Raise unless ``header`` is an ASCII ``str`` and ``data`` a C-contiguous 1-D uint8 numpy array."""
+    if not isinstance(header, str):
+        raise ContractTypeError.for_value("header", "an ASCII str", header)
+    if not header.isascii():
+        raise EnvelopeError(
+            f"routed_experts envelope header '{render_name(header)}' must be ASCII.", field="prefix"
         )
-    except Exception:
-        return False
-
-
-try:
-    _PYUNICODE_NEW = ctypes.pythonapi.PyUnicode_New
-    _PYUNICODE_NEW.restype = ctypes.py_object
-    _PYUNICODE_NEW.argtypes = (ctypes.c_ssize_t, ctypes.c_uint32)
-    IN_PLACE_TEXT: bool = sys.implementation.name == "cpython" and _probe_in_place_text()
-except (AttributeError, OSError):  # pragma: no cover - an interpreter without ctypes.pythonapi
-    IN_PLACE_TEXT = False
-"""Whether envelope text is built and read in place (CPython), else through one extra copy."""
+    if not isinstance(data, np.ndarray):
+        raise ContractTypeError.for_value("data", "a numpy.ndarray of uint8 bytes", data)
+    if data.dtype != np.uint8 or data.ndim != 1 or not data.flags.c_contiguous:
+        raise EnvelopeError(
+            "routed_experts envelope bytes must be a C-contiguous 1-D uint8 array, got dtype "
+            f"{render_name(data.dtype)}, shape {render(tuple(data.shape))}, C-contiguous "
+            f"{render(bool(data.flags.c_contiguous))} ({type_name(data)}).",
+            field="payload",
+        )
 
 
 def encode(header: str, data: np.ndarray) -> str:
-    """Return ``header`` (ASCII, at least 2 characters) followed by the base64 of ``data`` (C-contiguous 1-D uint8).
+    """Return ``header`` (ASCII) followed by the base64 of ``data`` (a C-contiguous 1-D uint8 array).
 
-    Encoded straight into the new ``str`` where :data:`IN_PLACE_TEXT` and the backend allow it; else the header and
-    the backend's text are concatenated.
+    The backend encodes ``data`` into a new ``str`` and the header is concatenated with it (one copy of the
+    text).
+
+    Raises:
+        ContractTypeError: ``header`` is no ``str`` or ``data`` no numpy array.
+        EnvelopeError: ``header`` is not ASCII (``.field == "prefix"``), or ``data`` is not uint8, not 1-D or
+            not C-contiguous (``"payload"``).
     """
-    backend = BACKEND
-    if not IN_PLACE_TEXT or backend.encode_into is None or data.size == 0:
-        return header + backend.encode_text(data.data)
-    head = header.encode("ascii")
-    characters = (data.size + 2) // 3 * 4
-    text, address = _new_text(len(head) + characters)
-    ctypes.memmove(address, head, len(head))
-    written = backend.encode_into(data.ctypes.data, data.size, address + len(head))
-    if written != characters:  # pragma: no cover - libbase64 always writes exactly this many
-        raise RuntimeError(f"base64_encode wrote {written} characters, expected {characters}")
-    return text
+    _check_encode_input(header, data)
+    return header + BACKEND.encode_text(data.data)
 
 
 def decoded_size(text: str, start: int) -> int:
@@ -189,32 +137,45 @@ def decoded_size(text: str, start: int) -> int:
     return size // 4 * 3 - padding
 
 
-def _body(text: str, start: int) -> memoryview | str:
-    """``text[start:]``: a read-only byte view of ``text``'s own characters where that is known to be safe
-    (CPython, an exact ASCII ``str`` whose characters are where expected), else a copy.
+def _decode_chunks(text: str, start: int, out: np.ndarray | None) -> None:
+    """Strictly decode ``text[start:]`` (a length multiple of 4) chunk by chunk, into ``out`` (1-D uint8 of exactly
+    the decoded size) or discarding the bytes; ``InvalidBase64`` when it is invalid.
 
-    The view is valid while ``text`` is alive; the caller holds it.
+    Each chunk is a multiple of 4 characters, so a chunk decodes on its own; one that is not the last must decode to
+    its full ``3/4`` of bytes, which rejects padding anywhere but at the end.
     """
-    if IN_PLACE_TEXT and type(text) is str and text.isascii():
-        address = _characters(text)
-        if ctypes.string_at(address, start) == text[:start].encode("ascii"):
-            return memoryview((ctypes.c_char * (len(text) - start)).from_address(address + start)).cast("B")
-    return text[start:]
-
-
-def _decoded(text: str, start: int) -> bytearray:
+    end = len(text)
+    offset = 0
     try:
-        return BACKEND.decode(_body(text, start))
+        for first in range(start, end, CHUNK_CHARS):
+            last = min(first + CHUNK_CHARS, end)
+            piece = BACKEND.decode(text[first:last])
+            size = len(piece)
+            if last < end and size != (last - first) // 4 * 3:
+                raise InvalidBase64  # padding before the end of the text
+            if out is not None:
+                if offset + size > out.size:
+                    raise InvalidBase64
+                out[offset : offset + size] = np.frombuffer(piece, np.uint8)
+            offset += size
     except _BASE64_ERRORS:
         raise InvalidBase64 from None
+    if out is not None and offset != out.size:
+        raise InvalidBase64
 
 
 def decode(text: str, start: int) -> torch.Tensor:
-    """Strictly decode ``text[start:]`` to a new writable uint8 tensor; ``InvalidBase64`` when it is invalid."""
-    raw = _decoded(text, start)
-    return torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+    """Strictly decode ``text[start:]`` to a new writable uint8 tensor; ``InvalidBase64`` when it is invalid.
+
+    The bytes are written chunk by chunk into one new array of the size :func:`decoded_size` gives, so no copy of
+    the whole text is made.
+    """
+    out = np.empty(decoded_size(text, start), np.uint8)
+    _decode_chunks(text, start, out)
+    return torch.from_numpy(out) if out.size else torch.empty(0, dtype=torch.uint8)
 
 
 def validate(text: str, start: int) -> None:
-    """Raise ``InvalidBase64`` unless ``text[start:]`` is strict base64 (its decoded bytes are discarded)."""
-    _decoded(text, start)
+    """Raise ``InvalidBase64`` unless ``text[start:]`` is strict base64 (decoded a chunk at a time, discarded)."""
+    decoded_size(text, start)
+    _decode_chunks(text, start, None)

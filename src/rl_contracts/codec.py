@@ -5,11 +5,11 @@ The envelope ``nrlre1:<dtype>:<S>x<L>x<K>:<base64>`` carries a route tensor thro
 base64 of the C-contiguous little-endian element bytes, on any host.  Nested JSON lists of the same routes cost
 about a second of CPU per hop; the envelope costs milliseconds.
 
-Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character), SIMD-fast
-through ``pybase64`` when it is importable, and makes no intermediate copy of the whole text: the envelope is
-written straight into its new ``str`` and decoded straight from the payload's characters (on CPython; see
-:mod:`rl_contracts._base64`).  Decoding never allocates more than the payload itself implies: declared shapes are
-checked against the payload length before any buffer of that size exists.
+Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character) and SIMD-fast
+through ``pybase64`` when it is importable, called through its public API only (:mod:`rl_contracts._base64`:
+no ``ctypes``, no write into interpreter memory; one copy of the text each way).  Decoding never allocates more
+than the payload itself implies: declared shapes are checked against the payload length before any buffer of
+that size exists.
 
 This module imports torch and numpy when it is imported, and never imports vLLM.
 """
@@ -37,7 +37,7 @@ from ._routes import (
     nested_ids,
     non_negative,
 )
-from .checks import is_int
+from .checks import int_or_none
 from .errors import ContractTypeError, EnvelopeError
 
 __all__ = [
@@ -142,7 +142,9 @@ def verify_routed_experts_tensor_metadata(t: torch.Tensor, metadata: Mapping[str
 
     The parts are compared in the order dtype, shape, values (the digest), and the first differing part is named.
     Fail-closed reading: a ``metadata`` entry that is missing or of the wrong type (a ``dtype`` that is not a
-    ``str``, a ``shape`` that is not a list or tuple of ints, a ``sha256`` that is not a ``str``) differs.
+    ``str``, a ``shape`` that is not a list or tuple of ints, a ``sha256`` that is not a ``str``) differs.  Ints
+    are ints by SPEC §0.3: ``numpy`` integers count, but a bool or a float dimension (``[2, True, 2]``,
+    ``[2.0, 1, 2]``) differs even where it compares equal to the tensor's size.
 
     Raises:
         ContractTypeError: ``t`` is not a tensor, or ``metadata`` is not a mapping.
@@ -155,11 +157,13 @@ def verify_routed_experts_tensor_metadata(t: torch.Tensor, metadata: Mapping[str
         )
     actual = routed_experts_tensor_metadata(t)
     for key, field in (("dtype", "dtype"), ("shape", "shape"), ("sha256", "value")):
-        expected = metadata.get(key, _MISSING)
-        if key == "shape" and isinstance(expected, list | tuple) and all(map(is_int, expected)):
-            expected = [int(size) for size in expected]
-        if expected != actual[key] or type(expected) is not type(actual[key]):
-            shown = "no entry" if expected is _MISSING else render(expected)
+        recorded = metadata.get(key, _MISSING)
+        expected = recorded
+        if key == "shape":  # a list or tuple of ints (never bools or floats, SPEC §0.3), compared as a list
+            sizes = [int_or_none(size) for size in recorded] if isinstance(recorded, list | tuple) else [None]
+            expected = sizes if None not in sizes else _MISSING
+        if expected is _MISSING or expected != actual[key] or type(expected) is not type(actual[key]):
+            shown = "no entry" if recorded is _MISSING else render(recorded)
             raise EnvelopeError(
                 f"routed_experts tensor does not match its metadata: {key} is {render(actual[key])}, the "
                 f"metadata's {key} is {shown}; the tensor changed in transfer, or the metadata belongs to "

@@ -12,12 +12,16 @@ Across Ray, :func:`contract_error` recovers the library error from Ray's ``RayTa
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import operator
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:  # typing_extensions (and the inspect module it loads) is not needed at run time
     from typing_extensions import Self
 
-from ._messages import MAX_MESSAGE_CHARS, shorten, type_name
+from ._messages import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, render, shorten, type_name
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -42,6 +46,67 @@ __all__ = [
 
 # How many exceptions contract_error inspects at most along the cause links of one exception.
 MAX_CAUSE_DEPTH = 32
+# details(): how deep containers are converted, how many values at most, and the widest int kept as an int
+# (200 decimal digits; json.dumps fails beyond sys.get_int_max_str_digits()).
+_DETAILS_DEPTH = 16
+_DETAILS_VALUES = 1_000_000
+_DETAILS_INT_BITS = int(MAX_VALUE_CHARS * math.log2(10))
+
+
+class _JsonRecord:
+    """Converts attribute values to JSON values for :meth:`ContractError.details`, within a work budget."""
+
+    def __init__(self) -> None:
+        self.budget = _DETAILS_VALUES
+        self.active: set[int] = set()  # containers on the current path: a cycle is rendered, not followed
+
+    def value(self, value: object, depth: int = 0) -> Any:
+        """``value`` as a JSON value (see :meth:`ContractError.details`)."""
+        self.budget -= 1
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, str):
+            return str.__str__(value)  # the text of a str subclass as an exact str
+        if isinstance(value, int):
+            number = operator.index(value)  # an exact int; an int subclass's own __index__ is not called
+            return number if number.bit_length() <= _DETAILS_INT_BITS else render(number)
+        if isinstance(value, float):
+            real = float.__float__(value)
+            return real if math.isfinite(real) else repr(real)
+        if self.budget <= 0 or depth >= _DETAILS_DEPTH or id(value) in self.active:
+            return render(value)
+        self.active.add(id(value))
+        try:
+            return self._composite(value, depth + 1)
+        except Exception:  # a caller-built value whose dump, iteration or __index__ fails: shown bounded
+            return render(value)
+        finally:
+            self.active.discard(id(value))
+
+    def _composite(self, value: object, depth: int) -> Any:
+        """A value that is no JSON scalar: a container, a model or dataclass, a numpy scalar, or its repr."""
+        cls = type(value)
+        if isinstance(value, type):
+            return render(value)
+        if cls.__module__ == "numpy" and getattr(value, "ndim", None) == 0:  # a numpy scalar or 0-d array
+            return self.value(value.item(), depth)  # type: ignore[attr-defined]
+        if callable(getattr(cls, "model_dump", None)):  # a pydantic model
+            return self.value(value.model_dump(mode="json"), depth)  # type: ignore[attr-defined]
+        if dataclasses.is_dataclass(value):
+            fields = dataclasses.fields(value)
+            return {field.name: self.value(getattr(value, field.name), depth) for field in fields}
+        if isinstance(value, Mapping):
+            items = value.items()
+            return {key if isinstance(key, str) else render(key): self.value(v, depth) for key, v in items}
+        if isinstance(value, list | tuple):
+            return [self.value(item, depth) for item in value]
+        if isinstance(value, set | frozenset):
+            return sorted((self.value(item, depth) for item in value), key=repr)
+        if hasattr(cls, "__index__"):
+            return self.value(operator.index(value), depth)  # type: ignore[arg-type]
+        return render(value)
 
 
 def _rebuild(cls: type[ContractError], message: str, attributes: dict[str, Any]) -> ContractError:
@@ -78,8 +143,14 @@ class ContractError(Exception):
         """The error as a flat record for structured logs: ``{"error", "message", **attributes}``.
 
         ``error`` is the class name, ``message`` the bounded message, then every name of ``attribute_names`` with
-        its value unchanged (``None`` where it does not apply).  Call it on what :func:`contract_error` returns,
-        not on Ray's wrapper, whose class name is ``RayTaskError(X)``.
+        its value as JSON (``None`` where it does not apply), so ``json.dumps(err.details(), allow_nan=False)``
+        always works.  JSON values are unchanged: ``None``, bools, strings, finite floats and ints of at most 200
+        digits.  Tuples and lists become lists, pydantic models (the ``ConfigIssue`` models of
+        ``RecipeError.issues``) their ``model_dump(mode="json")``, dataclasses (``RecipeError.skipped``) and
+        mappings dicts with string keys, sets sorted lists, numpy scalars Python numbers; a non-finite float is its
+        ``repr`` (``"nan"``), and anything else, a wider int, nesting beyond 16 levels or a cycle, is its bounded
+        ``repr`` (at most 200 characters).  Call it on what :func:`contract_error` returns, not on Ray's wrapper,
+        whose class name is ``RayTaskError(X)``.
 
         Example::
 
@@ -87,7 +158,8 @@ class ContractError(Exception):
             {'error': 'EnvelopeError', 'message': 'bad prefix', 'field': 'prefix'}
         """
         record: dict[str, Any] = {"error": type(self).__name__, "message": self.message}
-        record.update((name, getattr(self, name)) for name in self.attribute_names)
+        convert = _JsonRecord()
+        record.update((name, convert.value(getattr(self, name))) for name in self.attribute_names)
         return record
 
 
@@ -277,7 +349,9 @@ class WeightVersionError(ContractError, ValueError):
     """Per-token weight-version spans that are missing, malformed, or carry a label the rollout does not allow.
 
     ``span_index`` is the first bad span (``None`` when the fault is the whole list), ``version``/``start``/``end``
-    its fields, ``token_count`` the output's token count and ``output_index`` the completion output's ``index``.
+    its fields, ``token_count`` the output's token count and ``output_index`` the completion output's ``index``
+    (its choice among the request's ``n`` outputs, so 0 for every request when ``n == 1``; ``None`` for
+    :func:`~rl_contracts.weights.weight_version_per_token`, which sees no output).
     """
 
     attribute_names: ClassVar[tuple[str, ...]] = (
@@ -310,6 +384,9 @@ def contract_error(exc: BaseException) -> ContractError | None:
     :data:`MAX_CAUSE_DEPTH` exceptions and each once (cycles end the walk), and returns the first library error.
     The result has the library's own class, bounded message and attributes, and pickles.
 
+    Raises:
+        ContractTypeError: ``exc`` is not an exception instance (``None``, a class, a string).
+
     Divergence: the SPEC's "one of ours" is read by class, not ``isinstance``: Ray's ``RayTaskError(X)``
     subclasses ``X`` but its ``str`` is Ray's unbounded traceback and it does not pickle, so it is never returned
     itself; a ``ContractError`` subclass mixing in a foreign class is treated the same way.
@@ -321,6 +398,8 @@ def contract_error(exc: BaseException) -> ContractError | None:
         except RoutedExpertsError as wrapped:
             logger.error("route check failed", extra=contract_error(wrapped).details())
     """
+    if not isinstance(exc, BaseException):
+        raise ContractTypeError.for_value("exc", "an exception instance", exc)
     stack: list[BaseException] = [exc]
     seen: set[int] = set()
     while stack and len(seen) < MAX_CAUSE_DEPTH:

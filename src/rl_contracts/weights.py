@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 _FIELDS = ("version", "start", "end")
+_MAX_TOKENS = int(np.iinfo(np.intp).max) // np.dtype(np.int32).itemsize
+"""The longest per-token array :func:`weight_version_per_token` can return: numpy's bound on an int32 array."""
 
 
 class WeightVersionSpan(BaseModel):
@@ -91,8 +93,11 @@ def _as_span(span: object, where: str) -> tuple[str, int, int]:
     return version, bounds[0], bounds[1]  # type: ignore[return-value]
 
 
-def _span_fault(spans: Sequence[tuple[str, int, int]], index: int, token_count: int) -> str | None:
-    """What is wrong with ``spans[index]`` given the spans before it (all sound), or ``None``."""
+def _span_fault(
+    spans: Sequence[tuple[str, int, int]], index: int, token_count: int, labels_change: bool
+) -> str | None:
+    """What is wrong with ``spans[index]`` given the spans before it (all sound), or ``None``; ``labels_change``
+    also requires a label other than the previous span's."""
     version, start, end = spans[index]
     expected_start = 0 if index == 0 else spans[index - 1][2]
     if not version:
@@ -101,40 +106,47 @@ def _span_fault(spans: Sequence[tuple[str, int, int]], index: int, token_count: 
         return (
             "does not start at 0"
             if index == 0
-            else f"does not start where span {index - 1} ends ({expected_start})"
+            else f"does not start where span {index - 1} ends ({render(expected_start)})"
         )
     if end <= start:
         return "is empty or reversed (end <= start)"
     if end > token_count:
-        return f"ends beyond the {token_count} output tokens"
-    if index > 0 and version == spans[index - 1][0]:
+        return f"ends beyond the {render(token_count)} output tokens"
+    if labels_change and index > 0 and version == spans[index - 1][0]:
         return f"repeats the label of span {index - 1}; vLLM starts a span only when the label changes"
     if index == len(spans) - 1 and end != token_count:
-        return f"is the last span but ends before the {token_count} output tokens"
+        return f"is the last span but ends before the {render(token_count)} output tokens"
     return None
 
 
 def _checked_spans(
-    raw: Sequence[object], token_count: int, output_index: int | None, where: str
+    raw: Sequence[object],
+    token_count: int,
+    output_index: int | None,
+    where: str,
+    *,
+    labels_change: bool = True,
 ) -> tuple[WeightVersionSpan, ...]:
-    """SPEC §4.3 steps 2–3: every span well-typed, then the list tiles ``[0, token_count)`` with changing labels."""
+    """SPEC §4.3 steps 2–3: every span well-typed, then the list tiles ``[0, token_count)``, with changing labels
+    unless ``labels_change`` is false."""
     fields = [_as_span(span, f"{where}[{i}]") for i, span in enumerate(raw)]
     context = f"completion output {render(output_index)}"
     if not fields and token_count > 0:
         raise WeightVersionError(
-            f"{where} of {context} is empty but the output has token_count={token_count} tokens; every sampled "
-            "token must be labelled with the weight version that sampled it",
+            f"{where} of {context} is empty but the output has token_count={render(token_count)} tokens; every "
+            "sampled token must be labelled with the weight version that sampled it",
             output_index=output_index,
             token_count=token_count,
         )
     for index in range(len(fields)):
-        fault = _span_fault(fields, index, token_count)
+        fault = _span_fault(fields, index, token_count, labels_change)
         if fault is not None:
             version, start, end = fields[index]
             raise WeightVersionError(
                 f"{where}[{index}] (version='{render_name(version)}', start={render(start)}, end={render(end)}) of "
-                f"{context} {fault}; token_count={token_count}. The spans must start at 0, be contiguous, end at "
-                "token_count and change label from one span to the next",
+                f"{context} {fault}; token_count={render(token_count)}. The spans must start at 0, be contiguous, "
+                "end at token_count"
+                + (" and change label from one span to the next" if labels_change else ""),
                 output_index=output_index,
                 span_index=index,
                 version=version,
@@ -198,8 +210,9 @@ def weight_version_spans(
 
 
 def _allowed_check(allowed: object) -> tuple[Callable[[str], object], str]:
-    """``allowed`` as a predicate plus its summary for messages; a collection must hold only ``str`` labels."""
-    if is_collection(allowed) and not isinstance(allowed, Mapping):
+    """``allowed`` as a predicate plus its summary for messages; a collection (a mapping: its keys) must hold only
+    ``str`` labels."""
+    if is_collection(allowed):
         labels = list(allowed)
         if not isinstance(allowed, Collection):
             raise ContractTypeError.for_value(
@@ -226,15 +239,18 @@ def check_weight_versions(
 ) -> tuple[WeightVersionSpan, ...] | None:
     """Run :func:`weight_version_spans`, then require every span's label to be ``allowed``.
 
-    ``allowed`` is a collection of labels (membership) or a callable (a truthy result allows the label; what it
-    raises propagates).  A bare ``str`` is rejected, since ``"8"`` is not the collection ``{"8"}``.
+    ``allowed`` is a collection of labels (membership; a mapping is the collection of its keys, as for ``in``) or
+    a callable (a truthy result allows the label; what it raises propagates).  A bare ``str`` is rejected, since
+    ``"8"`` is not the collection ``{"8"}``.  ``.output_index`` and the message's "completion output {index}" are
+    the output's own ``index``, its choice among the request's ``n`` outputs (0 for every request when ``n ==
+    1``); a batch of requests names its row itself (:mod:`rl_contracts.rollouts` does).
 
     Returns:
         The spans, or ``None`` when the output carries none and ``required`` is false.
 
     Raises:
-        ContractTypeError: ``allowed`` is neither a collection of ``str`` nor a callable; see also
-            :func:`weight_version_spans`.
+        ContractTypeError: ``allowed`` is neither a collection of ``str`` (a mapping: ``str`` keys) nor a
+            callable; see also :func:`weight_version_spans`.
         WeightVersionError: what :func:`weight_version_spans` raises, or the first span whose label is not
             allowed (``.span_index``, ``.version``, ``.start``, ``.end``).
 
@@ -249,8 +265,9 @@ def check_weight_versions(
     for index, span in enumerate(spans):
         if not is_allowed(span.version):
             raise WeightVersionError(
-                f"output tokens [{span.start}, {span.end}) of completion output {render(output_index)} were "
-                f"sampled by weights '{render_name(span.version)}', which this rollout does not allow (allowed: "
+                f"output tokens [{render(span.start)}, {render(span.end)}) of completion output "
+                f"{render(output_index)} were sampled by weights '{render_name(span.version)}', which this rollout "
+                "does not allow (allowed: "
                 f"{summary}); the engine was not updated, or the rollout is older than the trainer accepts",
                 output_index=output_index,
                 span_index=index,
@@ -267,9 +284,13 @@ def weight_version_per_token(
 ) -> npt.NDArray[np.int32]:
     """For every output token, the index in ``labels`` of the weight version that sampled it.
 
-    ``spans`` must tile ``[0, spans[-1].end)`` as :func:`weight_version_spans` returns them; ``labels`` is the
+    ``spans`` must tile ``[0, spans[-1].end)``, so that every token lies in exactly one span; ``labels`` is the
     trainer's list of behaviour-policy labels (a label listed twice maps to its first position).  Built with one
     ``numpy.repeat`` over the spans, no Python loop over tokens.
+
+    Adjacent spans may carry the same label: SPEC §4.3 defines the result token by token (the index of the label
+    of the token's span), so such spans are mapped as they are.  :func:`weight_version_spans` rejects them,
+    because vLLM starts a span only when the label changes; spans that went through it never have them.
 
     Returns:
         A new int32 array of length ``spans[-1].end`` (length 0 for no spans).
@@ -277,8 +298,10 @@ def weight_version_per_token(
     Raises:
         ContractTypeError: ``spans`` or ``labels`` is no sequence (a bare ``str`` included), a span is no
             :class:`WeightVersionSpan`, or a label is no ``str``.
-        WeightVersionError: the spans do not tile their range, or a span's label is absent from ``labels``
-            (``.span_index``, ``.version``).
+        WeightVersionError: the spans do not tile their range, end beyond what a per-token array can index
+            (``(2**63 - 1) // 4`` tokens on a 64-bit host, numpy's largest int32 array; a count within it that
+            does not fit in memory raises ``MemoryError``, an environment error), or a span's label is absent from
+            ``labels`` (``.span_index``, ``.version``).
 
     >>> spans = (WeightVersionSpan(version="7", start=0, end=2), WeightVersionSpan(version="8", start=2, end=5))
     >>> weight_version_per_token(spans, labels=["8", "7"]).tolist()
@@ -297,15 +320,27 @@ def weight_version_per_token(
         if not isinstance(span, WeightVersionSpan):
             raise ContractTypeError.for_value(f"spans[{index}]", "a WeightVersionSpan", span)
     token_count = spans[-1].end if spans else 0
-    checked = _checked_spans(spans, token_count, None, "spans")
+    checked = _checked_spans(spans, token_count, None, "spans", labels_change=False)
+    if token_count > _MAX_TOKENS:
+        last = checked[-1]
+        raise WeightVersionError(
+            f"spans[{len(checked) - 1}] (version='{render_name(last.version)}', start={render(last.start)}, "
+            f"end={render(last.end)}) ends beyond what a per-token array can index: at most {_MAX_TOKENS} tokens "
+            "(numpy's largest int32 array); no rollout has that many tokens, so the spans are corrupt",
+            span_index=len(checked) - 1,
+            version=last.version,
+            start=last.start,
+            end=last.end,
+            token_count=token_count,
+        )
     codes = np.empty(len(checked), dtype=np.int32)
     for index, span in enumerate(checked):
         code = positions.get(span.version)
         if code is None:
             raise WeightVersionError(
-                f"spans[{index}] (version='{render_name(span.version)}', start={span.start}, end={span.end}) has "
-                f"a label absent from labels={render_list(list(positions))}; add every weight version the rollout "
-                "may carry to labels",
+                f"spans[{index}] (version='{render_name(span.version)}', start={render(span.start)}, "
+                f"end={render(span.end)}) has a label absent from labels={render_list(list(positions))}; add "
+                "every weight version the rollout may carry to labels",
                 span_index=index,
                 version=span.version,
                 start=span.start,
