@@ -419,7 +419,12 @@ def splice_prefix_tokens(
     if count_needed == 0:
         raise _no_boundary_error(terminators, model, template_prefix, template)
     if check_turn_count:
-        count_model = int(np.count_nonzero(member_mask(int_array(model), terminators)))
+        # list.count runs in C without building an array; a large terminator set goes through numpy instead.
+        count_model = (
+            sum(map(model.count, terminators))
+            if len(terminators) <= 8
+            else int(np.count_nonzero(member_mask(int_array(model), terminators)))
+        )
         if count_model != (count_needed if ends_with_terminator else count_needed - 1):
             raise _turn_count_error(
                 terminators, count_needed, count_model, ends_with_terminator, model, template_prefix
