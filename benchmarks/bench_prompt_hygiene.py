@@ -4,7 +4,8 @@ Run from the repository root::
 
     python benchmarks/bench_prompt_hygiene.py [--rounds N]
 
-Cases (the figure is the median round; cases interleaved round by round so machine noise hits them alike):
+Cases (the figure is the median round; the cases run in a new random order every round, so machine noise and
+each other's allocations hit them alike):
 
 - **fingerprint**: ``tokenizer_fingerprint`` of a 151,665-token vocabulary with 200 added tokens and a chat
   template (Qwen2.5's sizes), against the baseline ``sha256(json.dumps(sorted(get_vocab().items())))``, a digest of
@@ -16,8 +17,10 @@ Cases (the figure is the median round; cases interleaved round by round so machi
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -62,7 +65,8 @@ def _splice_inputs() -> dict[str, Any]:
     }
 
 
-def _median(call: Callable[[], object], timings: list[float]) -> None:
+def _time(call: Callable[[], object], timings: list[float]) -> None:
+    gc.collect()  # the fingerprint's large dicts must not be collected inside another case's timing
     start = time.perf_counter()
     call()
     timings.append(time.perf_counter() - start)
@@ -88,9 +92,12 @@ def main() -> None:
         "splice (baseline)": lambda: splice_prefix_tokens(eos_token_id=EOS, **inputs),
     }
     timings: dict[str, list[float]] = {name: [] for name in cases}
+    order = list(cases)
+    shuffle = random.Random(0).shuffle
     for _ in range(rounds):
-        for name, call in cases.items():
-            _median(call, timings[name])
+        shuffle(order)  # no case always runs right after another's allocations
+        for name in order:
+            _time(cases[name], timings[name])
     medians = {name: statistics.median(values) * 1e3 for name, values in timings.items()}
     for case, baseline in (
         ("fingerprint", "vocabulary digest (baseline)"),
