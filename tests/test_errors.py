@@ -38,6 +38,7 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.RecipeError, (errors.ConfigContractError, ValueError)),
     (errors.RecipeLoadError, (errors.ConfigContractError, ValueError)),
     (errors.WeightVersionError, (ValueError,)),
+    (errors.TokenizerMismatchError, (ValueError,)),
 ]
 
 

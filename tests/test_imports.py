@@ -28,6 +28,7 @@ LIGHT_MODULES = [
     "rl_contracts.prompts",
     "rl_contracts.metrics",
     "rl_contracts.weights",
+    "rl_contracts.vllm_arguments",
     "rl_contracts.cli",
 ]
 

@@ -19,6 +19,7 @@ PREFIX = "nemo_rl.models.generation.vllm.utils."
 ADDED_PARAMETERS = {
     "pad_and_align_routed_expert_indices": ["routes_start"],
     "attach_routed_experts_to_chat_response_choices": ["routes_start"],
+    "validate_rollout_prompt": ["bos_token_id"],
 }
 
 IMPLEMENTATIONS = {

@@ -19,6 +19,7 @@ from .errors import RecipeLoadError as RecipeLoadError
 from .errors import RolloutPromptMismatchError as RolloutPromptMismatchError
 from .errors import RoutedExpertsError as RoutedExpertsError
 from .errors import SpliceError as SpliceError
+from .errors import TokenizerMismatchError as TokenizerMismatchError
 from .errors import UnsupportedConfigError as UnsupportedConfigError
 from .errors import WeightVersionError as WeightVersionError
 

@@ -39,6 +39,7 @@ __all__ = [
     "RolloutPromptMismatchError",
     "RoutedExpertsError",
     "SpliceError",
+    "TokenizerMismatchError",
     "UnsupportedConfigError",
     "WeightVersionError",
     "contract_error",
@@ -368,6 +369,19 @@ class WeightVersionError(ContractError, ValueError):
     start: int | None
     end: int | None
     token_count: int | None
+
+
+class TokenizerMismatchError(ContractError, ValueError):
+    """The learner's and the engine's tokenizers differ (vocabulary, special-token ids, chat template or added tokens).
+
+    ``components`` names every part that differs, in a fixed order; ``learner_digest`` and ``engine_digest`` are
+    the two whole fingerprints' digests.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = ("components", "learner_digest", "engine_digest")
+    components: tuple[str, ...] | None
+    learner_digest: str | None
+    engine_digest: str | None
 
 
 def _is_library_class(cls: type[BaseException]) -> bool:

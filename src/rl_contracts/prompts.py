@@ -2,7 +2,10 @@
 
 - :func:`validate_rollout_prompt`: reject a rollout vLLM generated from another prompt than the learner's;
 - :func:`format_prompt_for_vllm_generation`: turn a right-padded generation batch into vLLM prompt dicts
-  (:class:`TokensPrompt` / :class:`TextPrompt`, the shapes of vLLM's own ``vllm.inputs`` TypedDicts).
+  (:class:`TokensPrompt` / :class:`TextPrompt`, the shapes of vLLM's own ``vllm.inputs`` TypedDicts);
+- prompt hygiene, for faults that pass when both sides agree: :func:`check_bos_not_repeated` (a prompt that starts
+  with the BOS twice, also an option of :func:`validate_rollout_prompt`), and :func:`tokenizer_fingerprint` /
+  :func:`check_tokenizers_match` (a learner whose tokenizer is not the engine's).
 
 This module imports neither torch nor vLLM: numpy arrays and torch tensors are recognised by duck typing
 (``tolist``, ``ndim``/``dim()``, ``shape`` and the ``dtype`` name).
@@ -10,22 +13,40 @@ This module imports neither torch nor vLLM: numpy arrays and torch tensors are r
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, final, overload
 
+from pydantic import BaseModel, ConfigDict
 from typing_extensions import NotRequired, TypedDict
 
-from ._messages import render, render_list, type_name
-from .checks import array_dims, describe_array, int_or_none, is_sequence, require_int, token_ids
-from .errors import ContractTypeError, PromptFormatError, RolloutPromptMismatchError
+from ._messages import render, render_list, render_name, type_name
+from .checks import (
+    ContractInt,
+    array_dims,
+    describe_array,
+    int_or_none,
+    is_collection,
+    is_sequence,
+    require_int,
+    token_ids,
+)
+from .errors import ContractTypeError, PromptFormatError, RolloutPromptMismatchError, TokenizerMismatchError
+from .protocols import VocabularyTokenizerLike
 
 __all__ = [
     "OLDER_MEDIA_KEYS",
+    "TOKENIZER_COMPONENTS",
     "IntArrayLike",
     "TextPrompt",
+    "TokenizerFingerprint",
     "TokensPrompt",
     "VllmPrompt",
+    "check_bos_not_repeated",
+    "check_tokenizers_match",
     "format_prompt_for_vllm_generation",
+    "tokenizer_fingerprint",
     "validate_rollout_prompt",
 ]
 
@@ -66,8 +87,49 @@ class IntArrayLike(Protocol):
     def tolist(self) -> Any: ...
 
 
+def _repeated_bos_error(ids: list[int], bos: int, name: str) -> PromptFormatError:
+    return PromptFormatError(
+        f"{name} starts with the BOS id {render(bos)} twice ({render_list(ids[:8], total=len(ids))}): the chat "
+        "template rendered a BOS and the tokenizer added another. Tokenize rendered chat text with "
+        "add_special_tokens=False (or render with tokenize=True), and give vLLM token ids, not text, for a "
+        "rendered prompt.",
+        key=name,
+        value=render_list(ids[:2]),
+    )
+
+
+def check_bos_not_repeated(
+    prompt: Sequence[int] | IntArrayLike, bos_token_id: int, *, name: str = "prompt"
+) -> None:
+    """Reject a prompt that starts with the BOS id twice, the mark of a BOS added to an already rendered template.
+
+    A chat template that renders ``{{ bos_token }}``, tokenized again with ``add_special_tokens=True`` (or sent to
+    vLLM as text, which adds its own), starts with two BOS tokens.  The model was never trained on that, and the
+    rollout check cannot see it when the learner and the engine both carry it.  ``prompt`` is a list, tuple or
+    1-D integer array or tensor; ``name`` is how the message calls it.  Returns ``None`` otherwise (an empty or
+    one-token prompt passes).
+
+    Raises:
+        ContractTypeError: ``prompt`` is not a 1-D integer sequence, ``bos_token_id`` is not an int (bools
+            rejected), or ``name`` is not a ``str``.
+        PromptFormatError: ``prompt[0] == prompt[1] == bos_token_id``; ``key`` is ``name``, ``value`` the first
+            two ids.
+
+    Example: ``check_bos_not_repeated([1, 1, 5], 1)`` raises; ``check_bos_not_repeated([1, 5, 1], 1)`` passes.
+    """
+    ids = token_ids(prompt, name if isinstance(name, str) else "prompt")
+    bos = require_int(bos_token_id, "bos_token_id")
+    if not isinstance(name, str):
+        raise ContractTypeError.for_value("name", "a str", name)
+    if len(ids) >= 2 and ids[0] == ids[1] == bos:
+        raise _repeated_bos_error(ids, bos, name)
+
+
 def validate_rollout_prompt(
-    expected: Sequence[int] | IntArrayLike, actual: Sequence[int] | IntArrayLike | None
+    expected: Sequence[int] | IntArrayLike,
+    actual: Sequence[int] | IntArrayLike | None,
+    *,
+    bos_token_id: int | None = None,
 ) -> None:
     """Reject a rollout that vLLM generated from a different prompt than the learner's.
 
@@ -76,9 +138,15 @@ def validate_rollout_prompt(
     array or torch tensor; the container type never matters.  Returns ``None`` when both hold the same ids
     (two empty prompts match).
 
+    With ``bos_token_id`` (opt-in, keyword-only), each prompt is first checked with :func:`check_bos_not_repeated`
+    (the learner's as ``expected``, the engine's as ``actual``): a doubled BOS passes the comparison when both
+    sides carry it.
+
     Raises:
         ContractTypeError: an argument that is not a 1-D integer sequence (a 2-D array, a float or bool
-            element).
+            element), or a ``bos_token_id`` that is not an int or ``None``.
+        PromptFormatError: with ``bos_token_id``, a prompt that starts with it twice (``key`` is ``"expected"``
+            or ``"actual"``); checked before the comparison.
         RolloutPromptMismatchError: ``actual is None`` or the ids differ.  The message names both lengths,
             the first differing index (the shorter length when one is a prefix of the other), both tokens
             there when they exist, and an excerpt of at most 8 ids of each side from just before that index.
@@ -93,6 +161,11 @@ def validate_rollout_prompt(
     """
     want = token_ids(expected, "expected")
     got = None if actual is None else token_ids(actual, "actual")
+    if bos_token_id is not None:
+        bos = require_int(bos_token_id, "bos_token_id")
+        for name, ids in (("expected", want), ("actual", got)):
+            if ids is not None and len(ids) >= 2 and ids[0] == ids[1] == bos:
+                raise _repeated_bos_error(ids, bos, name)
     if got is not None and want == got:
         return
     index: int | None = None
@@ -383,3 +456,306 @@ def _prompt(
     if mm:
         prompt["multi_modal_data"] = mm
     return prompt
+
+
+TOKENIZER_COMPONENTS = ("vocabulary", "special_token_ids", "chat_template", "added_tokens")
+"""The parts of a :class:`TokenizerFingerprint` that :func:`check_tokenizers_match` compares, in report order."""
+
+_SPECIAL_ID_ATTRIBUTES = ("bos_token_id", "eos_token_id", "pad_token_id", "unk_token_id")
+
+
+def _sha256(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class TokenizerFingerprint(BaseModel):
+    """What makes two tokenizers produce and read the same ids: digests of four components, and a few counts.
+
+    Frozen; built by :func:`tokenizer_fingerprint`, compared by :func:`check_tokenizers_match`; small and
+    picklable, so a Ray worker can send its engine's fingerprint to the driver.  ``digest`` covers every field.
+
+    - ``vocabulary``: SHA-256 of every ``(id, token)`` pair of ``get_vocab()``; ``vocabulary_size`` its length;
+    - ``special_token_ids``: ``((name, id), ...)`` for ``bos_token_id``, ``eos_token_id``, ``pad_token_id`` and
+      ``unk_token_id``, and ``all_special_ids`` (sorted, distinct);
+    - ``chat_template``: SHA-256 of the chat template (a mapping of named templates as sorted pairs), ``None``
+      when the tokenizer has none;
+    - ``added_tokens``: SHA-256 of every added token (id, content and its ``special``, ``lstrip``, ``rstrip``,
+      ``normalized`` and ``single_word`` flags where present); ``added_token_count`` how many.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vocabulary: str
+    """SHA-256 (hex) of the vocabulary's ``(id, token)`` pairs, in id order."""
+    vocabulary_size: ContractInt
+    """How many tokens ``get_vocab()`` holds."""
+    special_token_ids: tuple[tuple[str, ContractInt | None], ...]
+    """``(attribute, id)`` for the BOS, EOS, pad and unknown tokens (``None`` where the tokenizer has none)."""
+    all_special_ids: tuple[ContractInt, ...]
+    """Every special-token id, sorted and distinct."""
+    chat_template: str | None
+    """SHA-256 (hex) of the chat template; ``None`` when the tokenizer has none."""
+    added_tokens: str
+    """SHA-256 (hex) of the added tokens with their flags."""
+    added_token_count: ContractInt
+    """How many added tokens the tokenizer declares."""
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 (hex) of every field: equal digests mean equal fingerprints."""
+        return _sha256(self.model_dump(mode="json"))
+
+    def differences(self, other: TokenizerFingerprint) -> tuple[str, ...]:
+        """The names in :data:`TOKENIZER_COMPONENTS` whose parts differ between ``self`` and ``other``."""
+        changed = {
+            "vocabulary": (self.vocabulary, self.vocabulary_size)
+            != (other.vocabulary, other.vocabulary_size),
+            "special_token_ids": (self.special_token_ids, self.all_special_ids)
+            != (other.special_token_ids, other.all_special_ids),
+            "chat_template": self.chat_template != other.chat_template,
+            "added_tokens": (self.added_tokens, self.added_token_count)
+            != (other.added_tokens, other.added_token_count),
+        }
+        return tuple(name for name in TOKENIZER_COMPONENTS if changed[name])
+
+
+def _vocabulary(tokenizer: object, argument: str) -> Mapping[str, int]:
+    """``tokenizer.get_vocab()``, checked: a mapping from ``str`` tokens to int ids (bools rejected)."""
+    get_vocab = getattr(tokenizer, "get_vocab", None)
+    if not callable(get_vocab):
+        raise ContractTypeError.for_value(
+            argument,
+            "a tokenizer with get_vocab() (a transformers tokenizer, or vllm.LLM.get_tokenizer()) or a "
+            "TokenizerFingerprint",
+            tokenizer,
+        )
+    vocab: object = get_vocab()
+    where = f"{argument}.get_vocab()"
+    if not isinstance(vocab, Mapping):
+        raise ContractTypeError.for_value(where, "a mapping from token (str) to id (int)", vocab)
+    if not {str}.issuperset(map(type, vocab)):
+        odd = next(token for token in vocab if type(token) is not str)
+        raise ContractTypeError.for_value(where, "a mapping with str tokens as keys", odd)
+    checked: dict[str, int] = dict(vocab)
+    if not {int}.issuperset(map(type, checked.values())):
+        checked = {token: require_int(index, f"{where}[{render(token)}]") for token, index in checked.items()}
+    return checked
+
+
+def _optional_id(tokenizer: object, attribute: str, argument: str) -> int | None:
+    value = getattr(tokenizer, attribute, None)
+    if value is None:
+        return None
+    index = int_or_none(value)
+    if index is None:
+        raise ContractTypeError.for_value(f"{argument}.{attribute}", "an int or None", value)
+    return index
+
+
+def _special_ids(tokenizer: object, argument: str) -> list[int]:
+    value = getattr(tokenizer, "all_special_ids", None)
+    if value is None:
+        return []
+    if not is_collection(value) or isinstance(value, Mapping):
+        raise ContractTypeError.for_value(
+            f"{argument}.all_special_ids", "a collection of ints or None", value
+        )
+    return sorted({require_int(item, f"{argument}.all_special_ids[{i}]") for i, item in enumerate(value)})
+
+
+def _chat_template_digest(tokenizer: object, argument: str) -> str | None:
+    template = getattr(tokenizer, "chat_template", None)
+    if template is None:
+        return None
+    if isinstance(template, str):
+        return _sha256(template)
+    if isinstance(template, Mapping) and all(
+        isinstance(key, str) and isinstance(text, str) for key, text in template.items()
+    ):
+        return _sha256(sorted(template.items()))
+    raise ContractTypeError.for_value(
+        f"{argument}.chat_template", "a str, a mapping from template name to str, or None", template
+    )
+
+
+_ADDED_TOKEN_FLAGS = ("special", "lstrip", "rstrip", "normalized", "single_word")
+
+
+def _added_tokens(tokenizer: object, argument: str) -> list[list[Any]]:
+    """Every added token as ``[id, content, flags...]`` in id order, from ``added_tokens_decoder`` (id to
+    ``AddedToken`` or str) or, without it, ``get_added_vocab()`` (token to id)."""
+    decoder = getattr(tokenizer, "added_tokens_decoder", None)
+    records: list[list[Any]] = []
+    if decoder is not None:
+        if not isinstance(decoder, Mapping):
+            raise ContractTypeError.for_value(
+                f"{argument}.added_tokens_decoder", "a mapping from id", decoder
+            )
+        for key, token in decoder.items():
+            index = require_int(key, f"{argument}.added_tokens_decoder key")
+            content = token if isinstance(token, str) else getattr(token, "content", None)
+            if not isinstance(content, str):
+                raise ContractTypeError.for_value(
+                    f"{argument}.added_tokens_decoder[{index}]",
+                    "an AddedToken (with a str content) or a str",
+                    token,
+                )
+            flags = (
+                [] if isinstance(token, str) else [getattr(token, flag, None) for flag in _ADDED_TOKEN_FLAGS]
+            )
+            if not all(flag is None or isinstance(flag, bool) for flag in flags):
+                raise ContractTypeError.for_value(
+                    f"{argument}.added_tokens_decoder[{index}]", "an AddedToken whose flags are bools", token
+                )
+            records.append([index, content, *flags])
+        return sorted(records, key=lambda record: record[0])
+    get_added_vocab = getattr(tokenizer, "get_added_vocab", None)
+    if callable(get_added_vocab):
+        added = get_added_vocab()
+        if not isinstance(added, Mapping) or not all(isinstance(token, str) for token in added):
+            raise ContractTypeError.for_value(
+                f"{argument}.get_added_vocab()", "a mapping from str to id", added
+            )
+        records = [
+            [require_int(index, f"{argument}.get_added_vocab()[{render(token)}]"), token]
+            for token, index in added.items()
+        ]
+    return sorted(records, key=lambda record: record[0])
+
+
+def _fingerprint(tokenizer: object, argument: str) -> tuple[TokenizerFingerprint, Mapping[str, int]]:
+    vocab = _vocabulary(tokenizer, argument)
+    pairs = sorted(((index, token) for token, index in vocab.items()))
+    added = _added_tokens(tokenizer, argument)
+    fingerprint = TokenizerFingerprint(
+        vocabulary=_sha256(pairs),
+        vocabulary_size=len(vocab),
+        special_token_ids=tuple(
+            (name, _optional_id(tokenizer, name, argument)) for name in _SPECIAL_ID_ATTRIBUTES
+        ),
+        all_special_ids=tuple(_special_ids(tokenizer, argument)),
+        chat_template=_chat_template_digest(tokenizer, argument),
+        added_tokens=_sha256(added),
+        added_token_count=len(added),
+    )
+    return fingerprint, vocab
+
+
+def tokenizer_fingerprint(tokenizer: VocabularyTokenizerLike) -> TokenizerFingerprint:
+    """The :class:`TokenizerFingerprint` of a tokenizer: digests of its vocabulary, special-token ids, chat
+    template and added tokens.
+
+    Reads ``get_vocab()`` and, optionally (a missing attribute counts as ``None``), ``bos_token_id``,
+    ``eos_token_id``, ``pad_token_id``, ``unk_token_id``, ``all_special_ids``, ``chat_template`` and
+    ``added_tokens_decoder`` (else ``get_added_vocab()``); a ``transformers`` tokenizer and the one
+    ``vllm.LLM.get_tokenizer()`` returns have them all.  Deterministic; one pass over the vocabulary plus a sort.
+
+    Raises:
+        ContractTypeError: no callable ``get_vocab``, or any of those values of the wrong type (a vocabulary that
+            is no mapping from ``str`` to int, a bool id, a chat template that is neither a str, a mapping of
+            strs nor ``None``, an added token without str content), naming the attribute.
+
+    Example::
+
+        fingerprint = tokenizer_fingerprint(AutoTokenizer.from_pretrained(path))
+        fingerprint.vocabulary_size, fingerprint.digest[:12]
+    """
+    return _fingerprint(tokenizer, "tokenizer")[0]
+
+
+def _vocabulary_detail(learner: Mapping[str, int], engine: Mapping[str, int]) -> str:
+    """The first id whose token differs between two vocabularies, quoted (an empty string when none does)."""
+    by_id = [{index: token for token, index in vocab.items()} for vocab in (learner, engine)]
+    first = next(
+        (
+            index
+            for index in sorted(by_id[0].keys() | by_id[1].keys())
+            if by_id[0].get(index) != by_id[1].get(index)
+        ),
+        None,
+    )
+    if first is None:
+        return ""
+    shown = [render(side.get(first)) for side in by_id]
+    return f"; first differing id {first}: learner {shown[0]}, engine {shown[1]}"
+
+
+def _component_detail(name: str, learner: TokenizerFingerprint, engine: TokenizerFingerprint) -> str:
+    if name == "vocabulary":
+        return (
+            f"vocabulary (learner {learner.vocabulary_size} tokens, sha256 {learner.vocabulary[:12]}; engine "
+            f"{engine.vocabulary_size} tokens, sha256 {engine.vocabulary[:12]}"
+        )
+    if name == "special_token_ids":
+        pairs = [
+            f"{attribute} {render(mine)} vs {render(theirs)}"
+            for (attribute, mine), (_, theirs) in zip(
+                learner.special_token_ids, engine.special_token_ids, strict=True
+            )
+            if mine != theirs
+        ]
+        if learner.all_special_ids != engine.all_special_ids:
+            pairs.append(
+                f"all_special_ids {render_list(learner.all_special_ids)} vs {render_list(engine.all_special_ids)}"
+            )
+        return f"special_token_ids (learner vs engine: {', '.join(pairs)}"
+    if name == "chat_template":
+        shown = [
+            render_name("none" if side.chat_template is None else side.chat_template[:12])
+            for side in (learner, engine)
+        ]
+        return f"chat_template (learner sha256 {shown[0]}, engine sha256 {shown[1]}"
+    return (
+        f"added_tokens (learner {learner.added_token_count} tokens, sha256 {learner.added_tokens[:12]}; engine "
+        f"{engine.added_token_count} tokens, sha256 {engine.added_tokens[:12]}"
+    )
+
+
+def check_tokenizers_match(
+    learner: VocabularyTokenizerLike | TokenizerFingerprint,
+    engine: VocabularyTokenizerLike | TokenizerFingerprint,
+) -> None:
+    """Reject a learner whose tokenizer is not the engine's: the same ids would mean different text.
+
+    Each side is a tokenizer (read as :func:`tokenizer_fingerprint` reads it) or a :class:`TokenizerFingerprint`
+    computed elsewhere (a Ray worker's engine).  Every prompt and rollout check compares ids, so a retrained
+    tokenizer with the same id space (same size, different tokens), another chat template, or moved special ids
+    pass all of them; this compares what the ids mean.  Returns ``None`` when the fingerprints are equal.
+
+    Raises:
+        ContractTypeError: a side is neither a fingerprint nor a readable tokenizer (see
+            :func:`tokenizer_fingerprint`).
+        TokenizerMismatchError: the fingerprints differ.  The message names each differing component of
+            :data:`TOKENIZER_COMPONENTS` with both sides' sizes and digest prefixes (the special ids themselves;
+            for two tokenizers, the first id whose token differs); ``.components`` lists them,
+            ``.learner_digest``/``.engine_digest`` are the fingerprints' digests.
+    """
+    sides: list[TokenizerFingerprint] = []
+    vocabularies: list[Mapping[str, int] | None] = []
+    for name, side in (("learner", learner), ("engine", engine)):
+        if isinstance(side, TokenizerFingerprint):
+            sides.append(side)
+            vocabularies.append(None)
+        else:
+            fingerprint, vocab = _fingerprint(side, name)
+            sides.append(fingerprint)
+            vocabularies.append(vocab)
+    mine, theirs = sides
+    components = mine.differences(theirs)
+    if not components:
+        return
+    details = []
+    for component in components:
+        detail = _component_detail(component, mine, theirs)
+        if component == "vocabulary" and vocabularies[0] is not None and vocabularies[1] is not None:
+            detail += _vocabulary_detail(vocabularies[0], vocabularies[1])
+        details.append(detail + ")")
+    raise TokenizerMismatchError(
+        f"learner and engine tokenizers differ in {', '.join(components)}: {'; '.join(details)}. The learner "
+        "would score token ids that mean something else to the engine; load both from the same tokenizer files "
+        "(the same path and revision, and the same chat template).",
+        components=components,
+        learner_digest=mine.digest,
+        engine_digest=theirs.digest,
+    )

@@ -16,8 +16,10 @@ from typing import Any, Protocol
 __all__ = [
     "ChatChoiceLike",
     "ChatResponseLike",
+    "ChatTokenizerLike",
     "CompletionOutputLike",
     "CounterLike",
+    "GenerationConfigLike",
     "HistogramLike",
     "LoggerLike",
     "LogprobLike",
@@ -26,6 +28,7 @@ __all__ = [
     "RequestOutputLike",
     "TokenizerLike",
     "VectorLike",
+    "VocabularyTokenizerLike",
     "WeightVersionSpanLike",
 ]
 
@@ -141,6 +144,46 @@ class TokenizerLike(Protocol):
 
     @property
     def eos_token_id(self) -> int | None: ...
+
+
+class ChatTokenizerLike(TokenizerLike, Protocol):
+    """A tokenizer with a chat template (a ``transformers`` tokenizer), as :func:`rl_contracts.splice.splice_turn`
+    reads it: ``eos_token_id`` and ``apply_chat_template``.
+
+    ``apply_chat_template(conversation, *, tokenize=True, add_generation_prompt, continue_final_message,
+    **kwargs)`` returns the token ids as a list (transformers 4) or a mapping holding ``input_ids``
+    (transformers 5's ``BatchEncoding``); ``kwargs`` carries ``tools`` and the template's own keyword arguments.
+    """
+
+    def apply_chat_template(
+        self,
+        conversation: list[dict[str, Any]],
+        *,
+        tokenize: bool,
+        add_generation_prompt: bool,
+        continue_final_message: bool,
+        **kwargs: Any,
+    ) -> Any: ...
+
+
+class VocabularyTokenizerLike(Protocol):
+    """A tokenizer as :func:`rl_contracts.prompts.tokenizer_fingerprint` reads it: ``get_vocab()`` (token to id).
+
+    Also read, optionally: ``bos_token_id``, ``eos_token_id``, ``pad_token_id``, ``unk_token_id`` (ints or
+    ``None``), ``all_special_ids`` (ints), ``chat_template`` (a str, a mapping from template name to str, or
+    ``None``) and ``added_tokens_decoder`` (id to ``AddedToken`` or str; else ``get_added_vocab()``, token to id).
+    A ``transformers`` tokenizer, and the one ``vllm.LLM.get_tokenizer()`` returns, have all of them.
+    """
+
+    def get_vocab(self) -> Mapping[str, int]: ...
+
+
+class GenerationConfigLike(Protocol):
+    """A ``transformers.GenerationConfig``, as terminator resolution reads it: ``eos_token_id`` (an int, a list
+    of ints, or ``None``)."""
+
+    @property
+    def eos_token_id(self) -> int | Sequence[int] | None: ...
 
 
 class LoggerLike(Protocol):

@@ -3,6 +3,8 @@
 When a chat endpoint serves turn N it re-renders the whole history with the chat template, and the re-tokenized
 history can differ from the tokens the model actually saw and produced.  :func:`splice_prefix_tokens` keeps the
 exact model prefix and resumes the template after the matching terminator, found by count (SPEC §2.1–2.3).
+:func:`splice_turn` does the same from the chat messages: it renders both templates itself, closed, so the
+template prefix can never be rendered with its last turn left open.
 
 This module imports neither torch nor vLLM; terminator counting runs in numpy.
 """
@@ -17,11 +19,25 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._messages import render, render_list, type_name
 from ._token_arrays import int_array, member_mask
-from .checks import ContractInt, int_or_none, require_collection, require_int, token_ids
+from .checks import (
+    ContractInt,
+    int_or_none,
+    require_bool,
+    require_collection,
+    require_int,
+    require_sequence,
+    token_ids,
+)
 from .errors import ContractTypeError, SpliceError
-from .protocols import TokenizerLike
+from .protocols import ChatTokenizerLike, GenerationConfigLike, TokenizerLike
 
-__all__ = ["PrefixSplice", "replace_prefix_tokens", "resolve_terminator_token_ids", "splice_prefix_tokens"]
+__all__ = [
+    "PrefixSplice",
+    "replace_prefix_tokens",
+    "resolve_terminator_token_ids",
+    "splice_prefix_tokens",
+    "splice_turn",
+]
 
 _FIELDS = ("token_ids", "model_cut_end", "template_cut_start")
 
@@ -132,8 +148,31 @@ def _declared_ids(value: object, source: str, *, sequences: bool) -> list[int]:
     return ids
 
 
+_NO_ATTRIBUTE = object()
+
+
+def _generation_config_eos(generation_config: object) -> tuple[object, str]:
+    """``eos_token_id`` of a mapping or of an object with that attribute, and the source name for messages."""
+    if isinstance(generation_config, Mapping):
+        return generation_config.get("eos_token_id"), "generation_config['eos_token_id']"
+    declared = getattr(generation_config, "eos_token_id", _NO_ATTRIBUTE)
+    if declared is _NO_ATTRIBUTE:
+        raise ContractTypeError.for_value(
+            "generation_config",
+            "a mapping (the parsed generation_config.json), an object with an eos_token_id attribute "
+            "(transformers.GenerationConfig), or None",
+            generation_config,
+        )
+    return declared, "generation_config.eos_token_id"
+
+
+GenerationConfigSource = Mapping[str, Any] | GenerationConfigLike
+"""Where the turn terminators are declared: the parsed ``generation_config.json`` or a
+``transformers.GenerationConfig`` (any object with an ``eos_token_id`` attribute)."""
+
+
 def resolve_terminator_token_ids(
-    tokenizer: TokenizerLike | None, generation_config: Mapping[str, Any] | None = None
+    tokenizer: TokenizerLike | None, generation_config: GenerationConfigSource | None = None
 ) -> frozenset[int]:
     """The set of tokens that end a turn: the tokenizer's EOS plus every ``eos_token_id`` of the generation config.
 
@@ -141,32 +180,34 @@ def resolve_terminator_token_ids(
     other than the tokenizer's EOS (Gemma-4: ``<turn|>`` 106, or ``<|tool_response>`` 50 in a tool loop, while
     its EOS 1 never appears in a conversation); their ``generation_config.json`` lists every terminator.
 
-    ``tokenizer.eos_token_id`` counts when it is an int (``None`` or absent adds nothing); ``generation_config
-    ["eos_token_id"]`` may be an int or a list/tuple of ints (an absent key or ``None`` adds nothing).  The
-    result may be empty, in which case :func:`splice_prefix_tokens` raises its usual ``SpliceError``.
+    ``tokenizer.eos_token_id`` counts when it is an int (``None`` or absent adds nothing).  ``generation_config``
+    is the parsed ``generation_config.json`` (a mapping: its ``"eos_token_id"`` key) or a
+    ``transformers.GenerationConfig`` (any object with an ``eos_token_id`` attribute); the value may be an int
+    or a list/tuple of ints (an absent key or ``None`` adds nothing).  The result may be empty, in which case
+    :func:`splice_prefix_tokens` raises its usual ``SpliceError``.
 
-    Raises ``ContractTypeError`` naming ``tokenizer.eos_token_id`` or ``generation_config['eos_token_id']`` for
-    any other value there (a bool, a str, a float, a list holding a non-int; a list is not accepted from the
-    tokenizer, whose attribute is one id) or for a ``generation_config`` that is no mapping, and ``SpliceError``
-    for a negative id.
+    Raises ``ContractTypeError`` naming ``tokenizer.eos_token_id``, ``generation_config['eos_token_id']`` or
+    ``generation_config.eos_token_id`` for any other value there (a bool, a str, a float, a list holding a
+    non-int; a list is not accepted from the tokenizer, whose attribute is one id), or naming
+    ``generation_config`` for a value that is neither a mapping nor has an ``eos_token_id`` attribute; and
+    ``SpliceError`` for a negative id.
+
+    Divergence (SPEC §2.2.1 takes a mapping only): an object with an ``eos_token_id`` attribute, such as
+    ``transformers.GenerationConfig.from_pretrained(path)``, is read like the mapping it was loaded from.
 
     >>> from types import SimpleNamespace
     >>> sorted(resolve_terminator_token_ids(SimpleNamespace(eos_token_id=1), {"eos_token_id": [1, 106, 50]}))
     [1, 50, 106]
+    >>> sorted(resolve_terminator_token_ids(None, SimpleNamespace(eos_token_id=[106, 50])))
+    [50, 106]
     """
     ids: list[int] = []
     if tokenizer is not None:
         eos = getattr(tokenizer, "eos_token_id", None)
         ids += _declared_ids(eos, "tokenizer.eos_token_id", sequences=False)
     if generation_config is not None:
-        if not isinstance(generation_config, Mapping):
-            raise ContractTypeError.for_value(
-                "generation_config",
-                "a mapping (the parsed generation_config.json) or None",
-                generation_config,
-            )
-        declared = generation_config.get("eos_token_id")
-        ids += _declared_ids(declared, "generation_config['eos_token_id']", sequences=True)
+        declared, source = _generation_config_eos(generation_config)
+        ids += _declared_ids(declared, source, sequences=True)
     return frozenset(ids)
 
 
@@ -182,13 +223,25 @@ def _decoded(decode: Any, ids: list[int]) -> str:
 
 
 def _terminator_set(
-    tokenizer: TokenizerLike | None, eos: list[int] | None, terminators: list[int] | None
+    tokenizer: TokenizerLike | None,
+    eos: list[int] | None,
+    terminators: list[int] | None,
+    config_ids: list[int] | None,
 ) -> tuple[int, ...]:
-    """Step 3 of SPEC §2.2: the sorted terminator set, ``terminator_ids`` first, then EOS."""
+    """Step 3 of SPEC §2.2: the sorted terminator set, ``terminator_ids`` first, then EOS, then the ids a
+    ``generation_config`` declares (``config_ids``) with the tokenizer's EOS, then the tokenizer's EOS alone."""
     if terminators is not None:
         if not terminators:
             raise SpliceError("terminator_ids must not be empty when provided", terminators=())
         return tuple(sorted(set(terminators)))
+    if eos is None and config_ids is not None:
+        eos = config_ids + (
+            []
+            if tokenizer is None
+            else _declared_ids(
+                getattr(tokenizer, "eos_token_id", None), "tokenizer.eos_token_id", sequences=False
+            )
+        )
     if eos is None and tokenizer is not None:
         tokenizer_eos = getattr(tokenizer, "eos_token_id", None)
         if tokenizer_eos is not None:
@@ -196,7 +249,7 @@ def _terminator_set(
     if not eos:
         raise SpliceError(
             "Tokenizer must have an EOS token ID: pass eos_token_id or terminator_ids, or a tokenizer whose "
-            "eos_token_id is set"
+            "eos_token_id is set (or a generation_config that declares eos_token_id)"
         )
     return tuple(sorted(set(eos)))
 
@@ -242,6 +295,47 @@ def _too_few_error(
     )
 
 
+def _turn_count_error(
+    terminators: tuple[int, ...],
+    count_needed: int,
+    count_model: int,
+    ends_with_terminator: bool,
+    model: list[int],
+    template_prefix: list[int],
+) -> SpliceError:
+    """The opt-in check of :func:`splice_prefix_tokens`: the two prefixes hold a different number of turns."""
+    expected = count_needed if ends_with_terminator else count_needed - 1
+    how = (
+        "ends with a terminator, so the two counts must be equal"
+        if ends_with_terminator
+        else "stopped without a terminator (max_tokens), so it holds one fewer"
+    )
+    if count_model > expected:
+        cause = (
+            "The template prefix closes fewer turns than the model prefix: it was likely rendered with its last "
+            "assistant turn left open (continue_final_message=True, or a chat template that omits the last "
+            "terminator), so the cut would land one turn early and the engine would prefill that turn twice. "
+            "Render the template prefix with add_generation_prompt=False and continue_final_message=False, or "
+            "use splice_turn, which renders it itself."
+        )
+    else:
+        cause = (
+            "The template prefix closes more turns than the model prefix: the history holds a turn the model "
+            "prefix never saw (a message inserted into the history, or the model prefix of an earlier turn), so "
+            "the cut would land after tokens the model never produced. Pass the last turn's prompt_token_ids "
+            "plus its generated ids as model_prefix_token_ids."
+        )
+    return SpliceError(
+        f"model_prefix_token_ids holds {count_model} terminators but template_prefix_token_ids holds "
+        f"{count_needed}, which implies {expected} (the model prefix {how}). {cause} "
+        f"Terminators: {render_list(terminators)}; {_summary('model_prefix_token_ids', model)}; "
+        f"{_summary('template_prefix_token_ids', template_prefix)}",
+        terminators=terminators,
+        count_needed=count_needed,
+        count_seen=count_model,
+    )
+
+
 def splice_prefix_tokens(
     *,
     tokenizer: TokenizerLike | None = None,
@@ -250,6 +344,8 @@ def splice_prefix_tokens(
     template_token_ids: Sequence[int],
     eos_token_id: int | Sequence[int] | None = None,
     terminator_ids: Iterable[int] | None = None,
+    generation_config: GenerationConfigSource | None = None,
+    check_turn_count: bool = False,
 ) -> PrefixSplice:
     """Keep every model-prefix token, then resume the template after its ``count_needed``-th terminator.
 
@@ -257,13 +353,30 @@ def splice_prefix_tokens(
     count, not position, so templates that strip history (Qwen3's ``<think>`` blocks) still splice correctly.
     When the model prefix ends with a terminator the model's own is kept and the template resumes after its
     boundary terminator; otherwise (stopped at max_tokens) the template supplies the terminator.  An empty model
-    prefix gives the identity splice ``(0, 0)``.  The terminator set is ``terminator_ids`` when given, else
-    ``eos_token_id`` (an int or a sequence of ints), else ``tokenizer.eos_token_id``.  ``tokenizer.decode`` is
-    called only to enrich an error message, and only when it is callable.
+    prefix gives the identity splice ``(0, 0)``.  ``tokenizer.decode`` is called only to enrich an error
+    message, and only when it is callable.
 
-    Raises ``ContractTypeError`` for non-int ids (bools included) and ``SpliceError`` (also ``ValueError`` and
-    ``AssertionError``) when no terminator is known, ``terminator_ids`` is empty, the template prefix holds no
-    terminator, or the template holds too few; it carries ``.terminators``, ``.count_needed`` and ``.count_seen``.
+    The terminator set is ``terminator_ids`` when given, else ``eos_token_id`` (an int or a sequence of ints),
+    else, when ``generation_config`` is given, :func:`resolve_terminator_token_ids` of the tokenizer and it, else
+    ``tokenizer.eos_token_id`` alone.  That last case is SPEC §2.2's and the reference's: a tokenizer alone
+    knows only its EOS, never the extra terminators a model's ``generation_config.json`` lists (Qwen2.5's
+    ``<|endoftext|>``, Llama-3's ``<|eom_id|>``, Gemma-4's ``<turn|>``).  A model prefix that stopped on one of
+    those then reads as "stopped at max_tokens" and the template adds a second terminator, silently.  Pass
+    ``generation_config`` (or ``terminator_ids``) for such models; :func:`splice_turn` takes it too.
+
+    ``check_turn_count=True`` (opt-in, because the reference accepts such calls) also requires the model prefix
+    to hold as many terminators as the template prefix implies: as many when the model prefix ends with a
+    terminator, one fewer when it stopped at max_tokens.  A template prefix rendered with its last assistant
+    turn left open (``continue_final_message=True``, or a chat template that omits the last terminator) holds
+    one too few; without the check the cut lands one turn early and the engine prefills that turn twice.
+
+    Raises ``ContractTypeError`` for non-int ids (bools included), a non-bool ``check_turn_count``, or
+    ``generation_config`` combined with ``eos_token_id`` or ``terminator_ids`` (which of them would define
+    the terminators is ambiguous); ``SpliceError`` (also ``ValueError`` and ``AssertionError``) when no
+    terminator is known, ``terminator_ids`` is empty, the template prefix holds no terminator, the template
+    holds too few, or (with ``check_turn_count``) the turn counts disagree.  It carries ``.terminators``,
+    ``.count_needed`` (the template prefix's count) and ``.count_seen`` (the template's count; for the turn
+    count, the model prefix's).
 
     Divergence: the reference uses ``assert``, which ``python -O`` removes; this always raises ``SpliceError``.
     Divergence: ``eos_token_id`` may also be a sequence of ints, all of which count as terminators.
@@ -284,14 +397,38 @@ def splice_prefix_tokens(
     template = token_ids(template_token_ids, "template_token_ids")
     eos = None if eos_token_id is None else _int_collection(eos_token_id, "eos_token_id")
     explicit = None if terminator_ids is None else _int_collection(terminator_ids, "terminator_ids")
+    require_bool(check_turn_count, "check_turn_count")
+    if generation_config is not None and (eos is not None or explicit is not None):
+        given = "terminator_ids" if explicit is not None else "eos_token_id"
+        raise ContractTypeError(
+            f"generation_config and {given} were both given; pass one of them: {given} is the whole "
+            "terminator set, generation_config adds its eos_token_id to the tokenizer's",
+            argument="generation_config",
+            expected=f"None when {given} is given",
+            actual=type_name(generation_config),
+        )
+    config_ids = None
+    if generation_config is not None:
+        config_ids = _declared_ids(*_generation_config_eos(generation_config), sequences=True)
     if not model:
         return PrefixSplice.model_construct(token_ids=template, model_cut_end=0, template_cut_start=0)
 
-    terminators = _terminator_set(tokenizer, eos, explicit)
+    terminators = _terminator_set(tokenizer, eos, explicit, config_ids)
     ends_with_terminator = model[-1] in set(terminators)
     count_needed = int(np.count_nonzero(member_mask(int_array(template_prefix), terminators)))
     if count_needed == 0:
         raise _no_boundary_error(terminators, model, template_prefix, template)
+    if check_turn_count:
+        # list.count runs in C without building an array; a large terminator set goes through numpy instead.
+        count_model = (
+            sum(map(model.count, terminators))
+            if len(terminators) <= 8
+            else int(np.count_nonzero(member_mask(int_array(model), terminators)))
+        )
+        if count_model != (count_needed if ends_with_terminator else count_needed - 1):
+            raise _turn_count_error(
+                terminators, count_needed, count_model, ends_with_terminator, model, template_prefix
+            )
     positions = np.flatnonzero(member_mask(int_array(template), terminators))
     if len(positions) < count_needed:
         raise _too_few_error(terminators, count_needed, len(positions), template_prefix, template, tokenizer)
@@ -310,6 +447,8 @@ def replace_prefix_tokens(
     *,
     eos_token_id: int | Sequence[int] | None = None,
     terminator_ids: Iterable[int] | None = None,
+    generation_config: GenerationConfigSource | None = None,
+    check_turn_count: bool = False,
 ) -> list[int]:
     """Return a new list equal to ``splice_prefix_tokens(...).token_ids`` (the reference's list-returning form).
 
@@ -322,5 +461,194 @@ def replace_prefix_tokens(
         template_token_ids=template_token_ids,
         eos_token_id=eos_token_id,
         terminator_ids=terminator_ids,
+        generation_config=generation_config,
+        check_turn_count=check_turn_count,
     )
     return list(splice.token_ids)
+
+
+_RENDER_KEYS = frozenset(
+    {"conversation", "tokenize", "add_generation_prompt", "continue_final_message", "tools"}
+)
+"""The ``apply_chat_template`` arguments :func:`splice_turn` sets itself."""
+
+
+def _messages(messages: object) -> list[dict[str, Any]]:
+    """``messages`` as new dicts (the caller's mappings are never handed to the template), roles checked."""
+    items = require_sequence(messages, "messages", "a sequence of chat messages (mappings with a 'role')")
+    copies: list[dict[str, Any]] = []
+    for index, message in enumerate(items):
+        if not isinstance(message, Mapping):
+            raise ContractTypeError.for_value(f"messages[{index}]", "a mapping with a str 'role'", message)
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise ContractTypeError.for_value(f"messages[{index}]['role']", "a str", role)
+        copies.append(dict(message))
+    return copies
+
+
+def _rendered_ids(result: object, argument: str) -> list[int]:
+    """The token ids ``apply_chat_template(..., tokenize=True)`` returned: a list (transformers 4) or a mapping
+    holding ``input_ids`` (transformers 5's ``BatchEncoding``)."""
+    if isinstance(result, Mapping):
+        if "input_ids" not in result:
+            raise ContractTypeError.for_value(
+                argument,
+                "token ids, or a mapping holding 'input_ids'",
+                result,
+                actual="a mapping without 'input_ids'",
+            )
+        result = result["input_ids"]
+    return token_ids(result, argument)
+
+
+def _render(
+    tokenizer: ChatTokenizerLike,
+    conversation: list[dict[str, Any]],
+    *,
+    add_generation_prompt: bool,
+    options: dict[str, Any],
+    argument: str,
+) -> list[int]:
+    result = tokenizer.apply_chat_template(
+        [dict(message) for message in conversation],
+        tokenize=True,
+        add_generation_prompt=add_generation_prompt,
+        continue_final_message=False,
+        **options,
+    )
+    return _rendered_ids(result, argument)
+
+
+def splice_turn(
+    tokenizer: ChatTokenizerLike,
+    messages: Sequence[Mapping[str, Any]],
+    model_prefix_token_ids: Sequence[int],
+    *,
+    generation_config: GenerationConfigSource | None = None,
+    terminator_ids: Iterable[int] | None = None,
+    add_generation_prompt: bool = True,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+    check_turn_count: bool = True,
+) -> PrefixSplice:
+    """Splice the next turn's prompt from the chat history: the model's exact tokens, then the template's new turn.
+
+    ``messages`` is the whole history the next turn is served from; its last assistant message is the turn whose
+    exact tokens ``model_prefix_token_ids`` holds (that turn's ``prompt_token_ids`` plus its generated ids).
+    The function renders, with ``tokenizer.apply_chat_template(..., tokenize=True)``:
+
+    - the template prefix: ``messages`` up to and including the last assistant message, with
+      ``add_generation_prompt=False`` and ``continue_final_message=False``, so its last turn is closed;
+    - the template: every message, with ``add_generation_prompt`` (default ``True``, the next turn is generated)
+      and ``continue_final_message=False``.
+
+    ``tools`` and ``chat_template_kwargs`` (e.g. ``{"enable_thinking": False}``) go to both renders.  The
+    terminators are ``terminator_ids`` when given, else :func:`resolve_terminator_token_ids` of the tokenizer and
+    ``generation_config`` (a mapping or a ``transformers.GenerationConfig``); with neither, only the tokenizer's
+    EOS, which misses the extra terminators a ``generation_config.json`` lists (see :func:`splice_prefix_tokens`).
+    Then it returns :func:`splice_prefix_tokens` of the three, with ``check_turn_count`` on by default: a chat
+    template that omits the terminator of a final assistant message is caught here, not prefilled twice.
+
+    With no assistant message in ``messages``, ``model_prefix_token_ids`` must be empty and the result is the
+    identity splice of the template.  Nothing is mutated: the template receives copies of the messages.  Before
+    rendering a tool-call history for a template that needs mapping arguments (Gemma-4's), run
+    ``rl_contracts.chat.normalize_tool_call_arguments`` on it.
+
+    Raises:
+        ContractTypeError: ``tokenizer`` has no callable ``apply_chat_template``; ``messages`` is not a sequence
+            of mappings with a str ``role``; ``chat_template_kwargs`` is not a mapping of str keys or sets one of
+            the arguments this function sets (``tokenize``, ``add_generation_prompt``,
+            ``continue_final_message``, ``conversation``, ``tools``); a render returned something other than
+            token ids (or a mapping holding ``input_ids``); ``generation_config`` and ``terminator_ids`` were both
+            given; or what :func:`splice_prefix_tokens` and :func:`resolve_terminator_token_ids` raise.
+        SpliceError: the model prefix is non-empty but ``messages`` hold no assistant message, or what
+            :func:`splice_prefix_tokens` raises (the turn-count check included).
+
+    Errors raised by ``apply_chat_template`` itself (a template that rejects the messages) propagate unchanged.
+    """
+    render_chat = getattr(tokenizer, "apply_chat_template", None)
+    if not callable(render_chat):
+        raise ContractTypeError.for_value(
+            "tokenizer",
+            "a tokenizer with a callable apply_chat_template (a transformers tokenizer)",
+            tokenizer,
+        )
+    conversation = _messages(messages)
+    model = token_ids(model_prefix_token_ids, "model_prefix_token_ids")
+    require_bool(add_generation_prompt, "add_generation_prompt")
+    require_bool(check_turn_count, "check_turn_count")
+    options: dict[str, Any] = {}
+    if chat_template_kwargs is not None:
+        if not isinstance(chat_template_kwargs, Mapping) or not all(
+            isinstance(key, str) for key in chat_template_kwargs
+        ):
+            raise ContractTypeError.for_value(
+                "chat_template_kwargs", "a mapping with str keys, or None", chat_template_kwargs
+            )
+        taken = sorted(_RENDER_KEYS.intersection(chat_template_kwargs))
+        if taken:
+            raise ContractTypeError(
+                f"chat_template_kwargs sets {render_list(taken)}, which splice_turn sets itself; pass tools as "
+                "tools=..., and leave the render flags to splice_turn",
+                argument="chat_template_kwargs",
+                expected="no key among " + render_list(sorted(_RENDER_KEYS)),
+                actual=render_list(taken),
+            )
+        options.update(chat_template_kwargs)
+    if tools is not None:
+        options["tools"] = [
+            dict(tool) for tool in require_sequence(tools, "tools", "a sequence of tool mappings")
+        ]
+    if generation_config is not None and terminator_ids is not None:
+        raise ContractTypeError(
+            "generation_config and terminator_ids were both given; pass one of them: terminator_ids is the whole "
+            "terminator set, generation_config adds its eos_token_id to the tokenizer's",
+            argument="generation_config",
+            expected="None when terminator_ids is given",
+            actual=type_name(generation_config),
+        )
+    # An empty resolved set falls back to splice_prefix_tokens' own "no EOS" error (for a non-empty model prefix).
+    terminators = (
+        terminator_ids
+        if terminator_ids is not None
+        else (resolve_terminator_token_ids(tokenizer, generation_config) or None)
+    )
+    last_assistant = next(
+        (
+            index
+            for index in range(len(conversation) - 1, -1, -1)
+            if conversation[index]["role"] == "assistant"
+        ),
+        None,
+    )
+    template = _render(
+        tokenizer,
+        conversation,
+        add_generation_prompt=add_generation_prompt,
+        options=options,
+        argument="tokenizer.apply_chat_template(messages)",
+    )
+    if last_assistant is None:
+        if model:
+            raise SpliceError(
+                f"messages hold no assistant message ({len(conversation)} messages), so there is no model turn "
+                f"to keep, but model_prefix_token_ids holds {len(model)} tokens; pass the history that ends with "
+                "the turn those tokens produced, or an empty model prefix for a first turn"
+            )
+        return PrefixSplice.model_construct(token_ids=template, model_cut_end=0, template_cut_start=0)
+    template_prefix = _render(
+        tokenizer,
+        conversation[: last_assistant + 1],
+        add_generation_prompt=False,
+        options=options,
+        argument=f"tokenizer.apply_chat_template(messages[:{last_assistant + 1}])",
+    )
+    return splice_prefix_tokens(
+        tokenizer=tokenizer,
+        model_prefix_token_ids=model,
+        template_prefix_token_ids=template_prefix,
+        template_token_ids=template,
+        terminator_ids=terminators,
+        check_turn_count=check_turn_count,
+    )

@@ -29,11 +29,16 @@ from rl_contracts.config import assert_reload_refit_config_supported, load_recip
 from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError, ContractTypeError, contract_error
 from rl_contracts.metrics import CounterSnapshot
 from rl_contracts.multimodal import placeholder_range_bounds, remap_multimodal_placeholders
-from rl_contracts.prompts import format_prompt_for_vllm_generation, validate_rollout_prompt
+from rl_contracts.prompts import (
+    check_tokenizers_match,
+    format_prompt_for_vllm_generation,
+    validate_rollout_prompt,
+)
 from rl_contracts.refit import format_refit_key_error
 from rl_contracts.routed_experts import as_routed_experts_tensor
 from rl_contracts.splice import splice_prefix_tokens
 from rl_contracts.testing import assert_contract_error
+from rl_contracts.testing.chat_tokenizer import StandInChatTokenizer
 from rl_contracts.weights import check_weight_versions
 
 pytestmark = pytest.mark.ray
@@ -87,6 +92,9 @@ FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
     errors.RecipeLoadError: lambda: load_recipe(RECIPES / "broken" / "missing_parent.yaml"),
     errors.WeightVersionError: lambda: check_weight_versions(
         SimpleNamespace(index=0, token_ids=[4, 5], weight_versions=None), allowed={"7"}
+    ),
+    errors.TokenizerMismatchError: lambda: check_tokenizers_match(
+        StandInChatTokenizer(), StandInChatTokenizer(swap=("a", "b"))
     ),
 }
 
