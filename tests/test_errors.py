@@ -482,6 +482,12 @@ REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
         unexpected_output_indices=[3],
     ),
     errors.CounterSnapshotError: lambda: errors.CounterSnapshotError("negative", key="vllm:x", value="-1.0"),
+    errors.TokenizerMismatchError: lambda: errors.TokenizerMismatchError(
+        "tokenizers differ in: vocabulary",
+        components=("vocabulary",),
+        learner_digest="ab" * 32,
+        engine_digest="cd" * 32,
+    ),
     errors.ConfigContractError: lambda: errors.ConfigContractError("bad", path="vllm_cfg.x", value="3"),
     errors.UnsupportedConfigError: lambda: errors.UnsupportedConfigError(
         "bad", path="colocated", value="True"
