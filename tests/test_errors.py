@@ -31,6 +31,7 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.RecipeError, (errors.ConfigContractError, ValueError)),
     (errors.RecipeLoadError, (errors.ConfigContractError, ValueError)),
     (errors.WeightVersionError, (ValueError,)),
+    (errors.BaselineError, (errors.ConfigContractError, ValueError)),
 ]
 
 

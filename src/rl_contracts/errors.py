@@ -20,6 +20,7 @@ from ._messages import MAX_MESSAGE_CHARS, shorten, type_name
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
+    "BaselineError",
     "ChatResponseContractError",
     "ConfigContractError",
     "ContractError",
@@ -270,6 +271,14 @@ class RecipeLoadError(ConfigContractError):
     file: str | None
     line: int | None
     column: int | None
+
+
+class BaselineError(ConfigContractError):
+    """A findings baseline (``validate --baseline FILE``) that cannot be used: unreadable, not JSON, malformed, or
+    written by another baseline format version.  Never read as an empty baseline; ``file`` is its path."""
+
+    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file")
+    file: str | None
 
 
 class WeightVersionError(ContractError, ValueError):

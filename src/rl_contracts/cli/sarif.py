@@ -1,0 +1,233 @@
+"""``rl-contracts validate --format sarif``: one SARIF 2.1.0 log per run, for code scanning dashboards.
+
+The log has one run.  Its tool driver lists every rule of the registry (``id`` the code, ``name``, short and full
+description, help text from the rule documentation, the default level, and whether it has a fix and how safe it
+is).  Each issue is one result: its rule, level, message (``{path}: {reason}``), the file and line of the
+``defaults:`` chain that set the value (the recipe given when the library supplied it or a ``--set`` override
+wrote it), the dotted path as a logical location, the recipe validated as a property, and the fix as text
+replacements where the rule has one.  Rules that were skipped are tool execution notifications of the invocation.
+
+File locations are relative to the working directory (``uriBaseId`` ``%SRCROOT%``, defined in
+``originalUriBaseIds``) when below it, else absolute ``file:`` URIs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+from urllib.parse import quote
+
+from ..config.provenance import OVERRIDE_SOURCE
+from ..config.recipe import ConfigIssue
+from .report import FileReport
+
+__all__ = [
+    "SARIF_SCHEMA_URI",
+    "SARIF_VERSION",
+    "ResultFix",
+    "SarifRule",
+    "TextReplacement",
+    "sarif_log",
+    "sarif_text",
+]
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+"""The ``$schema`` of the log: the OASIS SARIF 2.1.0 schema as SchemaStore publishes it."""
+
+_ROOT_ID = "%SRCROOT%"
+_INFORMATION_URI = "https://pypi.org/project/rl-contracts/"
+_LEVELS = {"error": "error", "warning": "warning", "skipped": "note"}
+
+
+class SarifRule(Protocol):
+    """What the log needs of one rule of the registry."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    @property
+    def severity(self) -> str: ...
+
+    @property
+    def docs(self) -> str: ...
+
+    @property
+    def fix_safety(self) -> Literal["safe", "unsafe"] | None: ...
+
+
+@dataclass(frozen=True)
+class TextReplacement:
+    """Replace the text from ``(start_line, start_column)`` to ``(end_line, end_column)`` (1-based, the end
+    exclusive) of ``file`` with ``text``; an insertion has an empty region."""
+
+    file: str
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ResultFix:
+    """The fix of one result: what it does, and its text replacements."""
+
+    description: str
+    replacements: tuple[TextReplacement, ...]
+
+
+def _uri(path: str) -> tuple[str, str | None]:
+    """A file's URI and its base id: relative to the working directory below it, else an absolute file URI."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        relative = absolute.relative_to(Path.cwd())
+    except ValueError:
+        return absolute.as_uri(), None
+    return quote(relative.as_posix()), _ROOT_ID
+
+
+def _artifact(path: str) -> dict[str, Any]:
+    uri, base = _uri(path)
+    return {"uri": uri, "uriBaseId": base} if base else {"uri": uri}
+
+
+def _rule(rule: SarifRule) -> dict[str, Any]:
+    properties: dict[str, Any] = {"severity": rule.severity}
+    if rule.fix_safety is not None:
+        properties["fix"] = rule.fix_safety
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.docs or rule.summary},
+        "help": {"text": rule.docs or rule.summary},
+        "defaultConfiguration": {"level": _LEVELS.get(rule.severity, "warning")},
+        "properties": properties,
+    }
+
+
+def _file_of(issue: ConfigIssue, report: FileReport) -> str:
+    return report.file if issue.source in (None, OVERRIDE_SOURCE) else issue.source or report.file
+
+
+def _fix(fix: ResultFix) -> dict[str, Any]:
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for part in fix.replacements:
+        region = {
+            "startLine": part.start_line,
+            "startColumn": part.start_column,
+            "endLine": part.end_line,
+            "endColumn": part.end_column,
+        }
+        replacement: dict[str, Any] = {"deletedRegion": region}
+        if part.text:
+            replacement["insertedContent"] = {"text": part.text}
+        changes.setdefault(part.file, []).append(replacement)
+    return {
+        "description": {"text": fix.description},
+        "artifactChanges": [
+            {"artifactLocation": _artifact(file), "replacements": replacements}
+            for file, replacements in changes.items()
+        ],
+    }
+
+
+def _result(
+    issue: ConfigIssue, report: FileReport, index: dict[str, int], fix: ResultFix | None
+) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": _artifact(_file_of(issue, report))}
+    if issue.line is not None:
+        physical["region"] = {"startLine": issue.line}
+    location: dict[str, Any] = {"physicalLocation": physical}
+    if issue.path:
+        location["logicalLocations"] = [{"fullyQualifiedName": issue.path, "kind": "member"}]
+    result: dict[str, Any] = {
+        "ruleId": issue.code,
+        "level": _LEVELS[issue.severity],
+        "message": {"text": f"{issue.path}: {issue.reason}" if issue.path else issue.reason},
+        "locations": [location],
+        "properties": {
+            "recipe": _artifact(report.file)["uri"],
+            "value": None if issue.missing else issue.json_value,
+            "missing": issue.missing,
+            "setBy": "--set" if issue.source == OVERRIDE_SOURCE else None,
+        },
+    }
+    if issue.code in index:
+        result["ruleIndex"] = index[issue.code]
+    if fix is not None:
+        result["fixes"] = [_fix(fix)]
+    return result
+
+
+def _notifications(reports: Sequence[FileReport]) -> list[dict[str, Any]]:
+    notes = []
+    for report in reports:
+        for rule in report.skipped:
+            message = f"{rule.path}: {rule.reason}" if rule.path else rule.reason
+            notes.append(
+                {
+                    "descriptor": {"id": rule.code},
+                    "level": "note",
+                    "message": {"text": f"{rule.code} skipped: {message}"},
+                    "locations": [{"physicalLocation": {"artifactLocation": _artifact(report.file)}}],
+                }
+            )
+    return notes
+
+
+def sarif_log(
+    reports: Sequence[FileReport],
+    rules: Sequence[SarifRule],
+    *,
+    version: str,
+    fix_for: Callable[[FileReport, ConfigIssue], ResultFix | None] | None = None,
+) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of one ``validate`` run: the ``rules`` as the driver's rules, one result per issue of
+    ``reports`` (with its fix when ``fix_for`` returns one), the skipped rules as notifications."""
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    results = [
+        _result(issue, report, index, None if fix_for is None else fix_for(report, issue))
+        for report in reports
+        for issue in report.issues
+    ]
+    failed = any(report.status == "error" for report in reports)
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "rl-contracts",
+                "version": version,
+                "informationUri": _INFORMATION_URI,
+                "rules": [_rule(rule) for rule in rules],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "originalUriBaseIds": {_ROOT_ID: {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
+        "invocations": [
+            {"executionSuccessful": not failed, "toolExecutionNotifications": _notifications(reports)}
+        ],
+        "results": results,
+    }
+    return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+def sarif_text(
+    reports: Sequence[FileReport],
+    rules: Sequence[SarifRule],
+    *,
+    version: str,
+    fix_for: Callable[[FileReport, ConfigIssue], ResultFix | None] | None = None,
+) -> str:
+    """:func:`sarif_log` as JSON text, indented by 2."""
+    return json.dumps(sarif_log(reports, rules, version=version, fix_for=fix_for), indent=2)
