@@ -73,7 +73,10 @@ class _Step:
 
 
 def _parse(text: str) -> tuple[Any, _EditLoader]:
-    loader = _EditLoader(text)
+    try:
+        loader = _EditLoader(text)
+    except Exception as exc:
+        raise _Refused(f"the file cannot be read as YAML ({type(exc).__name__})") from None
     try:
         root = loader.get_single_node()
     except (RecursionError, MemoryError):
@@ -239,7 +242,10 @@ def _render_key(key: object) -> str:
 
 
 def _reads_back(text: str, expected: object) -> bool:
-    loader = _EditLoader(text)
+    try:
+        loader = _EditLoader(text)
+    except Exception:
+        return False
     try:
         read = loader.get_single_data()
     except Exception:
