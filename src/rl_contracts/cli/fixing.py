@@ -1,0 +1,121 @@
+"""``rl-contracts validate --fix`` / ``--unsafe-fixes`` / ``--diff``, as ruff's.
+
+- ``--fix`` applies the safe fixes (``--unsafe-fixes`` adds the unsafe ones) to the files provenance names, then
+  validates every recipe again; the report shows what remains and the exit status is that report's (0 when
+  nothing remains).  One line per fix (applied, hidden or declined with its reason) and a count go to stderr,
+  so stdout stays the report in every format.
+- ``--diff`` prints the unified diff of every file the fixes would change and writes nothing; exit status 1 when
+  there is a change, else 0 (2 when a file cannot be read).
+
+The fixes are computed by :func:`rl_contracts.config.fixes.plan_fixes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ContractError
+from .report import FileReport, shown_path
+
+if TYPE_CHECKING:
+    from ..config.fixes import FixPlan
+
+__all__ = ["FixOutcome", "add_fix_arguments", "check_fix_arguments", "run_fixes"]
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    """After ``--fix``: the reports of the second validation; after ``--diff``: no reports, the exit status."""
+
+    reports: list[FileReport] | None
+    status: int | None = None
+
+
+def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--fix``, ``--unsafe-fixes`` and ``--diff`` to the ``validate`` parser."""
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the safe fixes to the recipe files, then report what remains",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix or --diff: apply the unsafe fixes too (removals of dead keys, value changes)",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the diff of every file the fixes would change; write nothing",
+    )
+
+
+def check_fix_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage errors: ``--unsafe-fixes`` without ``--fix`` or ``--diff``."""
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        parser.error("--unsafe-fixes needs --fix or --diff")
+
+
+def _where(file: str | None, line: int | None) -> str:
+    if file is None:
+        return "--set"
+    return shown_path(file) + ("" if line is None else f":{line}")
+
+
+def _lines(plan: FixPlan, verb: str) -> list[str]:
+    lines = [
+        f"{verb} {fix.code} {fix.path} in {_where(fix.file, fix.line)}: {fix.description}"
+        + (" (unsafe)" if fix.safety == "unsafe" else "")
+        for fix in plan.applied
+    ]
+    lines.extend(
+        f"not fixed {fix.code} {fix.path}: {fix.description}: an unsafe fix (--unsafe-fixes applies it)"
+        for fix in plan.hidden
+    )
+    lines.extend(
+        f"not fixed {fix.code} {fix.path} ({fix.description}): {fix.reason}" for fix in plan.declined
+    )
+    files = len(plan.changes)
+    summary = (
+        f"{len(plan.applied)} fix{'es' if len(plan.applied) != 1 else ''} {verb} in {files} "
+        f"file{'s' if files != 1 else ''}"
+    )
+    if plan.hidden:
+        summary += f", {len(plan.hidden)} hidden (unsafe: --unsafe-fixes)"
+    if plan.declined:
+        summary += f", {len(plan.declined)} declined"
+    lines.append(summary)
+    return lines
+
+
+def run_fixes(
+    args: argparse.Namespace,
+    check: Callable[[Sequence[str]], list[FileReport]],
+    options: dict[str, Any],
+    write: Callable[[Callable[[], object]], None],
+) -> FixOutcome:
+    """Plan the fixes of ``args.files`` (``options``: :func:`~rl_contracts.config.fixes.plan_fixes`'s validation
+    options); print the diff (``--diff``) or write the files and validate them again with ``check``."""
+    from ..config.fixes import plan_fixes, write_fixes
+
+    plan = plan_fixes(args.files, unsafe_fixes=args.unsafe_fixes, **options)
+    if args.diff:
+        text = "".join(change.diff(shown_path(change.file)) for change in plan.changes)
+        write(lambda: sys.stdout.write(text))
+        for line in _lines(plan, "would fix"):
+            print(line, file=sys.stderr)
+        if plan.unreadable:
+            return FixOutcome(None, 2)
+        return FixOutcome(None, 1 if plan.changes else 0)
+    try:
+        write_fixes(plan)
+    except (ContractError, OSError) as exc:
+        print(f"rl-contracts validate: cannot write the fixes: {exc}", file=sys.stderr)
+        return FixOutcome(None, 2)
+    for line in _lines(plan, "fixed"):
+        print(line, file=sys.stderr)
+    return FixOutcome(check(args.files))
