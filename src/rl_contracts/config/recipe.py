@@ -39,6 +39,7 @@ from .provenance import Provenance
 from .refit_models import is_plugin_path
 from .refit_rules import reload_refit_violation
 from .resolution import Resolution, register_resolvers, resolve_document
+from .suggested_fix import SuggestedFix
 
 __all__ = [
     "DEFAULT_SECTION",
@@ -71,7 +72,8 @@ class ConfigIssue(BaseModel):
     its stable code (:data:`rl_contracts.config.catalogue.CODES`).  ``source`` is the file of the ``defaults``
     chain that last set the value at ``path`` and ``line`` its 1-based line there; a value a ``--set`` override
     wrote (at or below the overridden key) has the source ``"--set"`` (:data:`.provenance.OVERRIDE_SOURCE`) and
-    line ``None``; a missing key has both ``None``.
+    line ``None``; a missing key has both ``None``.  ``fix`` is the change that removes the finding when its rule
+    has one (:mod:`.suggested_fix`; applied by :mod:`.fixes`), else ``None``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -85,6 +87,7 @@ class ConfigIssue(BaseModel):
     line: int | None = None
     json_value: JsonValue = None
     missing: bool = False
+    fix: SuggestedFix | None = None
 
     @classmethod
     def for_load_error(cls, error: RecipeLoadError) -> ConfigIssue:
@@ -161,8 +164,9 @@ class _Report:
         value: object = MISSING,
         *,
         path: str | None = None,
+        fix: SuggestedFix | None = None,
     ) -> None:
-        """Add one issue at ``keys`` (``path`` when given: a preflight finding's own spelling)."""
+        """Add one issue at ``keys`` (``path`` when given: a preflight finding's own spelling) with its ``fix``."""
         missing = value is MISSING
         source, line = (None, None) if missing else self.provenance.locate(keys)
         self.issues.append(
@@ -176,6 +180,7 @@ class _Report:
                 line=line,
                 json_value=None if missing else _json_value(value),
                 missing=missing,
+                fix=fix,
             )
         )
 
@@ -254,6 +259,7 @@ def _config_issues(
             unknown.reason,
             "error" if error else "warning",
             unknown.value,
+            fix=unknown.fix,
         )
     return config
 
@@ -361,7 +367,9 @@ def _preflight(
             continue
         value = MISSING if finding.value is ABSENT else finding.value
         keys = split_path(finding.path)
-        report.add(keys, finding.code, finding.message, finding.severity, value, path=finding.path)
+        report.add(
+            keys, finding.code, finding.message, finding.severity, value, path=finding.path, fix=finding.fix
+        )
     return result.skipped, result.entrypoint
 
 

@@ -4,6 +4,7 @@ NeMo-Gym prerequisites (P5-P12)."""
 from __future__ import annotations
 
 from ..._messages import render
+from ..suggested_fix import SuggestedFix
 from ._catalogue import ALL_ENTRIES, LEGACY_ENTRIES, Context, rule
 from .derived import PG, VC, gym, is_async, is_vllm, megatron
 from .report import ABSENT
@@ -116,6 +117,7 @@ def check_prompt_batching(context: Context) -> None:
             multiplier,
             f"grpo.batch_multiplier={render(multiplier)} needs grpo.use_dynamic_sampling=true; set "
             "batch_multiplier=1 or enable dynamic sampling.",
+            fix=SuggestedFix(action="set", value=1, description="set grpo.batch_multiplier to 1"),
         )
     if not reader.flag("data.use_multiple_dataloader"):
         return
@@ -195,6 +197,9 @@ def check_forced_on_policy_ratio(context: Context) -> None:
             gbs,
             f"loss_fn.force_on_policy_ratio=true needs policy.train_global_batch_size == {n} x {g} = {n * g}, "
             f"got {gbs}; set train_global_batch_size to {n * g} or force_on_policy_ratio=false.",
+            fix=SuggestedFix(
+                action="set", value=n * g, description=f"set policy.train_global_batch_size to {n * g}"
+            ),
         )
 
 
