@@ -19,7 +19,7 @@ from rl_contracts.config import (
     resolve_generation_worker_cls,
     unknown_keys,
 )
-from rl_contracts.config.keys import VLLM_CFG_KEYS
+from rl_contracts.config.rules.unknown_keys import VLLM_CFG_KEYS
 from rl_contracts.errors import ConfigContractError, UnsupportedConfigError
 from rl_contracts.refit import format_refit_key_error
 from rl_contracts.testing import assert_contract_error

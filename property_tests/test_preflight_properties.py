@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts.config.preflight import PREFLIGHT_CODES, PreflightOptions, PreflightReport, preflight
+from rl_contracts.config.rules.preflight import PREFLIGHT_CODES, PreflightOptions, PreflightReport, preflight
 from rl_contracts.testing.strategies import BREAKABLE_RULES, broken_recipes, json_values, valid_recipes
 
 NO_ENV = PreflightOptions(environ={})

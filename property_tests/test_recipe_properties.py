@@ -14,10 +14,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from rl_contracts.config import VllmConfig
-from rl_contracts.config.catalogue import CODES
-from rl_contracts.config.keys import VLLM_CFG_KEYS
-from rl_contracts.config.recipe import LoadedRecipe, load_recipe
+from rl_contracts.config import LoadedRecipe, VllmConfig, load_recipe
+from rl_contracts.config.rules.registry import RULES as CODES
+from rl_contracts.config.rules.unknown_keys import VLLM_CFG_KEYS
 from rl_contracts.errors import ContractError, RecipeError, RecipeLoadError
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (

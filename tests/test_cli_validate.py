@@ -20,8 +20,8 @@ from rl_contracts import __version__
 from rl_contracts.cli import main
 from rl_contracts.cli.report import OUT_OF_SCOPE, shown_path
 from rl_contracts.cli.validate import validate_files
-from rl_contracts.config.catalogue import CODES
-from rl_contracts.config.recipe_schema import generation_json_schema, recipe_json_schema
+from rl_contracts.config.rules.registry import RULES as CODES
+from rl_contracts.config.section.json_schema import generation_json_schema, recipe_json_schema
 
 CLI = Path(__file__).parent / "data" / "cli"
 RECIPES = Path(__file__).parent / "data" / "recipes"

@@ -16,7 +16,7 @@ LIGHT_MODULES = [
     "rl_contracts.checks",
     "rl_contracts.protocols",
     "rl_contracts.config",
-    "rl_contracts.config.preflight",
+    "rl_contracts.config.rules.preflight",
     "rl_contracts.refit",
     "rl_contracts.splice",
     "rl_contracts.multimodal",

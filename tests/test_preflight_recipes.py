@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from rl_contracts.config import load_recipe
-from rl_contracts.config.preflight import PreflightOptions, preflight
+from rl_contracts.config.rules.preflight import PreflightOptions, preflight
 
 RECIPES = Path(__file__).resolve().parents[1] / ".." / "shared" / "nemo_rl_recipes"
 FILES = sorted(RECIPES.rglob("*.yaml")) if RECIPES.is_dir() else []

@@ -200,33 +200,6 @@ def test_readme_lists_every_code() -> None:
     assert markdown_table() + "\n" in README, "paste the output of: rl-contracts rules --format markdown"
 
 
-def _layout_rows() -> list[tuple[str, str]]:
-    section = README.split("\n### Package layout\n", 1)[1]
-    section = re.split(r"^#{2,3} ", section, maxsplit=1, flags=re.M)[0]
-    return re.findall(r"^\| `(rl_contracts[\w.]*)` \| (.*?) \|$", section, re.M)
-
-
-def _library_modules() -> set[str]:
-    package = ROOT / "src" / "rl_contracts"
-    modules = set()
-    for file in package.rglob("*.py"):
-        parts = file.relative_to(package.parent).with_suffix("").parts
-        modules.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return modules
-
-
-def test_package_layout_lists_exactly_the_modules() -> None:
-    """Development's package layout table has one row, with a concern, for every module under src/rl_contracts."""
-    rows = _layout_rows()
-    listed = [module for module, _ in rows]
-    assert len(listed) == len(set(listed)), "a module is listed twice"
-    modules = _library_modules()
-    assert set(listed) == modules, (
-        f"README's package layout: add {sorted(modules - set(listed))}, remove {sorted(set(listed) - modules)}"
-    )
-    assert all(concern.strip() for _, concern in rows)
-
-
 def _entry_point_rows() -> list[tuple[str, list[str]]]:
     section = README.split("\n## What it checks\n", 1)[1].split("\n### ", 1)[0]
     rows = re.findall(r"^\| [^|]+ \| `(rl_contracts[\w.]*)` \| (.*) \|$", section, re.M)

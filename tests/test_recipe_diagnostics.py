@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from rl_contracts.config import ConfigIssue, load_recipe
-from rl_contracts.config.catalogue import CODES
-from rl_contracts.config.preflight import PreflightOptions
+from rl_contracts.config.rules.preflight import PreflightOptions
+from rl_contracts.config.rules.registry import RULES as CODES
 from rl_contracts.errors import ContractTypeError, RecipeError, RecipeLoadError
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs

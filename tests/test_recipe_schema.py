@@ -1,4 +1,4 @@
-"""Tests of the editor JSON Schemas (``rl_contracts.config.recipe_schema``, SPEC §1.8 second release).
+"""Tests of the editor JSON Schemas (``rl_contracts.config.section.json_schema``, SPEC §1.8 second release).
 
 The sample recipes are checked twice: each file as written (what an editor's YAML language server sees, parsed by
 OmegaConf's loader so that ``1e-6`` is a number, as in YAML 1.2) and the composed document of its ``defaults:``
@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from rl_contracts.config import config_json_schema, load_recipe, register_resolvers
-from rl_contracts.config.recipe_schema import (
+from rl_contracts.config.section.json_schema import (
     GENERATION_SCHEMA_ID,
     JSON_SCHEMA_DIALECT,
     RECIPE_SCHEMA_ID,

@@ -34,7 +34,7 @@ from rl_contracts.config import (
     assert_reload_refit_config_supported,
     normalize_vllm_refit_config,
 )
-from rl_contracts.config.preflight import PreflightOptions, preflight
+from rl_contracts.config.rules.preflight import PreflightOptions, preflight
 from rl_contracts.errors import (
     ChatResponseContractError,
     ConfigContractError,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts.config._documents import RecipeLoader
+from rl_contracts.config.loading.parsing import RecipeLoader
 from rl_contracts.config.yaml_edits import (
     Declined,
     insert_value,

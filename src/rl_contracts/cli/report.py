@@ -30,9 +30,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..config.preflight import SkippedRule
-from ..config.provenance import OVERRIDE_SOURCE
-from ..config.recipe import ConfigIssue
+from ..config.loading.issues import ConfigIssue
+from ..config.loading.provenance import OVERRIDE_SOURCE
+from ..config.rules.preflight import SkippedRule
 
 __all__ = [
     "OUT_OF_SCOPE",

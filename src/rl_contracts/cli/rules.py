@@ -1,6 +1,6 @@
 """The ``rules`` sub-command of ``rl-contracts``: every finding code, one line each.
 
-``rl-contracts rules`` prints :data:`rl_contracts.config.catalogue.CODES` in catalogue order as a plain table (code,
+``rl-contracts rules`` prints :data:`rl_contracts.config.rules.registry.RULES` in catalogue order as a plain table (code,
 severity, summary, where NeMo RL checks it); ``--format json`` prints one JSON array of objects with the same
 keys, ``--format markdown`` README's table of codes (:func:`markdown_table`; a test keeps README equal to it).
 """
@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from ..config.catalogue import CODES
+from ..config.rules.registry import RULES as CODES
 from .validate import write
 
 __all__ = ["markdown_table", "register", "rules_lines", "run_rules"]

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
-from ..config.provenance import OVERRIDE_SOURCE
-from ..config.recipe import ConfigIssue
+from ..config.loading.issues import ConfigIssue
+from ..config.loading.provenance import OVERRIDE_SOURCE
 from .report import FileReport
 
 __all__ = [
@@ -60,7 +60,16 @@ class SarifRule(Protocol):
     def severity(self) -> str: ...
 
     @property
-    def docs(self) -> str: ...
+    def reference(self) -> str: ...
+
+    @property
+    def what_it_checks(self) -> str: ...
+
+    @property
+    def why_it_matters(self) -> str: ...
+
+    @property
+    def fix(self) -> str: ...
 
     @property
     def fix_safety(self) -> Literal["safe", "unsafe"] | None: ...
@@ -102,16 +111,27 @@ def _artifact(path: str) -> dict[str, Any]:
     return {"uri": uri, "uriBaseId": base} if base else {"uri": uri}
 
 
+def _help(rule: SarifRule) -> str:
+    """The rule's documentation as one text: what it checks, why it matters, the fix, the reference site."""
+    parts = [rule.what_it_checks or rule.summary, rule.why_it_matters, rule.fix]
+    if rule.fix_safety is not None:
+        parts.append(
+            f"rl-contracts validate --fix{' --unsafe-fixes' if rule.fix_safety == 'unsafe' else ''} fixes it."
+        )
+    parts.append(f"Checked by the reference: {rule.reference}.")
+    return "\n\n".join(part.strip() for part in parts if part.strip())
+
+
 def _rule(rule: SarifRule) -> dict[str, Any]:
-    properties: dict[str, Any] = {"severity": rule.severity}
+    properties: dict[str, Any] = {"severity": rule.severity, "reference": rule.reference}
     if rule.fix_safety is not None:
         properties["fix"] = rule.fix_safety
     return {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": rule.docs or rule.summary},
-        "help": {"text": rule.docs or rule.summary},
+        "fullDescription": {"text": (rule.what_it_checks or rule.summary).strip()},
+        "help": {"text": _help(rule)},
         "defaultConfiguration": {"level": _LEVELS.get(rule.severity, "warning")},
         "properties": properties,
     }

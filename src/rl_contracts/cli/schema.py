@@ -1,7 +1,7 @@
 """The ``schema`` sub-command of ``rl-contracts``: the JSON Schema of the generation section or of a whole recipe.
 
 ``rl-contracts schema`` prints ``VllmConfig``'s schema, ``rl-contracts schema --recipe`` the whole-recipe schema
-(:mod:`rl_contracts.config.recipe_schema`); both with ``$schema`` and ``$id``, indent 2, keys sorted.
+(:mod:`rl_contracts.config.section.json_schema`); both with ``$schema`` and ``$id``, indent 2, keys sorted.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from ..config.recipe_schema import generation_json_schema, recipe_json_schema
+from ..config.section.json_schema import generation_json_schema, recipe_json_schema
 from .validate import write
 
 __all__ = ["register", "run_schema"]

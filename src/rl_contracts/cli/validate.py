@@ -21,9 +21,9 @@ from typing import Any
 
 from rich.console import Console
 
-from ..config.catalogue import CODES
-from ..config.preflight import PreflightOptions, installed_vllm_version, parse_vllm_version
-from ..config.recipe import DEFAULT_SECTION, ConfigIssue, load_recipe
+from ..config import DEFAULT_SECTION, ConfigIssue, load_recipe
+from ..config.rules.preflight import PreflightOptions, installed_vllm_version, parse_vllm_version
+from ..config.rules.registry import RULES as CODES
 from ..errors import ContractError, RecipeError, RecipeLoadError
 from .report import FileReport, exit_status, github_commands, json_report, print_human
 
@@ -224,7 +224,7 @@ def model_config(text: str) -> Mapping[str, Any]:
 def code_list(text: str) -> list[str]:
     """``--select``/``--ignore`` argument type: comma-separated codes (``P7``) or families (``P``, ``W``).
 
-    Fail closed: a pattern that matches no code of :data:`~rl_contracts.config.catalogue.CODES` is a usage error,
+    Fail closed: a pattern that matches no code of :data:`~rl_contracts.config.rules.registry.RULES` is a usage error,
     so a mistyped ``--ignore`` never hides the wrong findings and a mistyped ``--select`` never selects nothing.
     """
     patterns = [part.strip() for part in text.split(",") if part.strip()]

@@ -27,35 +27,30 @@ import tempfile
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from .._messages import render_name
 from ..errors import ConfigContractError, RecipeError, RecipeLoadError
-from ._documents import Keys, lookup, split_path
-from .composition import compose
-from .preflight import PreflightOptions
-from .provenance import OVERRIDE_SOURCE
-from .recipe import ConfigIssue, load_recipe
-from .suggested_fix import SuggestedFix
+from ._internal.paths import Keys, lookup, split_path
+from .loading.compose import compose
+from .loading.issues import ConfigIssue
+from .loading.load_recipe import load_recipe
+from .loading.provenance import OVERRIDE_SOURCE
+from .rules.preflight import PreflightOptions
+from .rules.registry import rule_for
+from .rules.rule import FixSafety
+from .rules.suggested_fix import SuggestedFix
 from .yaml_edits import Declined, insert_value, move_entry, remove_entry, rename_key, set_value
 
 __all__ = [
-    "FIX_SAFETY",
     "AppliedFix",
     "DeclinedFix",
     "FileChange",
     "FixPlan",
-    "FixSafety",
     "edit_for",
     "plan_fixes",
     "read_text",
     "write_fixes",
 ]
-
-FixSafety = Literal["safe", "unsafe"]
-
-FIX_SAFETY: dict[str, FixSafety] = {"K1": "safe", "P28": "safe", "W2": "unsafe", "P9": "unsafe"}
-"""Stand-in for the rule registry's ``fix_safety`` until the registry lands."""
 
 
 @dataclass(frozen=True)
@@ -305,7 +300,8 @@ def _apply(
     hidden: dict[tuple[str, str, str], DeclinedFix],
 ) -> bool:
     """Apply one issue's fix to the mirror; whether a file changed."""
-    safety = FIX_SAFETY.get(issue.code)
+    rule = rule_for(issue.code)
+    safety = None if rule is None else rule.fix_safety
     fix = issue.fix
     if fix is None or safety is None:
         return False

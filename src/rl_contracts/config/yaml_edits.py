@@ -2,7 +2,7 @@
 
 A fix (:mod:`rl_contracts.config.fixes`) renames a key, removes an entry, sets a scalar value, or moves an entry to
 another path of the same file.  Each edit is located by the parser's node marks (PyYAML's composer, with the
-scalar resolution of :class:`~rl_contracts.config._documents.RecipeLoader`) and splices the text of the file:
+scalar resolution of :class:`~rl_contracts.config.loading.parsing.RecipeLoader`) and splices the text of the file:
 comments, key order, quoting, indentation and line endings of everything else stay byte for byte.
 
 Divergence from the issue's wording (a ruamel.yaml round trip): a ruamel.yaml load-and-dump of NeMo RL's sample
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._messages import render_name
-from ._documents import Keys, RecipeLoader
+from ._internal.paths import Keys
+from .loading.parsing import RecipeLoader
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 

@@ -1,0 +1,151 @@
+"""Strict scalar types of the config models (SPEC §1.1), shared by the model modules of :mod:`rl_contracts.config`.
+
+- :data:`ConfigBool` takes only ``bool``; :data:`ConfigInt` only a Python ``int`` (never a bool, float, str or
+  ``numpy`` integer); :data:`ConfigFloat` an ``int`` or ``float`` (never a bool or str, never NaN or infinity);
+  :data:`ConfigStr` only ``str``.  Lists take a ``list`` or ``tuple`` only.
+- Range constraints sit *inside* the strict validators (``Annotated[int, Field(ge=1), *validators]``) so pydantic
+  emits them as JSON Schema ``minimum``/``maximum`` rather than as opaque keys.
+
+The names are public within the package (a private module); users import the four ``Config*`` types from
+:mod:`rl_contracts.config`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field
+
+from ..._messages import type_name
+from ...checks import ContractInt, as_int
+
+__all__ = [
+    "AtLeastOne",
+    "ConfigBool",
+    "ConfigFloat",
+    "ConfigInt",
+    "ConfigStr",
+    "EnvValue",
+    "Fraction",
+    "KvCacheDtype",
+    "LogprobsMode",
+    "NonNegative",
+    "NonNegativeFloat",
+    "NullAsAuto",
+    "NullAsFalse",
+    "Port",
+    "Positive",
+    "PositiveFloat",
+    "Ratio",
+    "StrList",
+    "StrictStr",
+    "TokenIdList",
+]
+
+
+def _strict_bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected a bool (true or false), got {type_name(value)}")
+    return value
+
+
+def _python_int(value: object) -> object:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(
+            f"expected an int (not bool, float, str or another integer type), got {type_name(value)}"
+        )
+    return value
+
+
+def _finite_float(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number (int or float, not bool or str), got {type_name(value)}")
+    try:
+        result = float(value)
+    except OverflowError:
+        raise ValueError("expected a finite number, got an int too large for a float") from None
+    if not math.isfinite(result):
+        raise ValueError(f"expected a finite number, got {result!r}")
+    return result
+
+
+def _strict_str(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a str, got {type_name(value)}")
+    return value
+
+
+def _strict_list(value: object) -> list[object]:
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"expected a list, got {type_name(value)}")
+    return list(value)
+
+
+def _env_value(value: object) -> str:
+    if isinstance(value, bool) or value is None or not isinstance(value, str | int | float):
+        raise ValueError(
+            f"expected a str, int or float environment value (not bool or null), got {type_name(value)}; "
+            "quote the value if you mean the string"
+        )
+    return str(value)
+
+
+def _null_as_auto(value: object) -> object:
+    """``null`` reads as the default ``"auto"`` ("Req. no", SPEC §1.1)."""
+    return "auto" if value is None else value
+
+
+def _null_as_false(value: object) -> object:
+    """``null`` reads as the default ``False`` ("Req. no", SPEC §1.1)."""
+    return False if value is None else value
+
+
+_AS_INT = BeforeValidator(as_int)
+_PYTHON_INT = BeforeValidator(_python_int)
+_AS_FLOAT = BeforeValidator(_finite_float)
+
+StrictStr = BeforeValidator(_strict_str)
+"""The before-validator of :data:`ConfigStr`, for ``Literal`` string fields (``Annotated[Literal[...], StrictStr]``)."""
+
+ConfigBool = Annotated[bool, BeforeValidator(_strict_bool)]
+"""A config ``bool``: accepts only ``True``/``False``."""
+ConfigInt = Annotated[ContractInt, _PYTHON_INT]
+"""A config int: :data:`~rl_contracts.checks.ContractInt` restricted to Python ``int`` (never bool or ``__index__``)."""
+ConfigFloat = Annotated[float, _AS_FLOAT]
+"""A config float: accepts a finite ``int`` or ``float``, never a bool or str."""
+ConfigStr = Annotated[str, StrictStr]
+"""A config ``str``: accepts only ``str``."""
+
+AtLeastOne = Annotated[int, Field(ge=1), _AS_INT, _PYTHON_INT]
+"""A config int ≥ 1."""
+Port = Annotated[int, Field(ge=1, le=65535), _AS_INT, _PYTHON_INT]
+"""A TCP port, 1–65535."""
+Positive = Annotated[int, Field(gt=0), _AS_INT, _PYTHON_INT]
+"""A config int > 0."""
+NonNegative = Annotated[int, Field(ge=0), _AS_INT, _PYTHON_INT]
+"""A config int ≥ 0."""
+NonNegativeFloat = Annotated[float, Field(ge=0), _AS_FLOAT]
+"""A config float ≥ 0."""
+PositiveFloat = Annotated[float, Field(gt=0), _AS_FLOAT]
+"""A config float > 0."""
+Ratio = Annotated[float, Field(gt=0, lt=1), _AS_FLOAT]
+"""A config float in the open interval (0, 1)."""
+Fraction = Annotated[float, Field(gt=0, le=1), _AS_FLOAT]
+"""A config float in (0, 1]."""
+StrList = Annotated[list[ConfigStr], BeforeValidator(_strict_list)]
+"""A list (or tuple) of config strs."""
+TokenIdList = Annotated[list[NonNegative], BeforeValidator(_strict_list)]
+"""A list (or tuple) of token ids, each ≥ 0."""
+EnvValue = Annotated[str, BeforeValidator(_env_value, json_schema_input_type=str | int | float)]
+"""An environment variable value: a str, or an int/float converted with ``str()``; never a bool or null."""
+
+KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_ds_mla"]
+"""The KV-cache dtypes ``vllm_cfg.kv_cache_dtype`` accepts."""
+LogprobsMode = Literal["processed_logprobs", "raw_logprobs"]
+"""The log-probability modes ``vllm_cfg.logprobs_mode`` accepts."""
+
+NullAsAuto = BeforeValidator(_null_as_auto, json_schema_input_type=KvCacheDtype | None)
+"""Before-validator of ``kv_cache_dtype``: ``null`` reads as its default ``"auto"``."""
+NullAsFalse = BeforeValidator(_null_as_false, json_schema_input_type=bool | None)
+"""Before-validator of ``refit_with_reload_api``: ``null`` reads as its default ``False``."""

@@ -1,0 +1,184 @@
+"""The section check of ``load_recipe``: find the generation section, validate it as ``VllmConfig``, and turn
+every schema error, rule violation, reload-refit violation and unknown key into an issue with its code.
+
+A pydantic line error's code comes from the registry (:func:`~rl_contracts.config.rules.registry.code_of_error`);
+the V codes are :mod:`rl_contracts.config.rules.loading`'s.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from ..._messages import render_name, shorten
+from ...errors import MAX_MESSAGE_CHARS
+from .._internal.absent import ABSENT
+from .._internal.paths import Keys, dotted_path, is_under, lookup
+from ..rules.loading import V2, V4, V5
+from ..rules.refit_support import reload_refit_violation
+from ..rules.registry import code_of_error
+from ..rules.unknown_keys import K1, K2, P28, unknown_keys
+from ..section.generation import VllmConfig
+from .issues import IssueReport
+from .parsing import kind
+from .resolve import Resolution
+
+__all__ = ["DEFAULT_SECTION", "EVALUATION_SECTION", "check_section", "default_section"]
+
+DEFAULT_SECTION = "policy.generation"
+"""The section :func:`~rl_contracts.config.load_recipe` selects when ``section`` is ``None`` and the recipe has it."""
+
+EVALUATION_SECTION = "generation"
+"""The section :func:`~rl_contracts.config.load_recipe` selects when ``section`` is ``None`` and only this one
+exists (eval configs)."""
+
+
+def _pydantic_message(error: ErrorDetails) -> str:
+    return shorten(error["msg"].removeprefix("Value error, "), MAX_MESSAGE_CHARS)
+
+
+def _typo_hint(data: dict[Any, Any], keys: Sequence[Any]) -> str:
+    """For a missing key, a hint naming a present key that looks like a misspelling of it."""
+    found, holder = lookup(data, keys[:-1])
+    if not (found and isinstance(holder, dict) and keys and isinstance(keys[-1], str)):
+        return ""
+    present = [key for key in holder if isinstance(key, str) and key != keys[-1]]
+    match = difflib.get_close_matches(keys[-1], present, n=1, cutoff=0.8)
+    return f"; found unknown key '{render_name(match[0])}' (a misspelling?)" if match else ""
+
+
+def _schema_issues(
+    report: IssueReport, section: Keys, data: dict[Any, Any], exc: ValidationError, failed: list[str]
+) -> None:
+    """One error issue per pydantic line error, at the full dotted path, with the value as written."""
+    for error in exc.errors():
+        keys = tuple(error["loc"])
+        if is_under(dotted_path((*section, *keys), report.document), failed):
+            continue
+        found, value = lookup(data, keys)
+        why = _pydantic_message(error)
+        type_ = str(error["type"])
+        if not found and (type_ == "missing" or type_.endswith("_missing")):
+            report.add((*section, *keys), code_of_error(error), why + _typo_hint(data, keys), "error")
+        else:
+            report.add(
+                (*section, *keys), code_of_error(error), why, "error", value if found else error.get("input")
+            )
+
+
+def _config_issues(
+    report: IssueReport, section: Keys, data: dict[Any, Any], strict: bool, failed: list[str]
+) -> VllmConfig | None:
+    """Validate the resolved section; add schema, rule, reload-refit and key issues; the model when valid.
+
+    Schema issues at or below a ``failed`` path (already reported as V2) are suppressed.
+    """
+    try:
+        config = VllmConfig.model_validate(data)
+    except ValidationError as exc:
+        _schema_issues(report, section, data, exc, failed)
+        return None
+    violation = reload_refit_violation(config)
+    if violation is not None:
+        report.add((*section, *violation.loc), violation.code, violation.message, "error", violation.value)
+    for unknown in unknown_keys(config):
+        error = unknown.code in (K1.code, P28.code) or (strict and unknown.code == K2.code)
+        report.add(
+            (*section, *unknown.path),
+            unknown.code,
+            unknown.reason,
+            "error" if error else "warning",
+            unknown.value,
+            fix=unknown.fix,
+        )
+    return config
+
+
+def default_section(composed: dict[Any, Any], resolution: Resolution) -> str | None:
+    """``policy.generation`` when the recipe has it (or a ``policy`` that is not a mapping), else a top-level
+    ``generation`` mapping (or one that failed resolution, so that its failure is reported), else ``None``."""
+    policy = composed.get("policy")
+    if policy is not None and (not isinstance(policy, dict) or policy.get("generation") is not None):
+        return DEFAULT_SECTION
+    failed = any(failure.keys == (EVALUATION_SECTION,) for failure in resolution.failures)
+    return (
+        EVALUATION_SECTION
+        if failed or isinstance(resolution.document.get(EVALUATION_SECTION), dict)
+        else None
+    )
+
+
+def _locate(report: IssueReport, resolution: Resolution, section: Keys) -> dict[Any, Any] | None:
+    """The resolved section mapping; ``None`` when it is missing, null or failed (issues added for the last two
+    and for a non-mapping on the way)."""
+    failed = resolution.failed_under([section])
+    above = [failure for failure in failed if len(failure.keys) <= len(section)]
+    for failure in above:
+        report.add(failure.keys, V2.code, failure.reason, "error", failure.raw, path=failure.path)
+    if above:
+        return None
+    holder: Any = resolution.document
+    for depth, key in enumerate(section):
+        if not isinstance(holder, dict):
+            where = section[:depth]
+            what = f"{dotted_path(where)} must be a mapping (it holds {dotted_path(section)}), got a {kind(holder)}"
+            report.add(where, V4.code, what, "error", holder)
+            return None
+        holder = holder.get(key)
+        if holder is None:
+            return None
+    if not isinstance(holder, dict):
+        report.add(
+            section,
+            "V4",
+            f"section {dotted_path(section)} must be a mapping, got a {kind(holder)}",
+            "error",
+            holder,
+        )
+        return None
+    return holder
+
+
+def check_section(
+    report: IssueReport, resolution: Resolution, section: str, *, explicit: bool, strict: bool
+) -> tuple[Literal["valid", "skipped"], VllmConfig | None]:
+    """Validate the selected section (``explicit``: named by the caller), adding its issues to ``report``; the
+    status and the model (``None`` when skipped or invalid)."""
+    keys = tuple(section.split("."))
+    data = _locate(report, resolution, keys)
+    if data is None:
+        if report.has_errors():
+            return "valid", None
+        if explicit:
+            report.add(keys, V4.code, f"section {render_name(section)} not found", "error")
+            return "valid", None
+        why = (
+            f"no generation section ({DEFAULT_SECTION} or a top-level {EVALUATION_SECTION} mapping): not a "
+            "generation recipe; pass --section DOTTED.PATH to validate another section"
+        )
+        report.add(keys, V5.code, why, "warning")
+        return "skipped", None
+    backend_keys = (*keys, "backend")
+    backend = data.get("backend")
+    failed = resolution.failed_under([keys])
+    if isinstance(backend, str) and backend != "vllm":  # not validated, so its failed leaves do not matter
+        why = f"backend '{render_name(backend)}' is not validated (only 'vllm' is)"
+        report.add(backend_keys, V5.code, why, "warning", backend)
+        return "skipped", None
+    for failure in failed:
+        report.add(failure.keys, V2.code, failure.reason, "error", failure.raw, path=failure.path)
+    if any(failure.keys == backend_keys for failure in failed):
+        return "valid", None
+    if backend is None:
+        why = "backend is required (set backend: vllm to validate this section)"
+        report.add(backend_keys, V4.code, why, "error", ABSENT if "backend" not in data else None)
+        return "valid", None
+    if not isinstance(backend, str):
+        why = f"backend must be a string such as 'vllm', got {kind(backend)}"
+        report.add(backend_keys, V4.code, why, "error", backend)
+        return "valid", None
+    return "valid", _config_issues(report, keys, data, strict, [failure.path for failure in failed])

@@ -1,0 +1,253 @@
+"""Composition of a NeMo RL-style recipe: ``defaults:`` inheritance and ``_override_`` markers (SPEC §1.8).
+
+Each file is parsed with ``OmegaConf.load`` (never ``yaml.safe_load``, which reads ``1e-8`` as a string); its
+``defaults`` (null, ``[]``, a path or a list of paths, relative to the naming file) load depth-first and merge left
+to right onto an empty base, the file itself last; a mapping marked ``_override_: true`` replaces the inherited
+value at any depth (markers are always removed); a ``???`` never replaces an inherited value.
+
+Divergence: the reference honours ``_override_`` only on top-level sections and leaves ``_override_: false`` (and
+the markers of a file without ``defaults``) in the merged config; rl_contracts honours it at any depth and removes
+every marker.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import omegaconf
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import GrammarParseError, OmegaConfBaseException
+
+from ..._messages import render, render_list, render_name, type_name
+from ...errors import RecipeLoadError
+from .._internal.paths import dotted_path
+from .parsing import kind, reason
+
+_yaml: Any = importlib.import_module("yaml")  # PyYAML (OmegaConf's parser) ships no type stubs
+
+__all__ = ["Composition", "compose", "plain"]
+
+_MARKER = "_override_"
+_DEFAULTS = "defaults"
+
+
+@dataclass(frozen=True)
+class Composition:
+    """A composed recipe: the ``document`` as plain containers (interpolations and ``???`` as written) and the
+    files of its ``defaults`` chain in merge order (``chain[-1]`` is the recipe itself)."""
+
+    document: dict[Any, Any]
+    chain: tuple[Path, ...]
+
+
+def plain(node: omegaconf.Container) -> Any:
+    """The node as plain containers, interpolations and ``???`` left as written."""
+    return OmegaConf.to_container(node)
+
+
+def _omegaconf_key(exc: BaseException) -> str | None:
+    key = getattr(exc, "full_key", None)
+    return key if isinstance(key, str) and key else None
+
+
+def _read(path: Path, named_by: Path | None) -> dict[Any, Any]:
+    """Parse one recipe file with ``OmegaConf.load`` into plain containers (interpolations unresolved)."""
+    file = os.fspath(path)
+    try:
+        loaded = OmegaConf.load(path)
+    except (RecursionError, MemoryError):
+        raise
+    except FileNotFoundError:
+        if named_by is not None:
+            raise RecipeLoadError(
+                f"{render_name(named_by)}: parent recipe '{render_name(file)}' named in defaults does not exist",
+                file=os.fspath(named_by),
+                path=_DEFAULTS,
+                value=render(file),
+            ) from None
+        raise RecipeLoadError(f"{render_name(file)}: no such file", file=file) from None
+    except OSError as exc:
+        # errno None: OmegaConf.load's own rejection of a scalar root ("Invalid loaded object type: int").
+        if exc.errno is None:
+            raise RecipeLoadError(
+                f"{render_name(file)}: the recipe root must be a mapping ({reason(exc)})", file=file
+            ) from None
+        why = exc.strerror or type_name(exc)
+        raise RecipeLoadError(
+            f"{render_name(file)}: cannot read the file: {render_name(why)}", file=file
+        ) from None
+    except _yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        column = mark.column + 1 if mark is not None else None
+        where = f" at line {line}, column {column}" if mark is not None else ""
+        context = exc.context
+        if context and exc.context_mark is not None and exc.context_mark is not mark:
+            context += f" started at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1}"
+        problem = " ".join(part for part in (exc.problem, f"({context})" if context else None) if part)
+        raise RecipeLoadError(
+            f"{render_name(file)}: YAML syntax error{where}: {render_name(problem or 'invalid YAML')}",
+            file=file,
+            line=line,
+            column=column,
+        ) from None
+    except GrammarParseError as exc:
+        key = _omegaconf_key(exc)
+        raise RecipeLoadError(
+            f"{render_name(file)}: invalid interpolation syntax at {render_name(key or '<root>')}: {reason(exc)}",
+            file=file,
+            path=key,
+        ) from None
+    except (_yaml.YAMLError, OmegaConfBaseException, ValueError, TypeError) as exc:
+        raise RecipeLoadError(
+            f"{render_name(file)}: cannot parse the file: {reason(exc)}", file=file
+        ) from None
+    if not isinstance(loaded, DictConfig):
+        raise RecipeLoadError(
+            f"{render_name(file)}: the recipe root must be a mapping, got a {kind(loaded)}",
+            file=file,
+            value=kind(loaded),
+        )
+    root: dict[Any, Any] = plain(loaded)
+    return root
+
+
+def _parent_paths(raw: object, file: Path) -> list[Path]:
+    """The parent files named by a ``defaults`` value, resolved against the directory of ``file``."""
+    if raw is None:
+        return []
+    entries = [raw] if isinstance(raw, str) else raw
+    if not isinstance(entries, list) or not all(isinstance(e, str) and e for e in entries):
+        raise RecipeLoadError(
+            f"{render_name(file)}: defaults must be null, a path or a list of paths, got {render(raw)}",
+            file=os.fspath(file),
+            path=_DEFAULTS,
+            value=render(raw),
+        )
+    return [file.parent / e for e in entries]  # an absolute entry replaces file.parent (pathlib join)
+
+
+def _strip_markers(value: Any, file: Path, path: tuple[Any, ...], replaced: list[tuple[Any, ...]]) -> Any:
+    """Copy ``value`` without ``_override_`` keys; collect the mapping paths marked ``_override_: true``."""
+    if isinstance(value, list):
+        return [_strip_markers(item, file, (*path, None), replaced) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if _MARKER in value:
+        marker = value[_MARKER]
+        if not isinstance(marker, bool):
+            where = dotted_path((*path, _MARKER))
+            raise RecipeLoadError(
+                f"{render_name(file)}: {where} must be true or false, got {render(marker)}",
+                file=os.fspath(file),
+                path=where,
+                value=render(marker),
+            )
+        if marker and None not in path:
+            replaced.append(path)
+    return {k: _strip_markers(v, file, (*path, k), replaced) for k, v in value.items() if k != _MARKER}
+
+
+def _merge_conflict(base: Any, over: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str, str] | None:
+    """The first path where a mapping meets a list (OmegaConf refuses to merge those)."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        for key, value in over.items():
+            if key in base:
+                found = _merge_conflict(base[key], value, (*path, key))
+                if found is not None:
+                    return found
+        return None
+    if (isinstance(base, dict) and isinstance(over, list)) or (
+        isinstance(base, list) and isinstance(over, dict)
+    ):
+        return path, kind(base), kind(over)
+    return None
+
+
+def _merge(base: dict[Any, Any], over: dict[Any, Any], file: Path) -> dict[Any, Any]:
+    """OmegaConf's recursive merge of ``over`` onto ``base``, honouring ``_override_`` markers at any depth."""
+    replaced: list[tuple[Any, ...]] = []
+    clean = _strip_markers(over, file, (), replaced)
+    base = copy.deepcopy(base)
+    for path in replaced:
+        holder: Any = base
+        for key in path[:-1]:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if path and isinstance(holder, dict):
+            holder.pop(path[-1], None)
+        elif not path:
+            base = {}
+    if not base:  # merging onto the empty base changes nothing (OmegaConf keeps ??? and interpolations as is)
+        return cast("dict[Any, Any]", clean)
+    conflict = _merge_conflict(base, clean, ())
+    if conflict is not None:
+        where, was, now = conflict
+        remedy = f"; mark the mapping with {_MARKER}: true to replace the list" if now == "mapping" else ""
+        raise RecipeLoadError(
+            f"{render_name(file)}: cannot merge {dotted_path(where)}: a {now} here where the recipe it "
+            f"inherits from has a {was}{remedy}",
+            file=os.fspath(file),
+            path=dotted_path(where),
+        )
+    try:
+        merged = OmegaConf.unsafe_merge(OmegaConf.create(base), OmegaConf.create(clean))  # both are fresh
+        merged_plain: dict[Any, Any] = plain(merged)
+    except (RecursionError, MemoryError):
+        raise
+    except Exception as exc:
+        raise RecipeLoadError(
+            f"{render_name(file)}: cannot merge onto its defaults: {reason(exc)}", file=os.fspath(file)
+        ) from None
+    return merged_plain
+
+
+def _compose(
+    path: Path, ancestry: tuple[Path, ...], named_by: Path | None, chain: list[Path]
+) -> dict[Any, Any]:
+    """Load ``path`` and its ``defaults`` depth-first; parents merge left to right, the file itself last.
+
+    Appends every file to ``chain`` in merge order (a parent reached twice appears twice).
+    """
+    try:
+        real = path.resolve()
+    except RecursionError:
+        raise
+    except (OSError, ValueError, RuntimeError) as exc:  # embedded NUL byte, symlink loop (Python < 3.13)
+        raise RecipeLoadError(
+            f"{render_name(path)}: cannot resolve the path: {reason(exc)}",
+            file=os.fspath(named_by or path),
+            path=_DEFAULTS if named_by else None,
+        ) from None
+    if real in ancestry:
+        cycle = [os.fspath(p) for p in (*ancestry, real)]
+        raise RecipeLoadError(
+            f"{render_name(path)}: defaults cycle: the file appears again in its own ancestry "
+            f"{render_list(cycle)}",
+            file=os.fspath(path),
+            path=_DEFAULTS,
+            value=render_list(cycle),
+        )
+    raw = _read(path, named_by)
+    parents = _parent_paths(raw.pop(_DEFAULTS, None), path) if _DEFAULTS in raw else []
+    composed: dict[Any, Any] = {}
+    for parent in parents:
+        composed = _merge(composed, _compose(parent, (*ancestry, real), path, chain), parent)
+    chain.append(path)
+    return _merge(composed, raw, path)
+
+
+def compose(path: Path) -> Composition:
+    """Compose the recipe at ``path`` with its ``defaults`` chain (SPEC §1.8 steps 1–4).
+
+    Raises ``RecipeLoadError`` for an I/O error, a YAML or interpolation syntax error (with ``.line`` and
+    ``.column`` for YAML), a non-mapping root, a bad ``defaults`` value or ``_override_`` marker, a ``defaults``
+    cycle (files compared by ``Path.resolve()``), a missing parent, or a list meeting a mapping in a merge.
+    """
+    chain: list[Path] = []
+    document = _compose(path, (), None, chain)
+    return Composition(document, tuple(chain))

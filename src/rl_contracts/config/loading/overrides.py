@@ -1,0 +1,129 @@
+"""Trainer-style overrides (``--set``), applied to a composed recipe before resolution (PREFLIGHT.md §1).
+
+An override is ``key=value`` (the key must exist), ``+key=value`` (it must not) or ``++key=value`` (set either
+way, creating missing mappings on the way), as the trainers' Hydra-style parser has them.  ``key`` is dotted; a
+segment of digits indexes a list.  ``value`` is YAML, read as OmegaConf reads a recipe (``1e-8`` is a float,
+``${...}`` an interpolation); an empty value is the empty string, as in Hydra.  A mapping value merges into an
+existing mapping; anything else replaces the value.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..._messages import render, render_name
+from ...errors import ContractTypeError, RecipeLoadError
+from .._internal.paths import Keys, dotted_path
+from .parsing import RecipeLoader
+
+_yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
+
+__all__ = ["Override", "apply_overrides", "parse_override"]
+
+
+@dataclass(frozen=True)
+class Override:
+    """One parsed override: ``mode`` ``"set"`` (``key=value``), ``"add"`` (``+``) or ``"force"`` (``++``)."""
+
+    text: str
+    mode: Literal["set", "add", "force"]
+    keys: Keys
+    value: Any
+
+
+def _bad(file: str, text: str, why: str, path: str | None = None) -> RecipeLoadError:
+    return RecipeLoadError(
+        f"{render_name(file)}: override {render(text)} {why}", file=file, path=path, value=render(text)
+    )
+
+
+def parse_override(text: str, file: str) -> Override:
+    """Parse one ``[+|++]key=value`` override; ``RecipeLoadError`` (naming ``file``) when it is malformed."""
+    if not isinstance(text, str):
+        raise ContractTypeError.for_value("overrides[i]", "a str such as 'key=value'", text)
+    key, equals, written = text.partition("=")
+    mode: Literal["set", "add", "force"] = "set"
+    if key.startswith("++"):
+        mode, key = "force", key[2:]
+    elif key.startswith("+"):
+        mode, key = "add", key[1:]
+    if not equals or not key or key.startswith("~"):
+        raise _bad(
+            file, text, "must be key=value, +key=value or ++key=value (deletion with ~ is not supported)"
+        )
+    parts = key.split(".")
+    if not all(parts):
+        raise _bad(file, text, f"has an empty segment in its key {render(key)}")
+    try:
+        value = "" if not written else _yaml.load(written, Loader=RecipeLoader)
+    except (RecursionError, MemoryError):
+        raise
+    except Exception as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise _bad(file, text, f"has a value that is not YAML ({render_name(problem)})", key) from None
+    keys = tuple(int(part) if part.isdigit() else part for part in parts)
+    return Override(text, mode, keys, value)
+
+
+def _merged(old: object, new: object) -> object:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = dict(old)
+        for key, value in new.items():
+            out[key] = _merged(out[key], value) if key in out else value
+        return out
+    return new
+
+
+def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
+    holder: Any = document
+    for depth, key in enumerate(override.keys[:-1]):
+        if isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder):
+            holder = holder[key]
+            continue
+        if not isinstance(holder, dict):
+            where = dotted_path(override.keys[:depth], document)
+            raise _bad(
+                file, override.text, f"goes through {where or 'the root'}, which is not a mapping", where
+            )
+        if key not in holder or holder[key] is None:
+            if override.mode != "force":
+                where = dotted_path(override.keys[: depth + 1], document)
+                raise _bad(
+                    file, override.text, f"names {where}, which the recipe does not have; use ++ to add it"
+                )
+            holder[key] = {}
+        holder = holder[key]
+    last = override.keys[-1]
+    path = dotted_path(override.keys, document)
+    if isinstance(holder, list) and isinstance(last, int):
+        if not 0 <= last < len(holder):
+            raise _bad(file, override.text, f"indexes past the end of a list of {len(holder)}", path)
+        holder[last] = _merged(holder[last], override.value)
+        return
+    if not isinstance(holder, dict):
+        raise _bad(file, override.text, "sets a key of a value that is not a mapping", path)
+    present = last in holder
+    if override.mode == "set" and not present:
+        raise _bad(
+            file, override.text, f"names {path}, which the recipe does not have; use ++ to add it", path
+        )
+    if override.mode == "add" and present:
+        raise _bad(
+            file, override.text, f"adds {path}, which the recipe already has; use ++ to replace it", path
+        )
+    holder[last] = _merged(holder[last], override.value) if present else override.value
+
+
+def apply_overrides(document: dict[Any, Any], overrides: Sequence[str], file: str) -> tuple[Keys, ...]:
+    """Apply ``overrides`` in order to ``document`` (changed in place); return the keys they set.
+
+    Raises ``RecipeLoadError`` (``.file`` = ``file``, ``.path`` the key) for a malformed override, a ``key=value``
+    whose key is absent, a ``+key=value`` whose key is present, or a key that goes through a non-mapping.
+    """
+    parsed = [parse_override(text, file) for text in overrides]
+    for override in parsed:
+        _apply(document, override, file)
+    return tuple(override.keys for override in parsed)

@@ -1,0 +1,178 @@
+"""Resolution of a composed recipe: the resolvers recipes use, and every leaf resolved on its own (SPEC §1.8).
+
+Interpolations ``${a.b}`` (absolute), ``${.x}`` (a sibling) and ``${..x}`` (the parent's sibling) resolve against
+the whole document.  :func:`resolve_document` resolves the whole document, leaf by leaf, so that one failing leaf
+(a ``???``, an unset ``${oc.env:...}``, a resolver error) is dropped from its mapping and recorded, never raised;
+in a list its place keeps :data:`UNRESOLVED` so later indices keep their positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import omegaconf
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from .._internal.paths import Keys, dotted_path
+from .parsing import reason
+
+__all__ = [
+    "UNRESOLVED",
+    "Failure",
+    "Resolution",
+    "register_resolvers",
+    "resolve_document",
+    "version_at_least",
+]
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    return a * b
+
+
+def _div(a: Any, b: Any) -> Any:
+    return a / b
+
+
+def _max(a: Any, b: Any) -> Any:
+    return max(a, b)
+
+
+_RESOLVERS = {"add": _add, "mul": _mul, "div": _div, "max": _max}
+
+
+def version_at_least(version: str, minimum: tuple[int, int]) -> bool:
+    """Whether a ``major.minor[...]`` version string is at least ``minimum`` (unparseable: assume current)."""
+    parts = version.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= minimum
+    except (ValueError, IndexError):
+        return True
+
+
+_OMEGACONF_2_4 = version_at_least(omegaconf.__version__, (2, 4))
+
+
+def register_resolvers() -> None:
+    """Register the ``add``, ``mul``, ``div`` and ``max`` OmegaConf resolvers that recipes use (idempotent).
+
+    A resolver whose name is already registered (by this call or by the caller) is left alone.  Uses
+    ``OmegaConf.register_resolver`` on OmegaConf >= 2.4 (where ``register_new_resolver`` is deprecated) and
+    ``register_new_resolver`` before (where ``register_resolver`` is the legacy string-only API), so no
+    deprecation warning is emitted.
+    """
+    register = OmegaConf.register_resolver if _OMEGACONF_2_4 else OmegaConf.register_new_resolver
+    for name, resolver in _RESOLVERS.items():
+        if not OmegaConf.has_resolver(name):
+            register(name, resolver)
+
+
+class _Unresolved:
+    """The type of :data:`UNRESOLVED`."""
+
+    def __repr__(self) -> str:
+        return "<unresolved>"
+
+
+UNRESOLVED: Final[Any] = _Unresolved()
+"""Stands in for a list element that failed resolution (``repr``: ``<unresolved>``)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One leaf that did not resolve: its keys, dotted path, the value as written and OmegaConf's reason."""
+
+    keys: Keys
+    path: str
+    raw: object
+    reason: str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The resolved document as plain containers, without its failed leaves, and those failures in walk order."""
+
+    document: dict[Any, Any]
+    failures: tuple[Failure, ...]
+
+    @property
+    def unresolved(self) -> tuple[str, ...]:
+        """The dotted paths of the failed leaves."""
+        return tuple(failure.path for failure in self.failures)
+
+    def failed_under(self, roots: Iterable[Keys]) -> list[Failure]:
+        """The failures at or below one of ``roots``, or above one of them (a section that itself failed)."""
+        found = []
+        for failure in self.failures:
+            n = len(failure.keys)
+            if any(root[:n] == failure.keys or failure.keys[: len(root)] == root for root in roots):
+                found.append(failure)
+        return found
+
+
+class _Walk:
+    """Resolves every leaf of a container on its own, collecting the failures."""
+
+    def __init__(self) -> None:
+        self.failures: list[Failure] = []
+        # each failing container as written, converted once; holding the node keeps its id unique
+        self._written: dict[int, tuple[DictConfig | ListConfig, Any]] = {}
+
+    def fail(self, keys: Keys, path: str, node: DictConfig | ListConfig, key: Any, why: str) -> Any:
+        if id(node) not in self._written:
+            self._written[id(node)] = (node, OmegaConf.to_container(node))
+        written = self._written[id(node)][1]
+        raw = written[key] if isinstance(written, dict | list) else None
+        self.failures.append(Failure(keys, path, raw, why))
+        return UNRESOLVED
+
+    def container(self, node: DictConfig | ListConfig, keys: Keys, path: str, stack: tuple[int, ...]) -> Any:
+        if isinstance(node, ListConfig):
+            return [self.leaf(node, i, keys, f"{path}[{i}]", stack) for i in range(len(node))]
+        out: dict[Any, Any] = {}
+        for key in list(node.keys()):
+            value = self.leaf(node, key, keys, dotted_path((key,), prefix=path), stack)
+            if value is not UNRESOLVED:
+                out[key] = value
+        return out
+
+    def leaf(
+        self, node: DictConfig | ListConfig, key: Any, keys: Keys, path: str, stack: tuple[int, ...]
+    ) -> Any:
+        here = (*keys, key)
+        if OmegaConf.is_missing(node, key):
+            return self.fail(here, path, node, key, "mandatory value is missing (???)")
+        try:
+            value = node[key]
+        except (RecursionError, MemoryError):
+            raise
+        except Exception as exc:
+            return self.fail(here, path, node, key, reason(exc))
+        if isinstance(value, DictConfig | ListConfig):
+            if id(value) in stack:
+                return self.fail(here, path, node, key, "recursive interpolation: the value contains itself")
+            return self.container(value, here, path, (*stack, id(value)))
+        return value
+
+
+def resolve_document(document: DictConfig) -> Resolution:
+    """Resolve every leaf of ``document``; never raises for a leaf that fails (it is recorded instead).
+
+    A document without failures resolves in one OmegaConf pass; otherwise each leaf is resolved on its own.
+    Raises only ``RecursionError``/``MemoryError``.
+    """
+    try:
+        resolved = OmegaConf.to_container(document, resolve=True, throw_on_missing=True)
+    except MemoryError:
+        raise
+    except Exception:
+        walk = _Walk()
+        plain = walk.container(document, (), "", (id(document),))
+        return Resolution(plain, tuple(walk.failures))
+    return Resolution(resolved, ())  # type: ignore[arg-type]

@@ -1,0 +1,38 @@
+"""Preflight inside ``load_recipe``: run the cross-section rules over the resolved document and add each finding
+to the recipe's issues, with its provenance."""
+
+from __future__ import annotations
+
+from .._internal.paths import split_path
+from ..rules.loading import V2, V3
+from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule, preflight
+from .issues import IssueReport
+from .resolve import Resolution
+
+__all__ = ["preflight_issues"]
+
+
+def preflight_issues(
+    report: IssueReport, resolution: Resolution, options: PreflightOptions | None
+) -> tuple[tuple[SkippedRule, ...], Entrypoint | None]:
+    """Run preflight over the resolved document; its findings become issues with provenance.
+
+    A finding at a path whose value the section check already rejected as unresolvable or of the wrong type (V2,
+    V3) is dropped: preflight would only report the same bad value again.
+    """
+    result = preflight(resolution.document, options, unresolved=resolution.unresolved)
+    rejected = {issue.path for issue in report.issues if issue.code in (V2.code, V3.code)}
+    for finding in result.findings:
+        if finding.path in rejected:
+            continue
+        keys = split_path(finding.path)
+        report.add(
+            keys,
+            finding.code,
+            finding.message,
+            finding.severity,
+            finding.value,
+            path=finding.path,
+            fix=finding.fix,
+        )
+    return result.skipped, result.entrypoint

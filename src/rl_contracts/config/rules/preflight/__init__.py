@@ -1,0 +1,29 @@
+"""Preflight: the cross-section start-up rules of NeMo RL's GRPO trainers, checked from the recipe alone.
+
+:func:`preflight` runs every rule of PREFLIGHT.md that applies to the recipe's entrypoint over one composed,
+resolved document and returns a :class:`PreflightReport` of findings and skipped rules; it imports neither
+torch nor vLLM and never raises on a malformed document.  The modules are listed in README's package layout.
+"""
+
+from ..._internal.absent import ABSENT
+from .engine import PREFLIGHT_RULES, preflight
+from .report import ENTRYPOINTS, Entrypoint, Finding, PreflightOptions, PreflightReport, SkippedRule
+from .version import installed_vllm_version, parse_vllm_version
+
+PREFLIGHT_CODES = PREFLIGHT_RULES
+"""The rules preflight runs (P1-P27, W1, N1-N7) in code order: an alias of :data:`.engine.PREFLIGHT_RULES`."""
+
+__all__ = [
+    "ABSENT",
+    "ENTRYPOINTS",
+    "PREFLIGHT_CODES",
+    "PREFLIGHT_RULES",
+    "Entrypoint",
+    "Finding",
+    "PreflightOptions",
+    "PreflightReport",
+    "SkippedRule",
+    "installed_vllm_version",
+    "parse_vllm_version",
+    "preflight",
+]

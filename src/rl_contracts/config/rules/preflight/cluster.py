@@ -1,0 +1,262 @@
+"""Cluster accounting: how the trainer splits ``cluster`` into training and generation GPUs (P13 for grpo and
+grpo-gym, P25 for grpo-sc).  Each rule stores the :class:`~.context.ClusterSplit` it computes for P17/P18."""
+
+from __future__ import annotations
+
+from ...._messages import render
+from ..rule import Rule
+from .context import ClusterSplit, Context, check
+from .facts import GENERATION, backend, is_async, reward_model, teachers
+from .reader import Reader
+
+__all__ = ["P13", "P25", "check_cluster_accounting", "check_single_controller_accounting"]
+
+_RES = f"{GENERATION}.colocated.resources"
+
+
+def _cluster(context: Context) -> tuple[int, int] | None:
+    reader = context.reader
+    nodes = reader.integer("cluster.num_nodes")
+    node_gpus = reader.integer("cluster.gpus_per_node")
+    ok = True
+    for path, value in (("cluster.num_nodes", nodes), ("cluster.gpus_per_node", node_gpus)):
+        if value < 1:
+            context.error(path, value, f"{path}={value} must be >= 1; set the cluster size.")
+            ok = False
+    return (nodes, node_gpus) if ok else None
+
+
+def _colocated(reader: Reader) -> bool:
+    return reader.flag(f"{GENERATION}.colocated.enabled")
+
+
+P13 = Rule(
+    "P13",
+    "cluster-accounting-legacy",
+    summary="the cluster leaves no GPUs for training or generation (legacy accounting)",
+    reference="algorithms/grpo.py:setup ~760-915 (S1)",
+)
+
+
+@check(P13, entries=frozenset({"grpo", "grpo-gym"}))
+def check_cluster_accounting(context: Context) -> None:
+    """The legacy split of ``cluster`` (N nodes of G GPUs) into training and generation.
+
+    policy_nodes = N if N == 1 else N − reward_nodes (> 0).  Non-colocated OPD teachers need async rollouts,
+    ``gpus_per_node`` ≤ G each, and policy_nodes − teacher_nodes > 0.  Colocated: both get (policy_nodes,
+    G − reward_gpus if N == 1 else G), which must be > 0.  Not colocated (gen_node_gpus, gen_nodes = ``colocated.resources``
+    ``gpus_per_node``, ``num_nodes``): one policy node needs gen_node_gpus > 0, gen_nodes null or 1, and train_gpus = G − gen_node_gpus −
+    (reward_gpus if N == 1 and RM) > 0; several need gen_nodes an int > 0, gen_node_gpus == G and policy_nodes − gen_nodes > 0.
+    Reading: teacher nodes are taken from the policy nodes (the layout uses policy_nodes − teacher_nodes), and
+    N, G < 1 are reported.
+    """
+    reader = context.reader
+    cluster = _cluster(context)
+    if cluster is None:
+        return
+    nodes, node_gpus = cluster
+    uses_reward_model, reward_nodes, reward_gpus = reward_model(reader)
+    policy_nodes = nodes if nodes == 1 else nodes - reward_nodes
+    if policy_nodes <= 0:
+        context.error(
+            "cluster.num_nodes",
+            nodes,
+            f"no nodes left for the policy: cluster.num_nodes - env.reward_model.resources.num_nodes = {nodes} - "
+            f"{reward_nodes} = {policy_nodes}; add nodes or give the reward model fewer.",
+        )
+        return
+    found = teachers(reader)
+    teacher_nodes = sum(t.num_nodes for t in found)
+    if teacher_nodes > 0:
+        ok = True
+        if not is_async(reader):
+            context.error(
+                "on_policy_distillation.non_colocated_teachers.enabled",
+                True,
+                "non-colocated teachers need async rollouts; set policy.generation.vllm_cfg.async_engine=true.",
+            )
+            ok = False
+        for teacher in found:
+            if teacher.gpus_per_node > node_gpus:
+                context.error(
+                    f"{teacher.path}.gpus_per_node",
+                    teacher.gpus_per_node,
+                    f"teacher {render(teacher.alias)} asks for gpus_per_node={teacher.gpus_per_node} > "
+                    f"cluster.gpus_per_node={node_gpus}; lower it.",
+                )
+                ok = False
+        if policy_nodes - teacher_nodes <= 0:
+            context.error(
+                "cluster.num_nodes",
+                nodes,
+                f"no nodes left for the policy after the teachers: {policy_nodes} - {teacher_nodes} = "
+                f"{policy_nodes - teacher_nodes}; add nodes or give the teachers fewer.",
+            )
+            return
+        if not ok:
+            return
+        policy_nodes -= teacher_nodes
+    if _colocated(reader):
+        policy_gpus = node_gpus - reward_gpus if nodes == 1 else node_gpus
+        if policy_gpus <= 0:
+            context.error(
+                "cluster.gpus_per_node",
+                node_gpus,
+                f"no GPUs left for the policy: cluster.gpus_per_node - env.reward_model.resources.gpus_per_node = "
+                f"{node_gpus} - {reward_gpus} = {policy_gpus}; add GPUs or give the reward model fewer.",
+            )
+            return
+        context.split = ClusterSplit(policy_nodes, policy_gpus, policy_nodes, policy_gpus)
+        return
+    gen_node_gpus = reader.opt_integer(f"{_RES}.gpus_per_node")
+    gen_nodes = reader.opt_integer(f"{_RES}.num_nodes")
+    if policy_nodes == 1:
+        _one_policy_node(
+            context,
+            node_gpus=node_gpus,
+            gen_node_gpus=gen_node_gpus,
+            gen_nodes=gen_nodes,
+            reward_gpus=reward_gpus if nodes == 1 and uses_reward_model else 0,
+        )
+    else:
+        _many_policy_nodes(
+            context,
+            policy_nodes=policy_nodes,
+            node_gpus=node_gpus,
+            gen_node_gpus=gen_node_gpus,
+            gen_nodes=gen_nodes,
+        )
+
+
+def _one_policy_node(
+    context: Context, *, node_gpus: int, gen_node_gpus: int | None, gen_nodes: int | None, reward_gpus: int
+) -> None:
+    """Non-colocated generation on one policy node: it takes ``gen_node_gpus`` of the node's ``node_gpus``, the
+    reward model ``reward_gpus``, training the rest."""
+    ok = True
+    if gen_node_gpus is None or gen_node_gpus <= 0:
+        context.error(
+            f"{_RES}.gpus_per_node",
+            gen_node_gpus,
+            f"non-colocated generation on one policy node needs {_RES}.gpus_per_node > 0, got {render(gen_node_gpus)}; set "
+            "the number of generation GPUs.",
+        )
+        ok = False
+    if gen_nodes is not None and gen_nodes != 1:
+        context.error(
+            f"{_RES}.num_nodes",
+            gen_nodes,
+            f"non-colocated generation on one policy node needs {_RES}.num_nodes null or 1, got {gen_nodes}; set it to 1 "
+            "or add nodes to the cluster.",
+        )
+        ok = False
+    if gen_node_gpus is None or not ok:
+        return
+    train_gpus = node_gpus - gen_node_gpus - reward_gpus
+    if train_gpus <= 0:
+        context.error(
+            f"{_RES}.gpus_per_node",
+            gen_node_gpus,
+            f"no GPUs left for training: cluster.gpus_per_node - generation gpus_per_node - reward-model "
+            f"gpus_per_node = {node_gpus} - {gen_node_gpus} - {reward_gpus} = {train_gpus}; lower {_RES}.gpus_per_node or raise "
+            "cluster.gpus_per_node.",
+        )
+        return
+    context.split = ClusterSplit(1, train_gpus, 1, gen_node_gpus)
+
+
+def _many_policy_nodes(
+    context: Context, *, policy_nodes: int, node_gpus: int, gen_node_gpus: int | None, gen_nodes: int | None
+) -> None:
+    """Non-colocated generation on several policy nodes: it takes ``gen_nodes`` whole nodes, training the rest."""
+    ok = True
+    if gen_nodes is None or gen_nodes <= 0:
+        context.error(
+            f"{_RES}.num_nodes",
+            gen_nodes,
+            f"non-colocated generation on {policy_nodes} policy nodes needs {_RES}.num_nodes an int > 0, got "
+            f"{render(gen_nodes)} (null crashes the trainer with a TypeError); set the number of generation nodes.",
+        )
+        ok = False
+    if gen_node_gpus != node_gpus:
+        context.error(
+            f"{_RES}.gpus_per_node",
+            gen_node_gpus,
+            f"non-colocated generation on {policy_nodes} policy nodes uses whole nodes: {_RES}.gpus_per_node must "
+            f"equal cluster.gpus_per_node={node_gpus}, got {render(gen_node_gpus)}; set it to {node_gpus}.",
+        )
+        ok = False
+    if gen_nodes is None or not ok:
+        return
+    train_nodes = policy_nodes - gen_nodes
+    if train_nodes <= 0:
+        context.error(
+            f"{_RES}.num_nodes",
+            gen_nodes,
+            f"no nodes left for training: policy nodes - generation nodes = {policy_nodes} - {gen_nodes} = {train_nodes}; "
+            f"lower {_RES}.num_nodes or raise cluster.num_nodes.",
+        )
+        return
+    context.split = ClusterSplit(train_nodes, node_gpus, gen_nodes, node_gpus)
+
+
+P25 = Rule(
+    "P25",
+    "cluster-accounting-single-controller",
+    summary="the cluster leaves no GPUs for training or generation (single-controller accounting)",
+    reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
+)
+
+
+@check(P25, entries=frozenset({"grpo-sc"}))
+def check_single_controller_accounting(context: Context) -> None:
+    """The single-controller split.  Colocated: (N, G, N, G).  Otherwise the backend is not megatron,
+    ``colocated.resources.gpus_per_node`` (gen_node_gpus) is set, gen_nodes' = ``num_nodes`` or 1; N == 1 needs G − gen_node_gpus > 0,
+    layout (1, G − gen_node_gpus, gen_nodes', gen_node_gpus); else N − gen_nodes' > 0, layout (N − gen_nodes', G, gen_nodes', gen_node_gpus).  Reading: N, G < 1 and
+    gen_node_gpus ≤ 0 are reported too."""
+    reader = context.reader
+    cluster = _cluster(context)
+    if cluster is None:
+        return
+    nodes, node_gpus = cluster
+    if _colocated(reader):
+        context.split = ClusterSplit(nodes, node_gpus, nodes, node_gpus)
+        return
+    ok = True
+    if backend(reader) == "megatron":
+        context.error(
+            f"{GENERATION}.backend",
+            "megatron",
+            "the single-controller path cannot run megatron generation non-colocated; set "
+            "policy.generation.colocated.enabled=true or use backend vllm.",
+        )
+        ok = False
+    gen_node_gpus = reader.opt_integer(f"{_RES}.gpus_per_node")
+    gen_nodes = reader.opt_integer(f"{_RES}.num_nodes") or 1
+    if gen_node_gpus is None or gen_node_gpus <= 0:
+        context.error(
+            f"{_RES}.gpus_per_node",
+            gen_node_gpus,
+            f"non-colocated generation needs {_RES}.gpus_per_node > 0, got {render(gen_node_gpus)}; set it.",
+        )
+        return
+    if nodes == 1:
+        if node_gpus - gen_node_gpus <= 0:
+            context.error(
+                f"{_RES}.gpus_per_node",
+                gen_node_gpus,
+                f"no GPUs left for training: cluster.gpus_per_node - generation gpus_per_node = {node_gpus} - {gen_node_gpus} = "
+                f"{node_gpus - gen_node_gpus}; lower {_RES}.gpus_per_node or raise cluster.gpus_per_node.",
+            )
+        elif ok:
+            context.split = ClusterSplit(1, node_gpus - gen_node_gpus, gen_nodes, gen_node_gpus)
+        return
+    if nodes - gen_nodes <= 0:
+        context.error(
+            f"{_RES}.num_nodes",
+            gen_nodes,
+            f"no nodes left for training: cluster.num_nodes - generation num_nodes = {nodes} - {gen_nodes} = {nodes - gen_nodes}; lower "
+            f"{_RES}.num_nodes or raise cluster.num_nodes.",
+        )
+    elif ok:
+        context.split = ClusterSplit(nodes - gen_nodes, node_gpus, gen_nodes, gen_node_gpus)

@@ -1,0 +1,118 @@
+"""Run every applicable preflight rule over one composed, resolved recipe."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from ...._messages import render, type_name
+from ....errors import ContractTypeError
+from ..rule import Rule
+from . import (  # noqa: F401  (importing a check module registers its checks)
+    cluster,
+    generation,
+    grpo,
+    policy,
+    runtime,
+    scripts,
+)
+from .context import CHECKS, Context, PreflightCheck
+from .facts import GYM_FORCED, detect_entrypoint, in_scope
+from .reader import MissingKey, Reader, Unresolved, WrongShape
+from .report import Finding, PreflightOptions, PreflightReport, SkippedRule
+
+__all__ = ["ORDERED_CHECKS", "PREFLIGHT_RULES", "preflight"]
+
+ORDERED_CHECKS: tuple[PreflightCheck, ...] = tuple(sorted(CHECKS, key=lambda check: check.rule.order))
+"""Every check in code order (P1..P27, W1, N1..N7)."""
+
+PREFLIGHT_RULES: tuple[Rule, ...] = tuple(check.rule for check in ORDERED_CHECKS)
+"""The rules preflight runs, in code order (P28 and W2 are the unknown-key rules'; they are not run here)."""
+
+_FIRST = ("P1", "P13", "P25")
+_EXECUTION: tuple[PreflightCheck, ...] = tuple(
+    sorted(
+        ORDERED_CHECKS, key=lambda check: _FIRST.index(check.code) if check.code in _FIRST else len(_FIRST)
+    )
+)
+"""The order checks run in: P1 first (it claims the absent required keys), then the cluster rules P13/P25 whose
+split P17/P18 read, then the rest in code order.  Findings are reported in code order."""
+
+
+def _shape_message(error: WrongShape) -> str:
+    shown = "null" if error.value is None else f"{type_name(error.value)} {render(error.value)}"
+    return f"{error.path} must be {error.expected}, got {shown}; fix the value at {error.path}."
+
+
+def preflight(
+    document: Mapping[str, Any],
+    options: PreflightOptions | None = None,
+    *,
+    unresolved: Collection[str] = (),
+) -> PreflightReport:
+    """Check one composed, resolved recipe against every start-up rule of PREFLIGHT.md.
+
+    ``document`` holds plain dicts and lists, every leaf resolved (a leaf that failed resolution is dropped and
+    its dotted path listed in ``unresolved``).  Returns a :class:`PreflightReport`; never raises on a malformed
+    document: a value of the wrong shape is a finding at its path (P1 for an absent key the trainer indexes,
+    the reading rule's code otherwise), and a rule reading an unresolved path is a :class:`SkippedRule`.
+    Out of scope (no ``grpo`` mapping, or ``policy.generation`` not a mapping): ``in_scope=False``, nothing run.
+    Raises :class:`~rl_contracts.errors.ContractTypeError` for ``options`` that are not :class:`PreflightOptions`
+    or ``unresolved`` that is not a collection of strings (a bare string included).
+
+    >>> preflight({"sft": {}}).in_scope
+    False
+    """
+    if options is None:
+        options = PreflightOptions()
+    elif not isinstance(options, PreflightOptions):
+        raise ContractTypeError.for_value("options", "a PreflightOptions or None", options)
+    if isinstance(unresolved, str | bytes) or not isinstance(unresolved, Collection):
+        raise ContractTypeError.for_value(
+            "unresolved", "a collection of dotted paths (not a string)", unresolved
+        )
+    if not all(isinstance(path, str) for path in unresolved):
+        raise ContractTypeError.for_value("unresolved", "a collection of dotted-path strings", unresolved)
+    if not isinstance(document, Mapping) or not in_scope(document):
+        return PreflightReport(False, None, (), ())
+    entrypoint = options.entrypoint or detect_entrypoint(document)
+    forced = GYM_FORCED if entrypoint == "grpo-gym" else None
+    reader = Reader(document, unresolved=unresolved, forced=forced)
+    environ = os.environ if options.environ is None else options.environ
+    context = Context(reader, entrypoint, options, environ)
+    for registered in _EXECUTION:
+        if entrypoint not in registered.entries:
+            continue
+        context.code = registered.code
+        try:
+            registered.run(context)
+        except Unresolved as signal:
+            context.skip(f"reads {signal.path}, which did not resolve", signal.path)
+        except WrongShape as signal:
+            context.once(signal.path, signal.value, _shape_message(signal))
+        except MissingKey as signal:
+            context.missing(signal.path)
+    order = {rule.code: index for index, rule in enumerate(PREFLIGHT_RULES)}
+    findings = sorted(_unique(context.findings), key=lambda finding: order[finding.code])
+    skipped = sorted(_unique_skips(context.skipped), key=lambda item: order[item.code])
+    return PreflightReport(True, entrypoint, tuple(findings), tuple(skipped))
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str, str]] = set()
+    kept: list[Finding] = []
+    for finding in findings:
+        key = (finding.code, finding.path, finding.message)
+        if key not in seen:
+            seen.add(key)
+            kept.append(finding)
+    return kept
+
+
+def _unique_skips(skipped: list[SkippedRule]) -> list[SkippedRule]:
+    kept: list[SkippedRule] = []
+    for item in skipped:
+        if item not in kept:
+            kept.append(item)
+    return kept

@@ -1,0 +1,236 @@
+"""The facts about a recipe that the rules share (PREFLIGHT.md §1 "Derived values"): entrypoint, backend, async,
+routed experts (R3), training parallelism, reward-model and teacher resources."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..._internal.paths import join
+from .reader import Reader, Unresolved, WrongShape
+from .report import Entrypoint
+
+__all__ = [
+    "GENERATION",
+    "GYM_FORCED",
+    "VLLM_CFG",
+    "VLLM_KWARGS",
+    "Teacher",
+    "TrainParallel",
+    "backend",
+    "detect_entrypoint",
+    "dtensor",
+    "gym",
+    "in_scope",
+    "is_async",
+    "is_vllm",
+    "megatron",
+    "reward_model",
+    "routed_experts_enabled",
+    "teachers",
+    "train_parallel",
+]
+
+GENERATION: Final = "policy.generation"
+"""The dotted path of the generation section."""
+VLLM_CFG: Final = "policy.generation.vllm_cfg"
+"""The dotted path of the vLLM engine arguments."""
+VLLM_KWARGS: Final = "policy.generation.vllm_kwargs"
+"""The dotted path of the keyword arguments passed through to the vLLM engine."""
+
+GYM_FORCED: Final[Mapping[str, object]] = {
+    f"{VLLM_CFG}.async_engine": True,
+    f"{VLLM_CFG}.expose_http_server": True,
+    f"{GENERATION}.stop_strings": None,
+    f"{GENERATION}.stop_token_ids": None,
+}
+"""What examples/nemo_gym/run_grpo_nemo_gym.py forces before setup."""
+
+
+def in_scope(document: Mapping[Any, Any]) -> bool:
+    """A GRPO recipe: a ``grpo`` mapping at the root and ``policy.generation`` a mapping."""
+    policy = document.get("policy")
+    return (
+        isinstance(document.get("grpo"), Mapping)
+        and isinstance(policy, Mapping)
+        and isinstance(policy.get("generation"), Mapping)
+    )
+
+
+def detect_entrypoint(document: Mapping[Any, Any]) -> Entrypoint:
+    """``grpo-sc`` when ``grpo.async_grpo`` is present and null; else ``grpo-gym`` when
+    ``env.should_use_nemo_gym`` is true; else ``grpo``.  Only a literal ``true`` counts (an unresolved or
+    malformed flag reads as false; the rules that read it report it)."""
+    grpo = document.get("grpo")
+    if isinstance(grpo, Mapping) and "async_grpo" in grpo and grpo["async_grpo"] is None:
+        return "grpo-sc"
+    env = document.get("env")
+    if isinstance(env, Mapping) and env.get("should_use_nemo_gym") is True:
+        return "grpo-gym"
+    return "grpo"
+
+
+def backend(reader: Reader) -> str:
+    """``policy.generation.backend`` (required: the trainer indexes it)."""
+    return reader.text(f"{GENERATION}.backend")
+
+
+def is_vllm(reader: Reader) -> bool:
+    """*vllm*: the generation backend is vLLM."""
+    return backend(reader) == "vllm"
+
+
+def megatron(reader: Reader) -> bool:
+    """*megatron*: ``policy.megatron_cfg.enabled``."""
+    return reader.flag("policy.megatron_cfg.enabled")
+
+
+def dtensor(reader: Reader) -> bool:
+    """*dtensor*: ``policy.dtensor_cfg.enabled``."""
+    return reader.flag("policy.dtensor_cfg.enabled")
+
+
+def gym(reader: Reader) -> bool:
+    """*gym*: ``env.should_use_nemo_gym``."""
+    return reader.flag("env.should_use_nemo_gym")
+
+
+def is_async(reader: Reader) -> bool:
+    """*async*: vLLM ``vllm_cfg.async_engine``; dynamo, megatron, trtllm always; sglang
+    ``generation.use_async_rollouts``; any other backend never."""
+    name = backend(reader)
+    if name == "vllm":
+        return reader.flag(f"{VLLM_CFG}.async_engine")
+    if name in ("dynamo", "megatron", "trtllm"):
+        return True
+    if name == "sglang":
+        return reader.flag(f"{GENERATION}.use_async_rollouts")
+    return False
+
+
+def routed_experts_enabled(reader: Reader) -> bool:
+    """*R3* (routed experts are returned): ``policy.router_replay.enabled`` or a truthy ``vllm_kwargs.enable_return_routed_experts``."""
+    return reader.flag("policy.router_replay.enabled") or reader.truthy(
+        f"{VLLM_KWARGS}.enable_return_routed_experts"
+    )
+
+
+@dataclass(frozen=True)
+class TrainParallel:
+    """Training TP/PP/CP and the paths they were read from (for messages)."""
+
+    tp: int
+    pp: int
+    cp: int
+    tp_path: str
+    pp_path: str
+    cp_path: str
+
+
+def train_parallel(reader: Reader) -> TrainParallel | None:
+    """*train TP/PP/CP*: megatron's ``tensor_model_parallel_size``, ``pipeline_model_parallel_size``,
+    ``context_parallel_size``, else dtensor's ``tensor_parallel_size``, 1, ``context_parallel_size``; None
+    with neither backend.  Absent sizes read as 1."""
+    if megatron(reader):
+        base = "policy.megatron_cfg"
+        names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+        tp, pp, cp = (reader.integer(f"{base}.{name}", 1) for name in names)
+        return TrainParallel(tp, pp, cp, *(f"{base}.{name}" for name in names))
+    if dtensor(reader):
+        base = "policy.dtensor_cfg"
+        tp = reader.integer(f"{base}.tensor_parallel_size", 1)
+        cp = reader.integer(f"{base}.context_parallel_size", 1)
+        return TrainParallel(tp, 1, cp, f"{base}.tensor_parallel_size", "", f"{base}.context_parallel_size")
+    return None
+
+
+def _uses_reward_model(reader: Reader) -> bool:
+    for split in ("train", "validation", "default"):
+        path = f"data.{split}"
+        node = reader.shallow(path)
+        if isinstance(node, Mapping):
+            if reader.value(f"{path}.env_name") == "reward_model":
+                return True
+        elif isinstance(node, list):
+            for index, entry in enumerate(node):
+                if reader.is_unresolved(f"{path}[{index}]"):
+                    raise Unresolved(f"{path}[{index}]")
+                if isinstance(entry, Mapping) and reader.value(f"{path}[{index}].env_name") == "reward_model":
+                    return True
+    return False
+
+
+def reward_model(reader: Reader) -> tuple[bool, int, int]:
+    """*RM*: whether some ``data.{train,validation,default}`` entry has ``env_name: reward_model``, and then
+    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required), else ``(False, 0, 0)``.  A list entry
+    that did not resolve could be a reward-model dataset, so it makes the reading rule skip."""
+    if not _uses_reward_model(reader):
+        return False, 0, 0
+    base = "env.reward_model.resources"
+    return True, reader.integer(f"{base}.num_nodes"), reader.integer(f"{base}.gpus_per_node")
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """One non-colocated OPD teacher after overlaying its overrides."""
+
+    alias: str
+    path: str
+    num_nodes: int
+    gpus_per_node: int
+
+
+def teachers(reader: Reader) -> tuple[Teacher, ...]:
+    """The non-colocated OPD teachers whose nodes P13 subtracts (empty unless ``on_policy_distillation.enabled``
+    and ``.non_colocated_teachers.enabled``).
+
+    Each alias of ``on_policy_distillation.teacher_model_by_agent_name`` (a mapping of agent name to alias, or
+    to a teacher mapping with an ``alias`` key) names a teacher: ``default_teacher_cfg`` overlaid by
+    ``teacher_overrides[alias]``; ``num_nodes`` defaults to 1 and ``gpus_per_node`` to 8.  Teachers sharing a
+    checkpoint (``model_name``, else the alias) count once unless ``deduplicate_shared_teacher_checkpoints`` is
+    false.  Reading: aliases are deduplicated first (two agents naming one alias are one teacher).
+    """
+    base = "on_policy_distillation"
+    if not (reader.flag(f"{base}.enabled") and reader.flag(f"{base}.non_colocated_teachers.enabled")):
+        return ()
+    by_agent = reader.mapping(f"{base}.teacher_model_by_agent_name") or {}
+    default = reader.mapping(f"{base}.default_teacher_cfg") or {}
+    dedup = reader.flag(f"{base}.deduplicate_shared_teacher_checkpoints", True)
+    found: list[Teacher] = []
+    seen_alias: set[str] = set()
+    seen_checkpoint: list[object] = []
+    for agent, named in by_agent.items():
+        agent_path = join(f"{base}.teacher_model_by_agent_name", agent)
+        alias = named.get("alias") if isinstance(named, Mapping) else named
+        if not isinstance(alias, str):
+            raise WrongShape(agent_path, named, "a teacher alias (a string)")
+        if alias in seen_alias:
+            continue
+        seen_alias.add(alias)
+        override_path = join(f"{base}.teacher_overrides", alias)
+        override = reader.mapping(override_path) or {}
+        merged = {**default, **override}
+        checkpoint = merged.get("model_name", alias)
+        if dedup and checkpoint in seen_checkpoint:
+            continue
+        seen_checkpoint.append(checkpoint)
+        nodes = merged.get("num_nodes", 1)
+        gpn = merged.get("gpus_per_node", 8)
+        where = override_path if reader.present(override_path) else f"{base}.default_teacher_cfg"
+        found.append(
+            Teacher(
+                alias,
+                override_path,
+                _teacher_int(nodes, f"{where}.num_nodes"),
+                _teacher_int(gpn, f"{where}.gpus_per_node"),
+            )
+        )
+    return tuple(found)
+
+
+def _teacher_int(number: object, path: str) -> int:
+    """A teacher's node or GPU count: an int (never a bool), else a shape finding at ``path``."""
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise WrongShape(path, number, "an int")
+    return number

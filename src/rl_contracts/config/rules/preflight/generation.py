@@ -1,0 +1,561 @@
+"""Preflight rules of the vLLM generation side: FP8 (P14), refit transports (P15, P22), engine arguments in
+``vllm_kwargs`` (P16), engine placement (P17), routed experts (P21) and the context-length warning (W1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...._messages import render, render_list
+from ..._internal.absent import ABSENT
+from ..rule import Rule
+from .context import LEGACY_ENTRIES, Context, check
+from .facts import (
+    GENERATION,
+    VLLM_CFG,
+    VLLM_KWARGS,
+    dtensor,
+    is_async,
+    is_vllm,
+    megatron,
+    routed_experts_enabled,
+)
+from .reader import WrongShape
+
+__all__ = [
+    "ENGINE_ARGUMENTS",
+    "P14",
+    "P15",
+    "P16",
+    "P17",
+    "P21",
+    "P22",
+    "W1",
+    "check_context_length",
+    "check_engine_arguments",
+    "check_fp8_generation",
+    "check_nccl_reshard",
+    "check_routed_experts",
+    "check_sparse_refit",
+    "check_vllm_placement",
+]
+
+_FP8_KV = ("auto", "fp8", "fp8_e4m3")
+
+
+P14 = Rule(
+    "P14",
+    "fp8-generation-unsupported",
+    summary="FP8 generation or an FP8 KV cache with settings that cannot run",
+    reference="algorithms/grpo.py ~1321-1338, vllm/quantization/fp8.py:init_fp8 ~199 (S2/S3)",
+)
+
+
+@check(P14, entries=LEGACY_ENTRIES)
+def check_fp8_generation(context: Context) -> None:
+    """``vllm_cfg.precision == "fp8"`` needs ``loss_fn.use_importance_sampling_correction`` and
+    ``kv_cache_dtype`` in {auto, fp8, fp8_e4m3} (``fp8_ds_mla`` always fails).  A ``kv_cache_dtype`` starting
+    with ``fp8`` needs precision fp8, ``policy.dtensor_cfg.enabled`` present and false, no async rollouts and
+    ``policy.megatron_cfg.pipeline_model_parallel_size == 1`` (required)."""
+    reader = context.reader
+    if not is_vllm(reader):
+        return
+    precision = reader.text(f"{VLLM_CFG}.precision")
+    kv = reader.text(f"{VLLM_CFG}.kv_cache_dtype")
+    if precision == "fp8":
+        if not reader.flag("loss_fn.use_importance_sampling_correction"):
+            context.error(
+                "loss_fn.use_importance_sampling_correction",
+                reader.value("loss_fn.use_importance_sampling_correction"),
+                "policy.generation.vllm_cfg.precision='fp8' needs loss_fn.use_importance_sampling_correction=true "
+                "(FP8 rollouts drift from the training logprobs); enable it.",
+            )
+        if kv not in _FP8_KV:
+            context.error(
+                f"{VLLM_CFG}.kv_cache_dtype",
+                kv,
+                f"vllm_cfg.precision='fp8' supports kv_cache_dtype in {render_list(_FP8_KV)}, got {render(kv)}; "
+                "use one of them.",
+            )
+    if not kv.startswith("fp8"):
+        return
+    where = f"{VLLM_CFG}.kv_cache_dtype"
+    if precision != "fp8":
+        context.error(
+            where,
+            kv,
+            f"kv_cache_dtype={render(kv)} needs vllm_cfg.precision='fp8', got {render(precision)}; set precision "
+            "to fp8 or kv_cache_dtype to auto.",
+        )
+    if not reader.present("policy.dtensor_cfg.enabled"):
+        context.missing("policy.dtensor_cfg.enabled")
+    elif dtensor(reader):
+        context.error(
+            "policy.dtensor_cfg.enabled",
+            True,
+            f"kv_cache_dtype={render(kv)} is not supported with DTensor training; use Megatron or "
+            "kv_cache_dtype auto.",
+        )
+    if is_async(reader):
+        context.error(
+            where,
+            kv,
+            f"kv_cache_dtype={render(kv)} is not supported with async rollouts; set vllm_cfg.async_engine=false or "
+            "kv_cache_dtype auto.",
+        )
+    pp = reader.integer("policy.megatron_cfg.pipeline_model_parallel_size")
+    if pp != 1:
+        context.error(
+            "policy.megatron_cfg.pipeline_model_parallel_size",
+            pp,
+            f"kv_cache_dtype={render(kv)} needs policy.megatron_cfg.pipeline_model_parallel_size=1, got {pp}; set "
+            "it to 1 or kv_cache_dtype auto.",
+        )
+
+
+_SPARSE = ("vllm_s3_sparse", "vllm_zmq_sparse")
+
+
+P15 = Rule(
+    "P15",
+    "sparse-refit-preconditions",
+    summary="sparse refit transport without its preconditions",
+    reference="weight_sync/vllm_remote_sparse_weight_synchronizer.py:validate_vllm_remote_sparse_refit ~47 (S2)",
+)
+
+
+@check(P15, entries=LEGACY_ENTRIES)
+def check_sparse_refit(context: Context) -> None:
+    """``refit_transport`` vllm_s3_sparse / vllm_zmq_sparse (vLLM) needs: not colocated, Megatron, precision not
+    fp8, kv_cache_dtype not fp8*, ``quant_cfg`` and ``real_quant`` falsy, and for S3 a non-blank
+    ``refit_cfg.sparse.storage.s3_bucket``; one finding lists every failed condition."""
+    reader = context.reader
+    if not is_vllm(reader):
+        return
+    transport = reader.value(f"{GENERATION}.refit_transport")
+    if transport not in _SPARSE:
+        return
+    failed: list[str] = []
+    if reader.flag(f"{GENERATION}.colocated.enabled"):
+        failed.append("policy.generation.colocated.enabled must be false")
+    if not megatron(reader):
+        failed.append("policy.megatron_cfg.enabled must be true")
+    if reader.value(f"{VLLM_CFG}.precision") == "fp8":
+        failed.append("vllm_cfg.precision must not be fp8")
+    kv = reader.value(f"{VLLM_CFG}.kv_cache_dtype")
+    if isinstance(kv, str) and kv.startswith("fp8"):
+        failed.append(f"vllm_cfg.kv_cache_dtype must not be fp8* (got {render(kv)})")
+    if reader.truthy(f"{GENERATION}.quant_cfg"):
+        failed.append("policy.generation.quant_cfg must be unset")
+    if reader.truthy(f"{GENERATION}.real_quant"):
+        failed.append("policy.generation.real_quant must be false")
+    if transport == "vllm_s3_sparse":
+        bucket = reader.value(f"{GENERATION}.refit_cfg.sparse.storage.s3_bucket")
+        if not isinstance(bucket, str) or not bucket.strip():
+            failed.append(
+                "policy.generation.refit_cfg.sparse.storage.s3_bucket must be a non-blank bucket name"
+            )
+    if failed:
+        context.error(
+            f"{GENERATION}.refit_transport",
+            transport,
+            f"refit_transport={render(transport)} cannot run: {'; '.join(failed)}; fix these or choose another "
+            "refit_transport.",
+        )
+
+
+ENGINE_ARGUMENTS = (
+    "model",
+    "served_model_name",
+    "load_format",
+    "skip_tokenizer_init",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "enable_expert_parallel",
+    "gpu_memory_utilization",
+    "enable_prefix_caching",
+    "dtype",
+    "seed",
+    "enforce_eager",
+    "max_model_len",
+    "trust_remote_code",
+    "worker_extension_cls",
+    "enable_sleep_mode",
+    "disable_log_stats",
+)
+"""The engine keyword arguments the trainer passes itself; the same key in ``vllm_kwargs`` is a TypeError."""
+
+
+def _executor_backend(context: Context) -> str | None:
+    reader = context.reader
+    tp = reader.integer(f"{VLLM_CFG}.tensor_parallel_size")
+    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
+    ep = reader.integer(f"{VLLM_CFG}.expert_parallel_size")
+    if tp * pp > 1:
+        return "ray"
+    if ep > tp:
+        return "uni"
+    return None
+
+
+P16 = Rule(
+    "P16",
+    "vllm-kwargs-collision",
+    summary="a vllm_kwargs key collides with an engine argument the trainer sets",
+    reference="vllm/vllm_worker.py:_load_model ~570-596, algorithms/grpo.py ~1345 (S3)",
+)
+
+
+@check(P16)
+def check_engine_arguments(context: Context) -> None:
+    """(vLLM) each key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` is an error (a duplicate keyword at engine
+    start); ``distributed_executor_backend`` and ``hf_overrides`` there are warnings (the trainer overwrites
+    them).  Fail-closed reading: a key whose value did not resolve still collides, so it is reported."""
+    reader = context.reader
+    if not is_vllm(reader):
+        return
+    kwargs = reader.shallow(VLLM_KWARGS)
+    if kwargs is ABSENT or kwargs is None:
+        kwargs = {}
+    if not isinstance(kwargs, Mapping):
+        raise WrongShape(VLLM_KWARGS, kwargs, "a mapping of engine keyword arguments")
+    keys: Mapping[object, object] = kwargs
+    for name in ENGINE_ARGUMENTS:
+        path = f"{VLLM_KWARGS}.{name}"
+        if name in keys or reader.is_unresolved(path):
+            context.error(
+                path,
+                keys.get(name, ABSENT),
+                f"{path} collides with the engine argument the trainer sets; remove it (use the vllm_cfg key).",
+            )
+    if "distributed_executor_backend" in keys:
+        derived = _executor_backend(context)
+        context.warning(
+            f"{VLLM_KWARGS}.distributed_executor_backend",
+            keys["distributed_executor_backend"],
+            f"{VLLM_KWARGS}.distributed_executor_backend={render(keys['distributed_executor_backend'])} is overwritten by "
+            f"the trainer (it derives {render(derived)} from the parallel sizes); remove it.",
+        )
+    if "hf_overrides" in keys:
+        context.warning(
+            f"{VLLM_KWARGS}.hf_overrides",
+            keys["hf_overrides"],
+            f"{VLLM_KWARGS}.hf_overrides is replaced by policy.hf_config_overrides; move the overrides there.",
+        )
+
+
+P17 = Rule(
+    "P17",
+    "engine-placement-impossible",
+    summary="vLLM engines cannot be placed on the generation GPUs",
+    reference="vllm/vllm_generation.py:__init__ ~121, ~263, vllm_worker.py ~429 (S3)",
+)
+
+
+@check(P17)
+def check_vllm_placement(context: Context) -> None:
+    """(vLLM, layout known) mp = TP × PP, W = gen_nodes × gen_gpn: W % mp == 0; if mp ≤ gen_gpn then
+    gen_gpn % mp == 0; if EP > TP then (W / mp) % (EP / TP) == 0 (inferred: vLLM's data-parallel groups would
+    be incomplete).  Reading: TP or PP < 1 is reported; an EP that is not a multiple of TP is left to C4."""
+    reader = context.reader
+    if not is_vllm(reader):
+        return
+    if context.split is None:
+        context.skip("needs the cluster layout, which P13/P25 could not compute")
+        return
+    split = context.split
+    tp = reader.integer(f"{VLLM_CFG}.tensor_parallel_size")
+    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
+    ep = reader.integer(f"{VLLM_CFG}.expert_parallel_size")
+    mp = tp * pp
+    world = split.gen_nodes * split.gen_gpn
+    arithmetic = f"{split.gen_nodes} x {split.gen_gpn} = {world} generation GPUs, TP({tp}) x PP({pp}) = {mp}"
+    if tp < 1 or pp < 1 or world % mp != 0:
+        context.error(
+            f"{VLLM_CFG}.tensor_parallel_size",
+            tp,
+            f"{arithmetic}: the generation GPUs are not a positive multiple of the engine size; change "
+            "vllm_cfg.tensor_parallel_size/pipeline_parallel_size or the generation resources.",
+        )
+        return
+    if mp <= split.gen_gpn and split.gen_gpn % mp != 0:
+        context.error(
+            f"{VLLM_CFG}.tensor_parallel_size",
+            tp,
+            f"{arithmetic}: {split.gen_gpn} GPUs per node is not a multiple of {mp}, so per-node placement builds "
+            f"{split.gen_nodes} x {split.gen_gpn // mp} = {split.gen_nodes * (split.gen_gpn // mp)} engines "
+            f"instead of {world // mp} and the data-parallel size assert fails; make gpus per node a multiple "
+            "of TP x PP.",
+        )
+        return
+    if ep > tp and ep % tp == 0:
+        engines, group = world // mp, ep // tp
+        if engines % group != 0:
+            context.error(
+                f"{VLLM_CFG}.expert_parallel_size",
+                ep,
+                f"{arithmetic}, {engines} engines: expert parallelism EP({ep}) / TP({tp}) = {group} engines per "
+                f"data-parallel group, and {engines} is not a multiple of {group} (the groups would be "
+                "incomplete and engine start is expected to hang); change expert_parallel_size or the "
+                "generation GPUs.",
+            )
+
+
+def _connectors(transfer: Mapping[object, object]) -> list[object]:
+    names: list[object] = []
+    name = transfer.get("kv_connector")
+    if name is not None:
+        names.append(name)
+    extra = transfer.get("kv_connector_extra_config")
+    children = extra.get("connectors") if isinstance(extra, Mapping) else None
+    if isinstance(children, list):
+        for child in children:
+            if isinstance(child, Mapping) and child.get("kv_connector") is not None:
+                names.append(child["kv_connector"])
+    return names
+
+
+_BAD_CONNECTORS = ("Nixl", "MoRIIO", "Mooncake")
+_V1_METHODS = ("suffix", "medusa", "mlp_speculator", "custom_class")
+
+
+P21 = Rule(
+    "P21",
+    "routed-experts-rejected-by-vllm",
+    summary="routed experts (R3) with vLLM settings that vLLM rejects",
+    reference="vLLM config/vllm.py (0.30 __post_init__ ~1280, 0.32 _verify_aux_output_compatibility ~1135) (S3)",
+)
+
+
+@check(P21)
+def check_routed_experts(context: Context) -> None:
+    """(vLLM and R3) Always: ``vllm_cfg.pipeline_parallel_size == 1``, ``vllm_kwargs.decode_context_parallel_size``
+    and ``prefill_context_parallel_size`` ≤ 1.  vLLM < 0.32 (0.30 rules): no ``kv_transfer_config.kv_connector``.
+    vLLM ≥ 0.32: no Nixl*/MoRIIO*/Mooncake* connector (also as a MultiConnector child), ``enable_prefix_caching``
+    not false, ``VLLM_USE_V2_MODEL_RUNNER`` in ``vllm_cfg.env_vars`` not 0/false, no V1-only speculative method
+    (when ``num_speculative_tokens`` ≠ 0; absent counts as non-zero), ``parallel_drafting`` only with
+    dflash/dspark (fail-closed reading: whatever ``num_speculative_tokens`` is), ``enable_adaptive_verification``
+    not true.  Without a vLLM version the version-dependent part is skipped.  Reading: versions between and after
+    the two named ones take the nearest lower one's rules."""
+    reader = context.reader
+    if not (is_vllm(reader) and routed_experts_enabled(reader)):
+        return
+    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
+    if pp != 1:
+        context.error(
+            f"{VLLM_CFG}.pipeline_parallel_size",
+            pp,
+            f"routed experts (router replay) with vllm_cfg.pipeline_parallel_size={pp}: vLLM returns routed "
+            "experts only without pipeline parallelism; set it to 1.",
+        )
+    for name in ("decode_context_parallel_size", "prefill_context_parallel_size"):
+        size = reader.integer(f"{VLLM_KWARGS}.{name}", 1)
+        if size > 1:
+            context.error(
+                f"{VLLM_KWARGS}.{name}",
+                size,
+                f"routed experts (router replay) with vllm_kwargs.{name}={size}: vLLM rejects context parallelism "
+                "with routed experts; set it to 1.",
+            )
+    version = context.options.vllm_version
+    if version is None:
+        context.skip("the version-dependent checks need the vLLM version (--vllm-version X.Y)")
+        return
+    transfer = reader.mapping(f"{VLLM_KWARGS}.kv_transfer_config") or {}
+    names = _connectors(transfer)
+    shown = f"vLLM {version[0]}.{version[1]}"
+    if version < (0, 32):
+        if names:
+            context.error(
+                f"{VLLM_KWARGS}.kv_transfer_config.kv_connector",
+                names[0],
+                f"{shown} rejects routed experts with a KV connector ({render_list(names)}); remove "
+                "vllm_kwargs.kv_transfer_config.",
+            )
+        return
+    bad = [n for n in names if isinstance(n, str) and n.startswith(_BAD_CONNECTORS)]
+    if bad:
+        context.error(
+            f"{VLLM_KWARGS}.kv_transfer_config",
+            bad[0],
+            f"{shown} rejects routed experts with the KV connector(s) {render_list(bad)}; remove them "
+            "(offloading/LMCache connectors are allowed).",
+        )
+    if reader.value(f"{VLLM_CFG}.enable_prefix_caching") is False:
+        context.error(
+            f"{VLLM_CFG}.enable_prefix_caching",
+            False,
+            f"{shown} rejects routed experts with enable_prefix_caching=false; set "
+            "policy.generation.vllm_cfg.enable_prefix_caching to true or null.",
+        )
+    runner = reader.value(f"{VLLM_CFG}.env_vars.VLLM_USE_V2_MODEL_RUNNER")
+    if (
+        runner is False
+        or runner == 0
+        or (isinstance(runner, str) and runner.strip().lower() in ("0", "false"))
+    ):
+        context.error(
+            f"{VLLM_CFG}.env_vars.VLLM_USE_V2_MODEL_RUNNER",
+            runner,
+            f"{shown} needs Model Runner V2 for routed experts, but VLLM_USE_V2_MODEL_RUNNER={render(runner)}; "
+            "remove it or set it to 1.",
+        )
+    _check_speculative(context, shown)
+
+
+def _check_speculative(context: Context, shown: str) -> None:
+    reader = context.reader
+    spec = reader.mapping(f"{VLLM_KWARGS}.speculative_config")
+    if spec is None:
+        return
+    base = f"{VLLM_KWARGS}.speculative_config"
+    method = spec.get("method")
+    if spec.get("num_speculative_tokens") != 0 and method in _V1_METHODS:
+        context.error(
+            f"{base}.method",
+            method,
+            f"{shown}: speculative method {render(method)} runs only on Model Runner V1, which rejects routed "
+            "experts; use another method or disable speculative decoding.",
+        )
+    if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
+        context.error(
+            f"{base}.parallel_drafting",
+            spec.get("parallel_drafting"),
+            f"{shown}: parallel_drafting with method {render(method)} falls back to Model Runner V1, which "
+            "rejects routed experts; remove parallel_drafting or use dflash/dspark.",
+        )
+    if spec.get("enable_adaptive_verification") is True:
+        context.error(
+            f"{base}.enable_adaptive_verification",
+            True,
+            f"{shown}: enable_adaptive_verification is not supported with routed experts; remove it.",
+        )
+
+
+_RESHARD_PRECISIONS = (None, "auto", "bf16", "bfloat16", "fp8")
+
+
+P22 = Rule(
+    "P22",
+    "nccl-reshard-preconditions",
+    summary="nccl_reshard refit transport without its preconditions",
+    reference="weight_sync/nccl_reshard_utils.py ~562, from algorithms/grpo.py ~1522 (S5)",
+)
+
+
+@check(P22, entries=LEGACY_ENTRIES)
+def check_nccl_reshard(context: Context) -> None:
+    """``refit_transport == "nccl_reshard"``: the reference's own list, one finding per failed condition (see
+    PREFLIGHT.md §3 P22).  ``is_mx`` is ``vllm_cfg.is_mx``; ``fp8_cfg`` is ``policy.megatron_cfg.fp8_cfg``."""
+    reader = context.reader
+    if reader.value(f"{GENERATION}.refit_transport") != "nccl_reshard":
+        return
+    fix = "; fix it or choose another refit_transport."
+    prefix = "refit_transport='nccl_reshard' needs "
+
+    def fail(path: str, value: object, need: str) -> None:
+        context.error(path, value, f"{prefix}{need}, got {render(value)}{fix}")
+
+    if reader.flag(f"{GENERATION}.colocated.enabled"):
+        fail(f"{GENERATION}.colocated.enabled", True, "non-colocated generation")
+    if not is_vllm(reader):
+        fail(f"{GENERATION}.backend", reader.value(f"{GENERATION}.backend"), "backend 'vllm'")
+    if reader.truthy(f"{VLLM_KWARGS}.enable_eplb"):
+        fail(
+            f"{VLLM_KWARGS}.enable_eplb",
+            reader.value(f"{VLLM_KWARGS}.enable_eplb"),
+            "vllm_kwargs.enable_eplb off",
+        )
+    if reader.truthy(f"{GENERATION}.real_quant"):
+        fail(f"{GENERATION}.real_quant", reader.value(f"{GENERATION}.real_quant"), "real_quant off")
+    mega = megatron(reader)
+    if not mega:
+        fail("policy.megatron_cfg.enabled", False, "Megatron training")
+    if dtensor(reader):
+        fail("policy.dtensor_cfg.enabled", True, "DTensor disabled")
+    mc = "policy.megatron_cfg"
+    if mega:
+        etp = reader.opt_integer(f"{mc}.expert_tensor_parallel_size")
+        if etp not in (None, 1):
+            fail(f"{mc}.expert_tensor_parallel_size", etp, "expert_tensor_parallel_size 1 or null")
+        layout = reader.value(f"{mc}.pipeline_model_parallel_layout")
+        if layout is not None and reader.present(f"{mc}.pipeline_model_parallel_layout"):
+            fail(f"{mc}.pipeline_model_parallel_layout", layout, "pipeline_model_parallel_layout null")
+        vpp = reader.opt_integer(f"{mc}.virtual_pipeline_model_parallel_size")
+        if vpp not in (None, 1):
+            fail(
+                f"{mc}.virtual_pipeline_model_parallel_size",
+                vpp,
+                "virtual_pipeline_model_parallel_size 1 or null",
+            )
+        for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
+            if reader.flag(f"{mc}.{name}"):
+                fail(f"{mc}.{name}", True, f"{name} false")
+    precision = reader.value(f"{VLLM_CFG}.precision")
+    if precision not in _RESHARD_PRECISIONS:
+        fail(f"{VLLM_CFG}.precision", precision, "generation precision null, auto, bf16, bfloat16 or fp8")
+    fp8_param = reader.flag(f"{mc}.fp8_cfg.fp8_param")
+    is_mx = reader.truthy(f"{VLLM_CFG}.is_mx")
+    if precision == "fp8":
+        if fp8_param:
+            if is_mx:
+                fail(f"{VLLM_CFG}.is_mx", True, "is_mx false with fp8_cfg.fp8_param")
+            recipe = reader.value(f"{mc}.fp8_cfg.fp8_recipe")
+            if recipe != "blockwise":
+                fail(f"{mc}.fp8_cfg.fp8_recipe", recipe, "fp8_recipe 'blockwise' with fp8_cfg.fp8_param")
+        else:
+            if not is_mx:
+                fail(
+                    f"{VLLM_CFG}.is_mx",
+                    reader.value(f"{VLLM_CFG}.is_mx"),
+                    "is_mx true for fp8 without fp8_cfg.fp8_param",
+                )
+            policy_precision = reader.value("policy.precision")
+            if policy_precision != "bfloat16":
+                fail(
+                    "policy.precision",
+                    policy_precision,
+                    "policy.precision 'bfloat16' for fp8 without fp8_param",
+                )
+    elif fp8_param:
+        fail(
+            f"{mc}.fp8_cfg.fp8_param", True, "fp8_cfg.fp8_param false unless the generation precision is fp8"
+        )
+    tp = reader.integer(f"{VLLM_CFG}.tensor_parallel_size")
+    ep = reader.integer(f"{VLLM_CFG}.expert_parallel_size")
+    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
+    if ep not in (1, tp):
+        fail(f"{VLLM_CFG}.expert_parallel_size", ep, f"vLLM expert_parallel_size 1 or TP ({tp})")
+    if pp != 1:
+        fail(f"{VLLM_CFG}.pipeline_parallel_size", pp, "vLLM pipeline_parallel_size 1")
+
+
+W1 = Rule(
+    "W1",
+    "sequence-length-exceeds-model-len",
+    summary="policy.max_total_sequence_length exceeds vllm_cfg.max_model_len (rollouts are truncated)",
+    reference="experience/rollouts.py ~2354 (S6, gym only)",
+    severity="warning",
+)
+
+
+@check(W1)
+def check_context_length(context: Context) -> None:
+    """(vLLM) a warning when ``policy.max_total_sequence_length > vllm_cfg.max_model_len``, both ints."""
+    reader = context.reader
+    if not is_vllm(reader):
+        return
+    total = reader.value("policy.max_total_sequence_length")
+    model_len = reader.value(f"{VLLM_CFG}.max_model_len")
+    if (
+        isinstance(total, int)
+        and isinstance(model_len, int)
+        and not isinstance(total, bool)
+        and not isinstance(model_len, bool)
+        and total > model_len
+    ):
+        context.warning(
+            f"{VLLM_CFG}.max_model_len",
+            model_len,
+            f"policy.max_total_sequence_length={total} > vllm_cfg.max_model_len={model_len}: sequences longer "
+            f"than {model_len} tokens are truncated; raise max_model_len or lower max_total_sequence_length.",
+        )

@@ -1,0 +1,262 @@
+"""Safe typed reads of a composed recipe for the preflight rules: defaults, forced values, unresolved leaves.
+
+A rule reads the document only through :class:`Reader`.  A read never raises anything but the three signals
+below, which the rule runner turns into results, so a malformed document can never crash preflight:
+
+- :class:`Unresolved`: the path, a parent or a leaf below it failed resolution -> the rule is skipped;
+- :class:`WrongShape`: a value (or a parent) has the wrong type -> a finding of the reading rule at that path;
+- :class:`MissingKey`: a key the trainer indexes directly is absent -> a P1 finding at that path.
+
+Absent keys take the trainer's defaults (PREFLIGHT.md §1 "Defaults"); a null parent reads as absent, as the
+trainer's ``.get(...) or {}`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Final, TypeGuard
+
+from ..._internal.absent import ABSENT
+from ..._internal.paths import is_under, join, split_path
+
+__all__ = [
+    "REQUIRED",
+    "TRAINER_DEFAULTS",
+    "MissingKey",
+    "Reader",
+    "Required",
+    "Unresolved",
+    "WrongShape",
+]
+
+
+class Required:
+    """The type of :data:`REQUIRED`."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED: Final = Required()
+"""A read's default meaning "the trainer indexes this key directly": absent raises :class:`MissingKey`."""
+
+_PG = "policy.generation"
+_VC = "policy.generation.vllm_cfg"
+
+TRAINER_DEFAULTS: Final[Mapping[str, object]] = {
+    "grpo.num_prompts_per_step": 32,
+    "grpo.num_generations_per_prompt": 16,
+    "grpo.batch_multiplier": 1.0,
+    "grpo.use_dynamic_sampling": False,
+    "grpo.val_num_generations_per_prompt": 1,
+    "grpo.stop_at_validation_metric": None,
+    "grpo.stop_at_validation_threshold": None,
+    "grpo.skip_reference_policy_logprobs_calculation": False,
+    "grpo.seq_logprob_error_threshold": None,
+    "grpo.deduplicate_multimodal_data": False,
+    "grpo.val_period": 10,
+    "grpo.val_at_start": False,
+    "grpo.val_at_end": False,
+    "grpo.max_val_samples": 256,
+    "grpo.async_grpo.enabled": False,
+    "grpo.async_grpo.max_trajectory_age_steps": 1,
+    "grpo.async_grpo.in_flight_weight_updates": False,
+    "loss_fn.reference_policy_kl_penalty": 0.01,
+    "loss_fn.use_kl_in_reward": False,
+    "loss_fn.use_importance_sampling_correction": False,
+    "loss_fn.force_on_policy_ratio": False,
+    "async_rl.min_groups_for_streaming_train": 32,
+    "async_rl.sampler.name": "in_order",
+    f"{_VC}.tensor_parallel_size": 1,
+    f"{_VC}.pipeline_parallel_size": 1,
+    f"{_VC}.expert_parallel_size": 1,
+}
+"""The values NeMo RL's trainers use for absent keys (PREFLIGHT.md §1); every ``*.enabled`` flag defaults to
+false.  OPD teacher defaults are applied where teachers are read (:mod:`.facts`)."""
+
+
+class Unresolved(Exception):
+    """A rule read ``path``, which is (or is above or below) a leaf that failed resolution."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class WrongShape(Exception):
+    """The value at ``path`` is not ``expected``."""
+
+    def __init__(self, path: str, value: object, expected: str) -> None:
+        super().__init__(path)
+        self.path = path
+        self.value = value
+        self.expected = expected
+
+
+class MissingKey(Exception):
+    """``path`` is absent, but the trainer indexes it directly (a KeyError at start-up)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class Reader:
+    """Typed reads of one document.
+
+    ``forced`` maps dotted paths to the values the entrypoint script forces (they win over the document and
+    count as resolved); ``unresolved`` holds the dotted paths of leaves dropped because they did not resolve.
+    """
+
+    def __init__(
+        self,
+        document: Mapping[Any, Any],
+        *,
+        unresolved: Collection[str] = (),
+        forced: Mapping[str, object] | None = None,
+    ) -> None:
+        self._root = document
+        self._unresolved = tuple(str(path) for path in unresolved)
+        self._forced = dict(forced or {})
+
+    def _check_resolved(self, path: str, *, deep: bool) -> None:
+        for leaf in self._unresolved:
+            if is_under(path, (leaf,)) or (deep and is_under(leaf, (path,))):
+                raise Unresolved(leaf)
+
+    def is_unresolved(self, path: str) -> bool:
+        """Whether ``path`` itself is a leaf that failed resolution (it was dropped from its mapping)."""
+        return path in self._unresolved
+
+    def _lookup(self, path: str, *, deep: bool = True) -> object:
+        if path in self._forced:
+            return self._forced[path]
+        self._check_resolved(path, deep=deep)
+        node: object = self._root
+        walked = ""
+        for key in split_path(path):
+            if node is None:
+                return ABSENT
+            if isinstance(key, int):
+                if not isinstance(node, Sequence) or isinstance(node, str):
+                    raise WrongShape(walked, node, "a list")
+                if key >= len(node):
+                    return ABSENT
+                node = node[key]
+            else:
+                if not isinstance(node, Mapping):
+                    raise WrongShape(walked, node, "a mapping")
+                if key not in node:
+                    return ABSENT
+                node = node[key]
+            walked = join(walked, key)
+        return node
+
+    def shallow(self, path: str) -> object:
+        """The raw value at ``path`` (:data:`ABSENT` when absent, no defaults) for listing its keys or items.
+
+        Leaves below ``path`` may be unresolved (dropped); read their values through the typed reads.
+        """
+        return self._lookup(path, deep=False)
+
+    def present(self, path: str) -> bool:
+        """Whether ``path`` is in the document (defaults not applied; null counts as present)."""
+        return self._lookup(path) is not ABSENT
+
+    def value(self, path: str) -> object:
+        """The value at ``path``; the trainer's default when absent; :data:`ABSENT` when neither."""
+        found = self._lookup(path)
+        if found is not ABSENT:
+            return found
+        if path in TRAINER_DEFAULTS:
+            return TRAINER_DEFAULTS[path]
+        if path.endswith(".enabled"):
+            return False
+        return ABSENT
+
+    def _get(self, path: str, default: object) -> object:
+        found = self.value(path)
+        if found is ABSENT:
+            if isinstance(default, Required):
+                raise MissingKey(path)
+            return default
+        return found
+
+    def flag(self, path: str, default: bool | Required = False) -> bool:
+        """A boolean flag; null reads as false (the trainer tests truthiness of ``.get``)."""
+        found = self._get(path, default)
+        if found is None:
+            return False
+        if not isinstance(found, bool):
+            raise WrongShape(path, found, "true or false")
+        return found
+
+    def truthy(self, path: str) -> bool:
+        """Python truthiness of the value, absent reading false (``if cfg.get(key):`` in the trainer)."""
+        found = self.value(path)
+        return found is not ABSENT and bool(found)
+
+    def integer(self, path: str, default: int | Required = REQUIRED) -> int:
+        """An int (never a bool)."""
+        found = self._get(path, default)
+        if not _is_int(found):
+            raise WrongShape(path, found, "an int")
+        return found
+
+    def opt_integer(self, path: str) -> int | None:
+        """An int or null; absent reads as null."""
+        found = self._get(path, None)
+        if found is None:
+            return None
+        if not _is_int(found):
+            raise WrongShape(path, found, "an int or null")
+        return found
+
+    def number(self, path: str, default: float | Required = REQUIRED) -> float:
+        """An int or a float (never a bool)."""
+        found = self._get(path, default)
+        if not _is_number(found):
+            raise WrongShape(path, found, "a number")
+        return found
+
+    def opt_number(self, path: str) -> float | None:
+        """A number or null; absent reads as null."""
+        found = self._get(path, None)
+        if found is None:
+            return None
+        if not _is_number(found):
+            raise WrongShape(path, found, "a number or null")
+        return found
+
+    def text(self, path: str, default: str | Required = REQUIRED) -> str:
+        """A string."""
+        found = self._get(path, default)
+        if not isinstance(found, str):
+            raise WrongShape(path, found, "a string")
+        return found
+
+    def opt_text(self, path: str) -> str | None:
+        """A string or null; absent reads as null."""
+        found = self._get(path, None)
+        if found is None:
+            return None
+        if not isinstance(found, str):
+            raise WrongShape(path, found, "a string or null")
+        return found
+
+    def mapping(self, path: str) -> Mapping[object, object] | None:
+        """A mapping; absent or null reads as None."""
+        found = self._get(path, None)
+        if found is None:
+            return None
+        if not isinstance(found, Mapping):
+            raise WrongShape(path, found, "a mapping or null")
+        return found

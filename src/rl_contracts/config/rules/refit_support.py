@@ -1,0 +1,270 @@
+"""Whether a refit configuration is supported: refit-transport normalisation and the reload-refit rules R2–R8
+(SPEC §1.3–§1.4).
+
+Each function accepts a validated :class:`~rl_contracts.config.VllmConfig` or a plain, possibly partial mapping
+(worker-side code re-checks partial configs), never mutates it, and raises
+:class:`~rl_contracts.errors.ConfigContractError` (or its subclass ``UnsupportedConfigError``) with ``.path``
+(the dotted key relative to the generation section) and ``.value`` (the offending value, rendered; ``"<missing>"``
+for an absent key).  The refit steps (:mod:`.refit_transport`) are also rules C6–C9 of ``VllmConfig``; the reload
+refit steps are :func:`reload_refit_violation`, whose codes ``R2``–``R8`` number SPEC §1.4's steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..._messages import render, shorten
+from ...errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
+from .._internal.absent import ABSENT, render_value
+from .._internal.paths import dotted
+from .._internal.view import ConfigView
+from .._internal.violations import Violation
+from ..section.generation import VllmConfig
+from ..section.refit_cfg import VllmRefitConfig
+from .refit_transport import check_refit
+from .rule import Rule
+
+__all__ = [
+    "R2",
+    "R3",
+    "R4",
+    "R5",
+    "R6",
+    "R7",
+    "R8",
+    "assert_reload_refit_config_supported",
+    "normalize_vllm_refit_config",
+    "reload_refit_violation",
+]
+
+_WORKER = "vllm_worker.py reload refit (S5)"
+
+R2 = Rule("R2", "reload-refit-colocated", summary="reload refit with colocated vLLM", reference=_WORKER)
+R3 = Rule(
+    "R3",
+    "reload-refit-nccl-reshard",
+    summary="reload refit with refit_transport='nccl_reshard'",
+    reference=_WORKER,
+)
+R4 = Rule(
+    "R4",
+    "reload-refit-checkpoint-engine",
+    summary="reload refit with a checkpoint-engine transport",
+    reference=_WORKER,
+)
+R5 = Rule(
+    "R5",
+    "reload-refit-sparse-transport",
+    summary="reload refit with a sparse refit transport",
+    reference=_WORKER,
+)
+R6 = Rule("R6", "reload-refit-quantized", summary="reload refit with quant_cfg set", reference=_WORKER)
+R7 = Rule(
+    "R7", "reload-refit-eagle-draft", summary="reload refit with Eagle draft-weight refit", reference=_WORKER
+)
+R8 = Rule(
+    "R8",
+    "reload-refit-mtp-draft",
+    summary="reload refit while refit also updates MTP draft weights",
+    reference=_WORKER,
+)
+
+_RELOAD = "policy.generation.vllm_cfg.refit_with_reload_api=true"
+
+
+def _view_of(config: object) -> ConfigView:
+    if isinstance(config, VllmConfig | Mapping):
+        return ConfigView(config)
+    raise ContractTypeError.for_value("config", "a VllmConfig or a mapping of the generation section", config)
+
+
+def _as_error(violation: Violation) -> ConfigContractError:
+    """The ``ConfigContractError`` for one violation; a nested validation lists its error locations."""
+    if not violation.nested:
+        return ConfigContractError(
+            violation.message, path=dotted(violation.loc), value=render_value(violation.value)
+        )
+    errors = violation.nested
+    shown = "; ".join(shorten(f"{dotted((*violation.loc, *e['loc']))}: {e['msg']}", 200) for e in errors[:8])
+    more = f" ... ({len(errors)} total)" if len(errors) > 8 else ""
+    first = errors[0]  # the refit models have no required key, so every line error has an input to show
+    return ConfigContractError(
+        f"{violation.message} ({len(errors)} validation error(s)): {shown}{more}",
+        path=dotted((*violation.loc, *first["loc"])),
+        value=render(first["input"]),
+    )
+
+
+def normalize_vllm_refit_config(config: VllmConfig | Mapping[str, Any]) -> VllmRefitConfig | None:
+    """Validate the selected refit transport and return its refit config (SPEC §1.3).
+
+    Returns ``None`` for the topology default (``refit_transport`` null or absent) and for ``"nccl_reshard"``;
+    otherwise a new validated :class:`VllmRefitConfig` (``refit_cfg``, ``{}`` when absent or null).  A
+    ``module:ClassName`` transport's plugin config stays under its key in ``model_extra``, as given, after being
+    validated as :class:`VllmCheckpointEnginePluginConfig`.
+
+    Raises ``ConfigContractError`` (``.path``, ``.value``) at the first failing step: a non-null legacy
+    ``checkpoint_engine`` (C6); NVFP4 per-token rollout with a transport (C10); a non-str or unknown transport
+    (C7); ``vllm_cfg.reset_encoder_cache_after_weight_update`` with a transport (C8); an invalid ``refit_cfg``
+    or a missing/invalid plugin config (C9; the message lists pydantic's error locations).  A non-mapping
+    section or a non-bool flag in a mapping is a ``ConfigContractError`` naming the key; a ``config`` that is
+    neither a ``VllmConfig`` nor a mapping is a ``ContractTypeError``.
+
+    Divergence: the reference writes the validated model back into ``config["refit_cfg"]``; this returns it and
+    leaves the input untouched.  The reference accepts any string with a colon as a plugin path; this requires
+    ``module.path:ClassName``.
+
+    Example::
+
+        >>> normalize_vllm_refit_config({"refit_transport": "nixl"}).nixl.device
+        'cuda'
+    """
+    check = check_refit(_view_of(config), nvfp4=True, first_only=True)
+    if check.violations:
+        raise _as_error(check.violations[0])
+    return None if check.refit is None else check.refit.model_copy(deep=True)
+
+
+def _reload_requested(view: ConfigView) -> bool:
+    """Step 1: a non-empty ``vllm_cfg`` with ``refit_with_reload_api: true``."""
+    vllm_cfg = view.section("vllm_cfg")
+    return vllm_cfg is not None and not vllm_cfg.is_empty() and vllm_cfg.flag("refit_with_reload_api") is True
+
+
+def _colocation_step(view: ConfigView) -> Violation | None:
+    """Step 2 (R2): ``colocated.enabled`` is present and false."""
+    colocated = view.section("colocated")
+    if colocated is None:
+        message = f"policy.generation.colocated is required when {_RELOAD}."
+        return Violation(R2, ("colocated",), message, ABSENT)
+    enabled = colocated.flag("enabled")
+    if enabled is None:
+        message = f"policy.generation.colocated.enabled is required when {_RELOAD}."
+        return Violation(R2, ("colocated", "enabled"), message, ABSENT)
+    if not enabled:
+        return None
+    message = (
+        f"{_RELOAD} is not supported yet with colocated vLLM refit. Support for the colocated IPC/ZMQ "
+        "reload-refit path will be added later. Set refit_with_reload_api=false for now."
+    )
+    return Violation(R2, ("colocated", "enabled"), message, enabled)
+
+
+def _transport_step(view: ConfigView) -> Violation | None:
+    """Steps 3–5 (R3–R5): ``refit_transport`` is null (the NCCL collective)."""
+    transport = view.get("refit_transport")
+    if transport is None:
+        return None
+    if transport == "nccl_reshard":
+        rule, message = (
+            R3,
+            f"{_RELOAD} is explicitly unsupported with policy.generation.refit_transport='nccl_reshard'. "
+            "nccl_reshard_refit is its own refit path and does not use vLLM's reload_weights API.",
+        )
+    elif transport == "nixl" or (isinstance(transport, str) and ":" in transport):
+        rule, message = (
+            R4,
+            f"{_RELOAD} is not supported yet with checkpoint-engine refit (update_weights_from_checkpoint_engine). "
+            "Support for using vLLM's reload_weights API with checkpoint-engine transports is future work. "
+            "Set refit_transport=null or set refit_with_reload_api=false for now.",
+        )
+    else:
+        rule, message = (
+            R5,
+            f"{_RELOAD} is only supported with the default non-colocated collective refit path. Got "
+            f"policy.generation.refit_transport={render(transport)}. Set refit_transport=null or set "
+            "refit_with_reload_api=false.",
+        )
+    return Violation(rule, ("refit_transport",), message, transport)
+
+
+def _quantization_step(view: ConfigView) -> Violation | None:
+    """Step 6 (R6): no ``quant_cfg``."""
+    quant_cfg = view.get("quant_cfg")
+    if quant_cfg is None:
+        return None
+    message = (
+        f"{_RELOAD} is explicitly unsupported with policy.generation.quant_cfg set. ModelOpt quantized refit "
+        "requires the ModelOpt weight-loading path. Set quant_cfg=null or set refit_with_reload_api=false."
+    )
+    return Violation(R6, ("quant_cfg",), message, quant_cfg)
+
+
+def _draft_step(view: ConfigView) -> Violation | None:
+    """Step 7 (R7): no Eagle draft-weight refit."""
+    if not view.flag("_draft_weights_from_refit"):
+        return None
+    message = (
+        f"{_RELOAD} is not supported yet when policy.draft.enabled=true. Support for Eagle draft-weight "
+        "refit with vLLM's reload_weights API will be added later. Set policy.draft.enabled=false or set "
+        "refit_with_reload_api=false for now."
+    )
+    return Violation(R7, ("_draft_weights_from_refit",), message, True)
+
+
+def _speculative_method(view: ConfigView) -> object:
+    """The speculative method of ``vllm_kwargs.speculative_config``, unless it drafts no tokens (SPEC §1.4 step 8)."""
+    vllm_kwargs = view.section("vllm_kwargs")
+    spec = vllm_kwargs.get("speculative_config") if vllm_kwargs is not None else None
+    if isinstance(spec, Mapping) and spec.get("num_speculative_tokens") != 0:
+        return spec.get("method")
+    return None
+
+
+def _mtp_step(view: ConfigView) -> Violation | None:
+    """Step 8 (R8): no trained-MTP refit while an MTP speculative method is configured."""
+    method = _speculative_method(view)
+    mtp_from_refit = view.flag("_mtp_weights_from_refit")  # type-checked whatever the method
+    if method not in ("deepseek_mtp", "mtp") or not mtp_from_refit:
+        return None
+    message = (
+        f"{_RELOAD} is not supported yet when vLLM refit also updates MTP draft weights. Support for MTP "
+        "speculative decoding with reload refit will be added later. Set refit_with_reload_api=false for now."
+    )
+    return Violation(R8, ("_mtp_weights_from_refit",), message, True)
+
+
+_RELOAD_STEPS = (_colocation_step, _transport_step, _quantization_step, _draft_step, _mtp_step)
+
+
+def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Violation | None:
+    """The first failing step of SPEC §1.4 as a violation with code ``R2``..``R8``, or ``None`` when supported.
+
+    Same contract as :func:`assert_reload_refit_config_supported`, which raises what this returns; ``load_recipe``
+    reads the code from it.  Raises ``ConfigContractError`` for a non-mapping section or a non-bool flag in a
+    mapping, ``ContractTypeError`` for a ``config`` of another type.
+    """
+    view = _view_of(config)
+    if not _reload_requested(view):
+        return None
+    for step in _RELOAD_STEPS:
+        violation = step(view)
+        if violation is not None:
+            return violation
+    return None
+
+
+def assert_reload_refit_config_supported(config: VllmConfig | Mapping[str, Any]) -> None:
+    """Reject config combinations that vLLM's native ``reload_weights`` refit does not support (SPEC §1.4).
+
+    Returns ``None`` when ``vllm_cfg`` is absent or empty or ``vllm_cfg.refit_with_reload_api`` is not true, and
+    for the single supported combination: not colocated, ``refit_transport`` null, no ``quant_cfg``, no Eagle
+    draft refit, and no trained-MTP refit while an MTP speculative method is configured.
+
+    Raises ``UnsupportedConfigError`` (also ``ValueError`` and ``AssertionError``) at the first unsupported
+    combination, with ``.path`` ``colocated.enabled``, ``refit_transport``, ``quant_cfg``,
+    ``_draft_weights_from_refit`` or ``_mtp_weights_from_refit``; ``ConfigContractError`` for a missing
+    ``colocated`` section or ``colocated.enabled``, for a non-mapping section, and for a flag in a mapping that
+    is neither a bool nor absent/null; ``ContractTypeError`` for a ``config`` of another type.
+
+    Divergence: the reference uses ``assert`` for some checks (removed by ``python -O``), fails with a
+    ``KeyError`` when ``colocated`` or ``colocated.enabled`` is missing, and reads flags by truthiness.
+    """
+    violation = reload_refit_violation(config)
+    if violation is None:
+        return
+    path, value = dotted(violation.loc), violation.value
+    if value is ABSENT:
+        raise ConfigContractError(violation.message, path=path, value=render_value(value))
+    raise UnsupportedConfigError(violation.message, path=path, value=render_value(value))

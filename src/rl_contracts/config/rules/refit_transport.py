@@ -1,0 +1,185 @@
+"""The refit-transport rules C6–C9: SPEC §1.3's refit steps as one function per step, shared by
+``normalize_vllm_refit_config`` and ``VllmConfig``.
+
+:func:`check_refit` runs the steps in order and returns every violation with the validated refit config:
+``normalize_vllm_refit_config`` (``first_only=True``) raises the first one; ``VllmConfig`` reports them all as
+rules C6–C9.  A step whose premise failed is not run (an unknown transport has no refit config to check), and
+with ``first_only`` no step runs after the first violation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from ..._messages import render, type_name
+from .._internal.absent import ABSENT
+from .._internal.view import ConfigView
+from .._internal.violations import Violation
+from ..section.refit_cfg import (
+    VLLM_REFIT_SELECTORS,
+    VllmCheckpointEnginePluginConfig,
+    VllmRefitConfig,
+    is_plugin_path,
+)
+from .rule import Rule
+from .section import nvfp4_violations
+
+__all__ = ["C6", "C7", "C8", "C9", "RefitCheck", "check_refit"]
+
+C6 = Rule(
+    "C6",
+    "legacy-checkpoint-engine-key",
+    summary="the legacy checkpoint_engine key was replaced by refit_transport='nixl'",
+    reference="vllm/config.py refit normalisation (S1)",
+)
+C7 = Rule(
+    "C7",
+    "unknown-refit-transport",
+    summary="refit_transport is not a known selector or a module:ClassName path",
+    reference="vllm/config.py refit normalisation (S1)",
+)
+C8 = Rule(
+    "C8",
+    "encoder-cache-reset-unsupported",
+    summary="reset_encoder_cache_after_weight_update with a transport that does not reset it",
+    reference="vllm/config.py refit normalisation (S1)",
+)
+C9 = Rule(
+    "C9",
+    "invalid-refit-cfg",
+    summary="refit_cfg does not validate for the selected transport",
+    reference="vllm/config.py refit normalisation (S1)",
+)
+
+
+@dataclass(frozen=True)
+class RefitCheck:
+    """The outcome of the refit steps: the violations found, in step order, and the validated refit config.
+
+    ``refit`` is ``None`` for the topology default and ``nccl_reshard``, and whenever a step failed.
+    """
+
+    violations: tuple[Violation, ...]
+    refit: VllmRefitConfig | None
+
+
+def _legacy_checkpoint_engine(view: ConfigView) -> list[Violation]:
+    """Step 1 (C6): a non-null legacy ``checkpoint_engine`` key."""
+    legacy = view.get("checkpoint_engine")
+    if legacy is None:
+        return []
+    return [
+        Violation(
+            C6,
+            ("checkpoint_engine",),
+            "policy.generation.checkpoint_engine was replaced by policy.generation.refit_transport='nixl' and "
+            "policy.generation.refit_cfg.nixl.",
+            legacy,
+        )
+    ]
+
+
+def _selected_transport(view: ConfigView) -> str | Violation | None:
+    """Steps 3–4 (C7): the transport string, ``None`` when absent or null, or the violation of a bad one."""
+    transport = view.get("refit_transport")
+    if transport is None:
+        return None
+    if not isinstance(transport, str):
+        return Violation(
+            C7,
+            ("refit_transport",),
+            f"policy.generation.refit_transport must be null or a str, got {type_name(transport)} "
+            f"{render(transport)}.",
+            transport,
+        )
+    if transport not in VLLM_REFIT_SELECTORS and not is_plugin_path(transport):
+        return Violation(
+            C7,
+            ("refit_transport",),
+            f"Unknown vLLM refit transport {render(transport)}: expected null, 'nccl_reshard', 'vllm_s3_sparse', "
+            "'vllm_zmq_sparse', 'nixl', or a 'module:ClassName' checkpoint-engine path.",
+            transport,
+        )
+    return transport
+
+
+def _encoder_cache_reset(view: ConfigView, transport: str) -> list[Violation]:
+    """Step 5 (C8): ``vllm_cfg.reset_encoder_cache_after_weight_update`` with a transport that does not reset it."""
+    vllm_cfg = view.section("vllm_cfg")
+    if vllm_cfg is None or not vllm_cfg.flag("reset_encoder_cache_after_weight_update"):
+        return []
+    return [
+        Violation(
+            C8,
+            ("vllm_cfg", "reset_encoder_cache_after_weight_update"),
+            "vllm_cfg.reset_encoder_cache_after_weight_update is not supported with "
+            f"refit_transport={render(transport)}: this transport's refit path does not reset the multimodal "
+            "encoder cache, so stale vision embeddings would silently survive weight updates. Supported "
+            "transports: null (collective/IPC) and 'nccl_reshard'.",
+            True,
+        )
+    ]
+
+
+def _validated_refit_cfg(view: ConfigView, transport: str) -> VllmRefitConfig | Violation:
+    """Step 6 (C9): ``refit_cfg`` (``{}`` when absent or null) as ``VllmRefitConfig``, with a plugin's config."""
+    raw = view.get("refit_cfg")
+    try:
+        refit = VllmRefitConfig.model_validate({} if raw is None else raw)
+    except ValidationError as exc:
+        return Violation(
+            C9,
+            ("refit_cfg",),
+            "policy.generation.refit_cfg is not a valid VllmRefitConfig",
+            raw,
+            tuple(exc.errors()),
+        )
+    if not is_plugin_path(transport):
+        return refit
+    shown = render(transport)
+    plugin = (refit.model_extra or {}).get(transport)
+    if plugin is None:
+        return Violation(
+            C9,
+            ("refit_cfg", transport),
+            f"Custom checkpoint-engine transport {shown} requires policy.generation.refit_cfg[{shown}].",
+            ABSENT,
+        )
+    try:
+        VllmCheckpointEnginePluginConfig.model_validate(plugin)
+    except ValidationError as exc:
+        return Violation(
+            C9,
+            ("refit_cfg", transport),
+            f"policy.generation.refit_cfg[{shown}] is not a valid VllmCheckpointEnginePluginConfig",
+            plugin,
+            tuple(exc.errors()),
+        )
+    return refit
+
+
+def check_refit(view: ConfigView, *, nvfp4: bool, first_only: bool) -> RefitCheck:
+    """Run SPEC §1.3's steps 1–6 in order; ``nvfp4`` adds step 2 (the C10 conflict with a transport).
+
+    ``VllmConfig`` passes ``nvfp4=False`` (it checks that conflict as part of its own rule C10).  Raises
+    ``ConfigContractError`` for a non-mapping section or a non-bool flag in a mapping (:class:`ConfigView`).
+    """
+    found = _legacy_checkpoint_engine(view)
+    if nvfp4 and not (first_only and found):
+        found += nvfp4_violations(view, ("refit_transport",))
+    if first_only and found:
+        return RefitCheck(tuple(found), None)
+    transport = _selected_transport(view)
+    if isinstance(transport, Violation):
+        return RefitCheck((*found, transport), None)
+    if transport is None or transport == "nccl_reshard":
+        return RefitCheck(tuple(found), None)
+    found += _encoder_cache_reset(view, transport)
+    if first_only and found:
+        return RefitCheck(tuple(found), None)
+    refit = _validated_refit_cfg(view, transport)
+    if isinstance(refit, Violation):
+        return RefitCheck((*found, refit), None)
+    return RefitCheck(tuple(found), refit)

@@ -1,0 +1,92 @@
+"""The one registry of finding codes: every :class:`~.rule.Rule` record, in catalogue order, and the
+``--select``/``--ignore`` filter over them.
+
+Each issue that ``load_recipe`` or ``rl-contracts validate`` reports carries one code, as ruff's and mypy's do, so
+users can select, ignore and search findings.  The records sit beside their checks (README's "Rules" section
+lists them); this module collects them from the modules listed in :data:`RULE_MODULES`, so a new rule is one
+record in the module that raises it (and, for a new module, one entry here).  ``rl-contracts rules``, ``rule
+CODE``, README's table and ``--select``/``--ignore`` all read :data:`RULES`.
+
+>>> rule_for("P19").name
+'tensor-parallel-batch-sizes-differ'
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from pydantic_core import ErrorDetails
+
+from .._internal.violations import rule_code
+from . import loading, refit_support, refit_transport, section, unknown_keys
+from .preflight import cluster, generation, grpo, policy, runtime, scripts
+from .rule import FAMILIES, Rule
+
+__all__ = ["FAMILIES", "RULES", "RULE_MODULES", "code_of_error", "code_selected", "rule_for", "rules_in"]
+
+RULE_MODULES: Final[tuple[types.ModuleType, ...]] = (
+    loading,
+    section,
+    refit_transport,
+    refit_support,
+    unknown_keys,
+    policy,
+    grpo,
+    cluster,
+    generation,
+    scripts,
+    runtime,
+)
+"""The modules that declare rules; each lists its records in ``__all__``."""
+
+
+def rules_in(module: types.ModuleType) -> tuple[Rule, ...]:
+    """The :class:`Rule` records ``module`` declares (the names of its ``__all__`` bound to a record)."""
+    found = (getattr(module, name) for name in getattr(module, "__all__", ()))
+    return tuple(value for value in found if isinstance(value, Rule))
+
+
+RULES: Final[tuple[Rule, ...]] = tuple(
+    sorted((rule for module in RULE_MODULES for rule in rules_in(module)), key=lambda rule: rule.order)
+)
+"""Every rule, sorted by family (``V``, ``C``, ``R``, ``K``, ``P``, ``W``, ``N``) then number."""
+
+_BY_CODE: Final[Mapping[str, Rule]] = types.MappingProxyType({rule.code: rule for rule in RULES})
+_BY_PYDANTIC_TYPE: Final[Mapping[str, Rule]] = types.MappingProxyType(
+    {error_type: rule for rule in RULES for error_type in rule.pydantic_types}
+)
+
+
+def rule_for(code: str) -> Rule | None:
+    """The record of ``code`` (``"P7"``), or ``None`` for a code the registry does not have."""
+    return _BY_CODE.get(code)
+
+
+def code_of_error(error: ErrorDetails) -> str:
+    """The code of one pydantic line error of the generation section: the rule a violation carries, else the rule
+    that claims pydantic's error type (a range error is C2), else V3 (the schema)."""
+    code = rule_code(error)
+    if code is not None and code in _BY_CODE:
+        return code
+    claimed = _BY_PYDANTIC_TYPE.get(str(error["type"]))
+    return claimed.code if claimed is not None else loading.V3.code
+
+
+def _matches(code: str, patterns: Iterable[str]) -> bool:
+    """Whether ``code`` equals a pattern or starts with it (``P`` selects every P-rule; ``P1`` only P1)."""
+    return any(
+        code == pattern or (code.startswith(pattern) and not pattern[-1:].isdigit()) for pattern in patterns
+    )
+
+
+def code_selected(code: str, *, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> bool:
+    """Whether a finding with ``code`` is reported under ``--select``/``--ignore``.
+
+    A pattern is a whole code (``P7``) or a family prefix without digits (``P``, ``W``, ``C``).  An empty
+    ``select`` selects everything; ``ignore`` wins over ``select``.  Divergence from ruff: ``P1`` selects only
+    P1, not P10-P19, because these codes are not zero-padded.
+    """
+    selected = tuple(select)
+    return (not selected or _matches(code, selected)) and not _matches(code, ignore)

@@ -1,0 +1,223 @@
+"""The cross-field rules of the generation section (SPEC §1.2): sampling (C1), ranges (C2), parallelism (C3–C5),
+mutually exclusive options (C10) and the real-quant export (C11).
+
+``GenerationConfig`` and ``VllmConfig`` (:mod:`rl_contracts.config.section.generation`) run these checks after
+field validation; the refit-transport rules C6–C9 are :mod:`.refit_transport`'s.  Each check returns
+:class:`~rl_contracts.config._internal.violations.Violation` records (C1 raises a pydantic custom error per
+field); a validated section is read through :class:`~rl_contracts.config._internal.view.ConfigView`.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationInfo
+
+from ..._messages import render
+from .._internal.absent import ABSENT
+from .._internal.paths import Loc
+from .._internal.view import ConfigView
+from .._internal.violations import Violation, rule_error
+from ..section.vllm_cfg import VllmSpecificArgs
+from .rule import Rule
+
+__all__ = [
+    "C1",
+    "C2",
+    "C3",
+    "C4",
+    "C5",
+    "C10",
+    "C11",
+    "check_top_k",
+    "check_top_p",
+    "exclusive_option_violations",
+    "nvfp4_violations",
+    "parallelism_violations",
+    "port_range_violations",
+    "real_quant_violations",
+]
+
+C1 = Rule(
+    "C1",
+    "sampling-filter-out-of-range",
+    summary="top_k/top_p (and their val_ variants) outside their valid values",
+    reference="vllm_generation.py:__init__ (S3)",
+)
+C2 = Rule(
+    "C2",
+    "value-out-of-range",
+    summary="a numeric field outside its range",
+    reference="vLLM engine arguments (S3)",
+    pydantic_types=frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"}),
+)
+C3 = Rule(
+    "C3",
+    "pipeline-parallel-needs-async-engine",
+    summary="pipeline_parallel_size > 1 needs async_engine=true",
+    reference="vllm_generation.py:__init__ (S3)",
+)
+C4 = Rule(
+    "C4",
+    "expert-parallel-not-multiple-of-tensor-parallel",
+    summary="expert_parallel_size > 1 must be a multiple of tensor_parallel_size",
+    reference="vllm_generation.py:__init__ (S3)",
+)
+C5 = Rule(
+    "C5",
+    "expert-data-parallel-needs-sync-engine",
+    summary="expert parallelism with DP inside vLLM needs async_engine=false",
+    reference="vllm_generation.py:__init__ (S3)",
+)
+C10 = Rule(
+    "C10",
+    "mutually-exclusive-options",
+    summary="mutually exclusive options (worker extension and quant_cfg; nvfp4 per-token rollout)",
+    reference="vllm/config.py (S1)",
+)
+C11 = Rule(
+    "C11",
+    "real-quant-offload-unsupported",
+    summary="real_quant export offload settings that cannot work",
+    reference="vllm/config.py (S1)",
+)
+
+
+def check_top_k(value: int, info: ValidationInfo) -> int:
+    """Rule C1 for a top-k field (``top_k``, ``val_top_k``): ``-1`` or ``>= 1`` (``None`` never reaches it)."""
+    if value != -1 and value < 1:
+        key = info.field_name
+        raise rule_error(
+            C1,
+            f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. "
+            f"Got {key}={render(value)}.",
+        )
+    return value
+
+
+def check_top_p(value: float, info: ValidationInfo) -> float:
+    """Rule C1 for a top-p field (``top_p``, ``val_top_p``): ``0 < p <= 1``."""
+    if not 0 < value <= 1:
+        key = info.field_name
+        raise rule_error(
+            C1, f"{key} valid values: i) 1.0: no filtering. ii) (0, 1]: top-p filtering. Got {key}={value!r}."
+        )
+    return value
+
+
+def port_range_violations(low: int | None, high: int | None) -> list[Violation]:
+    """Rule C2 across fields: ``port_range_low`` ≤ ``port_range_high`` when both are set."""
+    if low is not None and high is not None and low > high:
+        return [
+            Violation(
+                C2,
+                ("port_range_high",),
+                f"port_range_low must be <= port_range_high: got port_range_low={low} and "
+                f"port_range_high={high}.",
+                high,
+            )
+        ]
+    return []
+
+
+def parallelism_violations(vllm: VllmSpecificArgs) -> list[Violation]:
+    """Rules C3–C5: pipeline parallelism needs the async engine; EP is a multiple of TP; DP inside vLLM is sync."""
+    tp, pp, ep = vllm.tensor_parallel_size, vllm.pipeline_parallel_size, vllm.expert_parallel_size
+    violations = []
+    if pp > 1 and not vllm.async_engine:
+        violations.append(
+            Violation(
+                C3,
+                ("vllm_cfg", "pipeline_parallel_size"),
+                "When pipeline_parallel_size > 1, async_engine must be set to True in the vLLM configuration.",
+                pp,
+            )
+        )
+    if ep > 1 and ep % tp != 0:
+        violations.append(
+            Violation(
+                C4,
+                ("vllm_cfg", "expert_parallel_size"),
+                "When EP > 1, EP must be a multiple of TP since vLLM's EP = DP * TP.",
+                ep,
+            )
+        )
+    if ep > 1 and ep != tp and vllm.async_engine:
+        violations.append(
+            Violation(
+                C5,
+                ("vllm_cfg", "async_engine"),
+                "vLLM async_engine has some issues when using DP inside vLLM. Please update your "
+                "configuration to set `policy.generation.vllm_cfg.async_engine=false`.",
+                vllm.async_engine,
+            )
+        )
+    return violations
+
+
+def nvfp4_violations(view: ConfigView, keys: tuple[str, ...]) -> list[Violation]:
+    """Rule C10 (second part): with NVFP4 per-token rollout on, each of ``keys`` that is set is a violation."""
+    nvfp4 = view.section("nvfp4_pertoken_rollout")
+    if nvfp4 is None or not nvfp4.flag("enabled"):
+        return []
+    violations = []
+    for key in keys:
+        value: object = view.flag(key) if key == "real_quant" else view.get(key)
+        if (value is True) if key == "real_quant" else (value is not None):
+            violations.append(
+                Violation(
+                    C10,
+                    (key,),
+                    "nvfp4_pertoken_rollout.enabled=true requires quant_cfg=null, real_quant=false and "
+                    f"refit_transport=null; got {key}={render(value)}.",
+                    value,
+                )
+            )
+    return violations
+
+
+def exclusive_option_violations(view: ConfigView) -> list[Violation]:
+    """Rule C10: a worker extension excludes ``quant_cfg``; NVFP4 per-token rollout excludes three options."""
+    violations = []
+    extension, quant_cfg = view.get("worker_extension_cls_fqn"), view.get("quant_cfg")
+    if extension is not None and quant_cfg is not None:
+        violations.append(
+            Violation(
+                C10,
+                ("worker_extension_cls_fqn",),
+                "worker_extension_cls_fqn and quant_cfg are mutually exclusive: got "
+                f"worker_extension_cls_fqn={render(extension)} and quant_cfg={render(quant_cfg)}.",
+                extension,
+            )
+        )
+    violations.extend(nvfp4_violations(view, ("quant_cfg", "real_quant", "refit_transport")))
+    return violations
+
+
+def real_quant_violations(view: ConfigView) -> list[Violation]:
+    """Rule C11: a real-quant export states its CPU offload, and no offload needs colocated CUDA-IPC refit."""
+    if view.get("real_quant") is not True:
+        return []
+    key = "real_quant_export_cpu_offload"
+    offload = view.get(key)
+    loc: Loc = (key,)
+    if offload is None:
+        return [
+            Violation(
+                C11,
+                loc,
+                "generation.real_quant_export_cpu_offload must be a boolean",
+                None if view.is_set(key) else ABSENT,
+            )
+        ]
+    colocated = view.section("colocated")
+    colocated_enabled = colocated is not None and colocated.get("enabled") is True
+    if offload is False and (not colocated_enabled or view.get("refit_transport") is not None):
+        return [
+            Violation(
+                C11,
+                loc,
+                "generation.real_quant_export_cpu_offload=false requires colocated CUDA-IPC refit with no "
+                "explicit refit_transport",
+                offload,
+            )
+        ]
+    return []

@@ -1,0 +1,263 @@
+"""The unknown-key rules (K1, K2, P28, W2): the unknown keys of a validated generation section and their class.
+
+SPEC §1.8 (second release) and PREFLIGHT.md §5.  Every key kept in a model's ``model_extra`` is classified, most
+specific first:
+
+1. *typo* (``K1``, error): within ``difflib`` ratio 0.8 of a declared key of the same model, and not a key of
+   :data:`VLLM_CFG_KEYS`: a misspelled override is never applied, so the inherited value silently stays;
+2. *misplaced* (``P28``, error): a ``vllm_cfg`` key the reference reads only from another place; a misplaced key
+   whose value would change nothing there (``null``, or ``false`` where the right place is a switch) is the
+   warning ``W2`` instead;
+3. *dead* (``W2``, warning): a ``vllm_cfg`` key the reference never reads;
+4. *unknown* (``K2``, warning; an error under ``--strict``): anything else.
+
+``--strict`` leaves ``W2`` warnings as warnings: those keys are known, not unknown.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..._messages import render, render_name
+from .._internal.base import known_keys
+from .._internal.paths import Loc
+from ..section.generation import VllmConfig
+from ..section.refit_cfg import VllmRefitConfig, is_plugin_path
+from ..section.vllm_cfg import VllmSpecificArgs
+from .rule import Rule
+from .suggested_fix import SuggestedFix
+
+__all__ = ["K1", "K2", "P28", "VLLM_CFG_KEYS", "W2", "KeyCode", "KnownKey", "UnknownKey", "unknown_keys"]
+
+K1 = Rule(
+    "K1",
+    "misspelled-key",
+    summary="a misspelled key (close to a declared one): the setting it meant is never applied",
+    reference="never",
+    fix_safety="safe",
+)
+K2 = Rule(
+    "K2",
+    "unknown-key",
+    summary="an unknown key (not validated); an error under --strict",
+    reference="never",
+    severity="warning",
+)
+P28 = Rule(
+    "P28",
+    "misplaced-vllm-cfg-key",
+    summary="a vllm_cfg key NeMo RL reads only from another place (misplaced): the setting silently does not apply",
+    reference="never",
+    fix_safety="safe",
+)
+W2 = Rule(
+    "W2",
+    "dead-vllm-cfg-key",
+    summary="a vllm_cfg key NeMo RL never reads (dead), or a misplaced one whose value changes nothing",
+    reference="never",
+    severity="warning",
+    fix_safety="unsafe",
+)
+
+KeyCode = Literal["K1", "K2", "P28", "W2"]
+"""The code of an unknown key: typo ``K1``, unknown ``K2``, misplaced ``P28``, dead (or inert misplaced) ``W2``."""
+
+
+@dataclass(frozen=True)
+class KnownKey:
+    """A ``vllm_cfg`` key that is not declared but known to the reference (PREFLIGHT.md §5).
+
+    ``verdict`` ``"dead"``: ``why`` says why it has no effect.  ``"misplaced"``: ``place`` is what to set instead
+    (a key, or a key with its value), ``fix`` says so, and ``inert`` are the values that would change nothing
+    there.
+    """
+
+    verdict: Literal["dead", "misplaced"]
+    why: str
+    place: str | None = None
+    fix: str = ""
+    inert: tuple[object, ...] = (None,)
+
+
+VLLM_CFG_KEYS: Mapping[str, KnownKey] = types.MappingProxyType(
+    {
+        "distributed_executor_backend": KnownKey(
+            "dead",
+            "NeMo RL never reads it from vllm_cfg; the vLLM worker derives the executor backend itself "
+            "(and overwrites vllm_kwargs.distributed_executor_backend too)",
+        ),
+        "limit_mm_per_prompt": KnownKey(
+            "misplaced",
+            "it is read only from vllm_kwargs, which the trainer passes to the engine",
+            "policy.generation.vllm_kwargs.limit_mm_per_prompt",
+            "NeMo RL reads it from policy.generation.vllm_kwargs.limit_mm_per_prompt: move it there",
+        ),
+        "enable_expert_parallel": KnownKey(
+            "dead",
+            "vLLM's expert parallelism is switched on by vllm_cfg.expert_parallel_size > 1; this key was read "
+            "only before NeMo RL #1081",
+        ),
+        "enable_thinking": KnownKey(
+            "dead",
+            "NeMo RL never reads it from vllm_cfg; chat-template switches come from "
+            "policy.tokenizer.chat_template_kwargs or vllm_cfg.http_server_serving_chat_kwargs",
+        ),
+        "enforce_monotonicity": KnownKey("dead", "no NeMo RL code reads it"),
+        "enable_return_routed_experts": KnownKey(
+            "misplaced",
+            "the vLLM workers read vllm_kwargs.enable_return_routed_experts, which the trainer sets from "
+            "policy.router_replay.enabled, so a recipe that sets only this key gets no routes",
+            "policy.router_replay.enabled",
+            "set policy.router_replay.enabled: true instead, and the trainer turns routed experts on",
+            (None, False),
+        ),
+    }
+)
+"""The dead and misplaced ``policy.generation.vllm_cfg`` keys of the vLLM backend (PREFLIGHT.md §5)."""
+
+
+@dataclass(frozen=True)
+class UnknownKey:
+    """One unknown key kept in a model's ``model_extra``, with its class.
+
+    ``path`` is its location relative to the validated section, ending with the key itself (e.g.
+    ``("vllm_cfg", "gpu_memory_utilisation")``); ``suggestion`` is the closest declared key of the model that
+    holds it (``difflib.get_close_matches(key, declared, n=1, cutoff=0.8)``, aliases included) or ``None``;
+    ``code`` is its class (:data:`KeyCode`) and ``reason`` the message that explains it.  ``fix``: a ``K1`` typo
+    is renamed when exactly one declared key passes the typo test (a key and its ``_`` spelling count once), a
+    ``P28`` key that belongs in ``vllm_kwargs`` is moved there, a ``W2`` key is removed; else ``None``.
+    """
+
+    path: Loc
+    key: str
+    value: object
+    suggestion: str | None
+    code: KeyCode = "K2"
+    reason: str = "unknown key (not validated)"
+    fix: SuggestedFix | None = None
+
+
+def _is_judged_elsewhere(model: BaseModel, parent: BaseModel | None, key: str) -> bool:
+    """Extra keys judged elsewhere: C6's ``checkpoint_engine`` and a custom transport's plugin config."""
+    if isinstance(model, VllmConfig):
+        return key == "checkpoint_engine"
+    if isinstance(model, VllmRefitConfig):
+        return key == parent.refit_transport if isinstance(parent, VllmConfig) else is_plugin_path(key)
+    return False
+
+
+def _known_vllm_cfg_key(path: Loc, key: str, value: object, known: KnownKey) -> UnknownKey:
+    """The ``P28``/``W2`` finding of a key of :data:`VLLM_CFG_KEYS`."""
+    remove = SuggestedFix(action="remove", description=f"remove {render_name(key)}")
+    if known.verdict == "dead":
+        reason = f"has no effect: {known.why}; remove it"
+        return UnknownKey(path, key, value, None, "W2", reason, remove)
+    place = render_name(known.place or "")
+    if any(value is inert for inert in known.inert):
+        reason = (
+            f"has no effect here, and its value {render(value)} would change nothing at {place} either "
+            f"({known.why}); remove it"
+        )
+        return UnknownKey(path, key, value, None, "W2", reason, remove)
+    reason = f"has no effect here ({known.why}); {known.fix}"
+    move = None
+    if known.place is not None and known.place.endswith(f".vllm_kwargs.{key}"):
+        move = SuggestedFix(
+            action="move", target=known.place, description=f"move {render_name(key)} to {place}"
+        )
+    return UnknownKey(path, key, value, None, "P28", reason, move)
+
+
+def _typo_candidates(key: str, declared: list[str]) -> list[str]:
+    """The declared keys within ``difflib`` ratio 0.8 of ``key``, best first, a key and its ``_`` spelling
+    counted once (the spelling that matches ``key``'s leading ``_``)."""
+    matches = difflib.get_close_matches(key, declared, n=len(declared) or 1, cutoff=0.8)
+    seen: dict[str, str] = {}
+    for match in matches:
+        canonical = match.lstrip("_")
+        if canonical not in seen or match.startswith("_") == key.startswith("_"):
+            seen[canonical] = match
+    return list(seen.values())
+
+
+def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: list[str]) -> UnknownKey:
+    known = VLLM_CFG_KEYS.get(key) if isinstance(model, VllmSpecificArgs) else None
+    if known is not None:
+        return _known_vllm_cfg_key(path, key, value, known)
+    match = difflib.get_close_matches(key, declared, n=1, cutoff=0.8)
+    if match:
+        reason = (
+            "unknown key, probably a misspelling: its setting is never applied and an inherited value stays; "
+            f"did you mean '{render_name(match[0])}'?"
+        )
+        candidates = _typo_candidates(key, declared)
+        fix = None
+        if len(candidates) == 1:
+            target = candidates[0]
+            fix = SuggestedFix(
+                action="rename",
+                target=target,
+                description=f"rename {render_name(key)} to {render_name(target)}",
+            )
+        return UnknownKey(path, key, value, match[0], "K1", reason, fix)
+    return UnknownKey(path, key, value, None)
+
+
+def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[UnknownKey]:
+    """The warning for ``enable_expert_parallel: true`` while ``expert_parallel_size`` ≤ 1 (PREFLIGHT.md §3 W2)."""
+    value = (vllm.model_extra or {}).get("enable_expert_parallel")
+    if value is not True or vllm.expert_parallel_size > 1:
+        return []
+    reason = (
+        "vllm_cfg.enable_expert_parallel=true but expert_parallel_size ≤ 1: vLLM runs without expert "
+        f"parallelism (expert_parallel_size={vllm.expert_parallel_size}); set expert_parallel_size > 1 to "
+        "enable it"
+    )
+    remove = SuggestedFix(action="remove", description="remove enable_expert_parallel")
+    return [
+        UnknownKey(
+            (*path, "enable_expert_parallel"), "enable_expert_parallel", True, None, "W2", reason, remove
+        )
+    ]
+
+
+def _walk(model: BaseModel, parent: BaseModel | None, path: Loc, out: list[UnknownKey]) -> None:
+    declared = list(known_keys(type(model)))
+    for key, value in (model.model_extra or {}).items():
+        if not _is_judged_elsewhere(model, parent, key):
+            out.append(_classify(model, (*path, key), key, value, declared))
+    if isinstance(model, VllmSpecificArgs):
+        out.extend(_expert_parallel_switch(model, path))
+    for name, field in type(model).model_fields.items():
+        child = getattr(model, name)
+        if isinstance(child, BaseModel):
+            _walk(child, model, (*path, field.alias or name), out)
+
+
+def unknown_keys(config: BaseModel) -> list[UnknownKey]:
+    """Every unknown key kept in ``model_extra`` of ``config`` and of each model nested in it, classified, in walk
+    order.
+
+    The walk visits a model's own extra keys (in input order), then its model-valued fields in declaration
+    order.  It never descends into opaque dict fields (``vllm_kwargs``, ``mcore_generation_config``,
+    ``env_vars``, ...) nor into extra values.  Not reported: the legacy ``checkpoint_engine`` key of a
+    :class:`VllmConfig` (rule C6 judges it) and the plugin config of a custom transport inside ``refit_cfg``
+    (the extra key equal to ``refit_transport``; in a standalone :class:`VllmRefitConfig`, every key of the
+    ``module:ClassName`` form).  A ``vllm_cfg`` holding ``enable_expert_parallel: true`` with
+    ``expert_parallel_size`` ≤ 1 gets a second ``W2`` entry saying that vLLM runs without expert parallelism.
+
+    Example::
+
+        >>> refit = VllmRefitConfig.model_validate({"spars": {}})
+        >>> [(u.path, u.suggestion, u.code) for u in unknown_keys(refit)]
+        [(('spars',), 'sparse', 'K1')]
+    """
+    out: list[UnknownKey] = []
+    _walk(config, None, (), out)
+    return out

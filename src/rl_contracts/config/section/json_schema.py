@@ -1,0 +1,302 @@
+"""JSON Schemas for editors: the generation section and a whole recipe (SPEC §1.8, second release).
+
+:func:`config_json_schema` is ``VllmConfig``'s schema as pydantic writes it; :func:`generation_json_schema` the same
+with ``$schema`` and ``$id`` (what ``rl-contracts schema`` prints);
+:func:`recipe_json_schema` describes a whole recipe file (``rl-contracts schema --recipe``): the generation section
+typed by ``VllmConfig`` at ``policy.generation`` (and at a top-level ``generation``, as evaluation configs have it),
+the sections preflight reads typed as far as it reads them, every other key open.  Both carry ``$schema``
+(draft 2020-12) and a stable ``$id``, so a YAML language server can use them::
+
+    # yaml-language-server: $schema=./recipe.schema.json
+
+A recipe file is usually a partial override of its ``defaults:`` chain, and any value may be an OmegaConf
+interpolation, so the recipe schema requires no key and accepts ``${...}`` and ``???`` wherever it types a value:
+it checks the types and ranges of what a file sets, not that the composed recipe is complete (``validate`` does
+that).  The same schema therefore accepts each file as written and the composed, resolved document.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .generation import VllmConfig
+
+__all__ = [
+    "GENERATION_SCHEMA_ID",
+    "JSON_SCHEMA_DIALECT",
+    "RECIPE_SCHEMA_ID",
+    "config_json_schema",
+    "generation_json_schema",
+    "recipe_json_schema",
+]
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+"""The ``$schema`` of both schemas."""
+
+GENERATION_SCHEMA_ID = "urn:rl-contracts:schema:vllm-generation:1"
+"""The ``$id`` of :func:`generation_json_schema`; its last part changes only with an incompatible schema."""
+
+RECIPE_SCHEMA_ID = "urn:rl-contracts:schema:recipe:1"
+"""The ``$id`` of :func:`recipe_json_schema`; its last part changes only with an incompatible schema."""
+
+_INTERPOLATION: dict[str, Any] = {
+    "type": "string",
+    "pattern": r"^(\$\{.*\}|\?\?\?)$",
+    "description": "An OmegaConf interpolation (${...}) or a mandatory value (???), resolved when composed.",
+}
+
+
+def config_json_schema() -> dict[str, Any]:
+    """``VllmConfig``'s JSON Schema by alias in validation mode (pydantic's defaults of ``model_json_schema``)."""
+    return VllmConfig.model_json_schema()
+
+
+def generation_json_schema() -> dict[str, Any]:
+    """``VllmConfig``'s JSON Schema (by alias, validation mode) with ``$schema`` and ``$id`` first.
+
+    Returns a new dict on every call.
+    """
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": GENERATION_SCHEMA_ID, **config_json_schema()}
+
+
+# ---------------------------------------------------------------------------------------- building blocks
+
+
+def _leaf(kind: str | list[str], **constraints: Any) -> dict[str, Any]:
+    """A typed leaf: ``kind`` (a JSON type or a list of them) with ``constraints``."""
+    return {"type": kind, **constraints}
+
+
+def _section(properties: dict[str, dict[str, Any]], *, nullable: bool = False) -> dict[str, Any]:
+    """An open mapping whose listed keys are typed; ``nullable`` also accepts ``null`` for the whole section."""
+    return {"type": ["object", "null"] if nullable else "object", "properties": properties}
+
+
+_BOOL = _leaf("boolean")
+_BOOL_OR_NULL = _leaf(["boolean", "null"])
+_COUNT = _leaf("integer", minimum=0)
+_COUNT_OR_NULL = _leaf(["integer", "null"], minimum=0)
+_NUMBER = _leaf("number")
+_NUMBER_OR_NULL = _leaf(["number", "null"])
+_TEXT_OR_NULL = _leaf(["string", "null"])
+_ENABLED = _section({"enabled": _BOOL})
+_ENABLED_OR_NULL = _section({"enabled": _BOOL}, nullable=True)
+
+
+def _generation_section() -> dict[str, Any]:
+    """The generation section: ``VllmConfig`` when ``backend`` is ``"vllm"`` or absent, open for another backend,
+    or ``null`` (no generation step)."""
+    return {
+        "description": "The generation section: VllmConfig for the vllm backend, open for any other, or null.",
+        "type": ["object", "null"],
+        "if": {"required": ["backend"], "properties": {"backend": {"not": {"const": "vllm"}}}},
+        "then": {},
+        "else": {"$ref": "#/$defs/VllmConfig"},
+    }
+
+
+def _preflight_sections() -> dict[str, dict[str, Any]]:
+    """The top-level sections preflight reads (PREFLIGHT.md §1-§3), typed as far as it reads them."""
+    megatron = _section(
+        {
+            "enabled": _BOOL,
+            "tensor_model_parallel_size": _COUNT,
+            "pipeline_model_parallel_size": _COUNT,
+            "context_parallel_size": _COUNT,
+            "expert_tensor_parallel_size": _COUNT_OR_NULL,
+            "virtual_pipeline_model_parallel_size": _COUNT_OR_NULL,
+            "use_fused_linear_logprobs": _BOOL_OR_NULL,
+            "account_for_embedding_in_pipeline_split": _BOOL,
+            "account_for_loss_in_pipeline_split": _BOOL,
+            "fp8_cfg": _section(
+                {"enabled": _BOOL, "fp8_param": _BOOL_OR_NULL, "fp8_recipe": _TEXT_OR_NULL}, nullable=True
+            ),
+        },
+        nullable=True,
+    )
+    dtensor = _section(
+        {
+            "enabled": _BOOL,
+            "_v2": _BOOL,
+            "tensor_parallel_size": _COUNT,
+            "context_parallel_size": _COUNT,
+            "dp_replicate_size": _COUNT_OR_NULL,
+            "lora_cfg": _ENABLED_OR_NULL,
+        },
+        nullable=True,
+    )
+    policy = _section(
+        {
+            "train_global_batch_size": _COUNT,
+            "train_micro_batch_size": _COUNT,
+            "logprob_batch_size": _COUNT_OR_NULL,
+            "max_total_sequence_length": _COUNT,
+            "precision": _leaf("string"),
+            "hf_config_overrides": _leaf(["object", "null"]),
+            "megatron_cfg": megatron,
+            "dtensor_cfg": dtensor,
+            "draft": _ENABLED_OR_NULL,
+            "sequence_packing": _ENABLED_OR_NULL,
+            "router_replay": _ENABLED_OR_NULL,
+            "generation": _generation_section(),
+        }
+    )
+    grpo = _section(
+        {
+            "num_prompts_per_step": _COUNT,
+            "num_generations_per_prompt": _COUNT,
+            "batch_multiplier": _NUMBER,
+            "use_dynamic_sampling": _BOOL,
+            "val_num_generations_per_prompt": _COUNT,
+            "stop_at_validation_metric": _TEXT_OR_NULL,
+            "stop_at_validation_threshold": _NUMBER_OR_NULL,
+            "skip_reference_policy_logprobs_calculation": _BOOL_OR_NULL,
+            "seq_logprob_error_threshold": _NUMBER_OR_NULL,
+            "deduplicate_multimodal_data": _BOOL,
+            "val_period": _leaf("integer"),
+            "val_at_start": _BOOL,
+            "val_at_end": _BOOL,
+            "max_val_samples": _COUNT_OR_NULL,
+            "async_grpo": _section(
+                {
+                    "enabled": _BOOL,
+                    "max_trajectory_age_steps": _COUNT,
+                    "in_flight_weight_updates": _BOOL,
+                },
+                nullable=True,
+            ),
+            "reward_scaling": _ENABLED_OR_NULL,
+            "reward_shaping": _ENABLED_OR_NULL,
+        }
+    )
+    teachers = _section({"enabled": _BOOL}, nullable=True)
+    return {
+        "cluster": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT, "segment_size": _COUNT_OR_NULL}),
+        "grpo": grpo,
+        "loss_fn": _section(
+            {
+                "reference_policy_kl_penalty": _NUMBER,
+                "use_kl_in_reward": _BOOL,
+                "use_importance_sampling_correction": _BOOL,
+                "force_on_policy_ratio": _BOOL,
+            }
+        ),
+        "policy": policy,
+        "data": _section({"use_multiple_dataloader": _BOOL, "num_prompts_per_dataloader": _COUNT_OR_NULL}),
+        "env": _section(
+            {
+                "should_use_nemo_gym": _BOOL,
+                "reward_model": _section(
+                    {"resources": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT})}, nullable=True
+                ),
+            },
+            nullable=True,
+        ),
+        "reward_penalties": _section(
+            {
+                "penalize_duplicated_reasoning": _BOOL,
+                "penalize_empty_final_answer": _BOOL,
+                "penalize_unwanted_tokens": _BOOL,
+                "penalize_malformed_think_tag": _BOOL,
+            },
+            nullable=True,
+        ),
+        "data_plane": _ENABLED_OR_NULL,
+        "async_rl": _section(
+            {
+                "min_groups_for_streaming_train": _COUNT,
+                "sampler": _section({"name": _leaf("string")}, nullable=True),
+            },
+            nullable=True,
+        ),
+        "checkpointing": _section({"enabled": _BOOL, "metric_name": _TEXT_OR_NULL}, nullable=True),
+        "on_policy_distillation": _section(
+            {"enabled": _BOOL, "non_colocated_teachers": teachers}, nullable=True
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------------------- partial files
+
+
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "patternProperties")
+
+
+def _partial(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` for one file of a ``defaults:`` chain: no ``required`` keys, and every typed value (a property,
+    a list item) also accepts an interpolation or ``???``.  Works on a copy."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "required":
+            continue
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {
+                name: _allow_interpolation(_partial(sub)) if key == "properties" else _partial(sub)
+                for name, sub in value.items()
+            }
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_partial(sub) for sub in value]
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = _allow_interpolation(_partial(value))
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _allow_interpolation(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` that also accepts an interpolation or ``???``.
+
+    A schema with a ``type`` gains the ``string`` type and the interpolation ``pattern`` (which applies to strings
+    only), so a wrong value is still reported at its own key; a string-typed one accepts interpolations already;
+    any other (a ``$ref``, an ``anyOf``) becomes ``anyOf: [schema, interpolation]``.
+    """
+    kind = schema.get("type")
+    if kind is None:
+        return {"anyOf": [schema, _INTERPOLATION]}
+    kinds = [kind] if isinstance(kind, str) else list(kind)
+    if "string" in kinds:
+        return schema
+    return {**schema, "type": [*kinds, "string"], "pattern": _INTERPOLATION["pattern"]}
+
+
+def recipe_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a whole recipe file (``rl-contracts schema --recipe``); a new dict on every call.
+
+    ``policy.generation`` (and a top-level ``generation``) is typed by ``VllmConfig`` when its ``backend`` is
+    ``"vllm"`` or absent (inherited), open for any other backend, and may be ``null`` (no generation step);
+    the sections preflight reads are typed as far as preflight reads them; everything else is open.  No key is
+    required and every typed value also accepts ``${...}`` and ``???`` (see the module docstring).
+
+    Example::
+
+        schema = recipe_json_schema()
+        schema["$id"]  # -> 'urn:rl-contracts:schema:recipe:1'
+    """
+    generation = config_json_schema()
+    definitions = generation.pop("$defs", {})
+    definitions["VllmConfig"] = generation
+    body = {
+        "title": "NeMo RL recipe",
+        "description": (
+            "One recipe file of a defaults: chain (rl-contracts). Typed: the generation section (VllmConfig) and "
+            "the keys preflight reads; every other key is open. No key is required: run rl-contracts validate "
+            "for the composed recipe."
+        ),
+        "type": "object",
+        "properties": {
+            "defaults": {
+                "description": "Parent recipe(s), relative to this file; later ones and this file win.",
+                "anyOf": [
+                    {"type": "null"},
+                    {"type": "string", "minLength": 1},
+                    {"type": "array", "items": {"type": "string", "minLength": 1}},
+                ],
+            },
+            **_preflight_sections(),
+            "generation": _generation_section(),
+        },
+        "$defs": definitions,
+    }
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": RECIPE_SCHEMA_ID, **_partial(body)}

@@ -1,0 +1,119 @@
+"""The rule registry and the ``--select``/``--ignore`` filter over finding codes
+(``rl_contracts.config.rules.registry``)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from rl_contracts.config import VllmConfig
+from rl_contracts.config.rules.preflight import preflight
+from rl_contracts.config.rules.registry import (
+    FAMILIES,
+    RULE_MODULES,
+    code_of_error,
+    code_selected,
+    rule_for,
+    rules_in,
+)
+from rl_contracts.config.rules.registry import RULES as CODES
+from rl_contracts.config.rules.rule import Rule
+from rl_contracts.errors import ConfigContractError
+from rl_contracts.testing.strategies import minimal_vllm_generation
+
+
+@pytest.mark.parametrize(
+    ("code", "select", "ignore", "expected"),
+    [
+        ("P7", (), (), True),
+        ("P7", ("P",), (), True),
+        ("P7", ("P7",), (), True),
+        ("P17", ("P1",), (), False),
+        ("P1", ("P1",), (), True),
+        ("P10", ("P10",), (), True),
+        ("P10", ("P1",), (), False),
+        ("C10", ("C1",), (), False),
+        ("W1", ("P",), (), False),
+        ("P7", ("P",), ("P7",), False),
+        ("P7", (), ("P",), False),
+        ("P17", (), ("P1",), True),
+        ("K1", ("K", "V"), (), True),
+    ],
+)
+def test_a_pattern_is_a_whole_code_or_a_family_prefix(
+    code: str, select: tuple[str, ...], ignore: tuple[str, ...], expected: bool
+) -> None:
+    """A pattern ending in a digit matches only that code (P1 is not P10-P19); a letter prefix a whole family."""
+    assert code_selected(code, select=select, ignore=ignore) is expected
+
+
+def test_every_catalogue_code_selects_itself_and_only_itself() -> None:
+    """Each code of the catalogue, used as a pattern, selects exactly one catalogue code: itself."""
+    names = [entry.code for entry in CODES]
+    assert len(names) == len(set(names))
+    for name in names:
+        assert [other for other in names if code_selected(other, select=[name])] == [name]
+
+
+# --- the registry -----------------------------------------------------------------------------------------------
+
+
+def test_every_code_is_registered_once_in_family_then_number_order() -> None:
+    """The registry holds each code once, sorted by family (V, C, R, K, P, W, N) then number."""
+    codes = [rule.code for rule in CODES]
+    assert len(codes) == len(set(codes))
+    assert [rule.order for rule in CODES] == sorted(rule.order for rule in CODES)
+    assert [family for family in FAMILIES if any(rule.family == family for rule in CODES)] == list(FAMILIES)
+
+
+def test_rule_names_are_unique_and_kebab_case() -> None:
+    """Every rule has its own ruff-style kebab-case name."""
+    names = [rule.name for rule in CODES]
+    assert len(names) == len(set(names))
+    assert all(name == name.lower() and " " not in name and "_" not in name for name in names)
+
+
+def test_each_rule_sits_in_exactly_one_declaring_module() -> None:
+    """A record is declared (listed in ``__all__``) by one module of RULE_MODULES only."""
+    declared = [rule.code for module in RULE_MODULES for rule in rules_in(module)]
+    assert sorted(declared) == sorted(rule.code for rule in CODES)
+
+
+def test_rule_for_finds_a_record_and_rejects_an_unknown_code() -> None:
+    """``rule_for`` returns the record of a known code and None for any other."""
+    found = rule_for("P19")
+    assert found is not None
+    assert (found.code, found.family, found.number) == ("P19", "P", 19)
+    assert rule_for("P99") is None
+    assert rule_for("p19") is None
+
+
+@pytest.mark.parametrize(
+    ("code", "name"), [("P7x", "a-name"), ("Z1", "a-name"), ("P0", "a-name"), ("P7", "Bad_Name")]
+)
+def test_a_malformed_rule_record_is_rejected(code: str, name: str) -> None:
+    """A code outside the families (or not a number from 1) and a name that is not kebab-case fail at declaration."""
+    with pytest.raises(ConfigContractError):
+        Rule(code, name, summary="s", reference="never")
+
+
+def test_a_range_error_is_c2_a_violation_carries_its_rule_and_anything_else_is_v3() -> None:
+    """C-codes come from the registry: a violation's context, then the pydantic types a rule claims, else V3."""
+    with pytest.raises(ValidationError) as caught:
+        VllmConfig.model_validate(
+            {**minimal_vllm_generation(), "max_new_tokens": 0, "vllm_cfg": {"pipeline_parallel_size": 2}}
+        )
+    codes = {str(error["loc"]): code_of_error(error) for error in caught.value.errors()}
+    assert codes["('max_new_tokens',)"] == "C2"
+    assert "V3" in codes.values()
+
+
+def test_the_old_preflight_module_still_imports_and_warns() -> None:
+    """``rl_contracts.config.preflight`` (README's old import) re-exports the new module with a DeprecationWarning."""
+    sys.modules.pop("rl_contracts.config.preflight", None)
+    with pytest.warns(DeprecationWarning, match="rl_contracts.config.rules.preflight"):
+        old = importlib.import_module("rl_contracts.config.preflight")
+    assert old.preflight is preflight
