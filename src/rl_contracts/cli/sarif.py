@@ -31,6 +31,7 @@ __all__ = [
     "ResultFix",
     "SarifRule",
     "TextReplacement",
+    "result_fix",
     "sarif_log",
     "sarif_text",
 ]
@@ -94,6 +95,40 @@ class ResultFix:
 
     description: str
     replacements: tuple[TextReplacement, ...]
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of a character offset."""
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+def result_fix(report: FileReport, issue: ConfigIssue) -> ResultFix | None:
+    """The fix of one issue as SARIF wants it, computed on the files as they are now (nothing is written): the
+    changed lines of the file before the fix replaced by those after it; ``None`` when the issue's rule has no fix
+    or this finding cannot be fixed (:func:`rl_contracts.config.fixes.edit_for` declines)."""
+    from ..config.fixes import FileChange, edit_for
+
+    if issue.fix is None:
+        return None
+    change = edit_for(report.file, issue)
+    if not isinstance(change, FileChange):
+        return None
+    before = change.before.splitlines(keepends=True)
+    after = change.after.splitlines(keepends=True)
+    head = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    start = sum(len(line) for line in before[:head])
+    end = sum(len(line) for line in before[: len(before) - tail])
+    first, last = _position(change.before, start), _position(change.before, end)
+    text = "".join(after[head : len(after) - tail])
+    replacement = TextReplacement(change.file, first[0], first[1], last[0], last[1], text)
+    return ResultFix(issue.fix.description, (replacement,))
 
 
 def _uri(path: str) -> tuple[str, str | None]:

@@ -2,9 +2,11 @@
 
 ``rl-contracts validate FILE... [--section DOTTED] [--strict] [--format human|json|github] [--json]
 [--set KEY=VALUE]... [--entrypoint grpo|grpo-gym|grpo-sc] [--vllm-version X.Y] [--ignore-tp-accuracy-check]
-[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]`` loads every
+[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES] [--fix]
+[--unsafe-fixes] [--diff] [--baseline FILE] [--write-baseline FILE]`` loads every
 recipe in argument order with :func:`~rl_contracts.config.load_recipe` (composition, schema, cross-field,
-reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`).  Exit status: 2 when
+reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`, :mod:`.sarif`);
+``--fix``/``--diff`` are :mod:`.fixing`'s, ``--baseline``/``--write-baseline`` :mod:`.baselines`'.  Exit status: 2 when
 any file could not be read or the arguments are invalid (a usage error, never a traceback), else 1 when any file is
 invalid, else 0; warnings and skipped rules never fail the run.
 """
@@ -21,11 +23,15 @@ from typing import Any
 
 from rich.console import Console
 
+from .. import __version__
 from ..config import DEFAULT_SECTION, ConfigIssue, load_recipe
 from ..config.rules.preflight import PreflightOptions, installed_vllm_version, parse_vllm_version
 from ..config.rules.registry import RULES as CODES
 from ..errors import ContractError, RecipeError, RecipeLoadError
+from .baselines import add_baseline_arguments, apply_baseline
+from .fixing import add_fix_arguments, run_fixes
 from .report import FileReport, exit_status, github_commands, json_report, print_human
+from .sarif import result_fix, sarif_text
 
 __all__ = [
     "code_list",
@@ -145,16 +151,34 @@ def run_validate(args: argparse.Namespace) -> int:
         model_config=args.model_config,
         gpu_capability=args.gpu_capability,
     )
-    reports = validate_files(
-        args.files,
-        section=args.section,
-        strict=args.strict,
-        overrides=args.overrides,
-        preflight_options=options,
-        select=args.select,
-        ignore=args.ignore,
-    )
-    if args.format == "json":
+    checked: dict[str, Any] = {
+        "section": args.section,
+        "strict": args.strict,
+        "overrides": args.overrides,
+        "preflight_options": options,
+        "select": args.select,
+        "ignore": args.ignore,
+    }
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        print("rl-contracts validate: error: --unsafe-fixes needs --fix or --diff", file=sys.stderr)
+        return 2
+    if args.fix or args.diff:
+        fixed = run_fixes(args, lambda files: validate_files(files, **checked), checked, write)
+        if fixed.reports is None:
+            return fixed.status or 0
+        reports = fixed.reports
+    else:
+        reports = validate_files(args.files, **checked)
+    baselined = apply_baseline(reports, baseline=args.baseline, write=args.write_baseline)
+    for note in baselined.notes:
+        print(note, file=sys.stderr)
+    if baselined.failed:
+        return 2
+    reports = baselined.reports
+    if args.format == "sarif":
+        text = sarif_text(reports, CODES, version=__version__, fix_for=result_fix)
+        write(lambda: sys.stdout.write(text + "\n"))
+    elif args.format == "json":
         text = json_report(reports)
         write(lambda: sys.stdout.write(text + "\n"))
     elif args.format == "github":
@@ -282,9 +306,12 @@ def register(commands: Any) -> None:
     formats = validate.add_mutually_exclusive_group()
     formats.add_argument(
         "--format",
-        choices=("human", "json", "github"),
+        choices=("human", "json", "github", "sarif"),
         default="human",
-        help="report format: human tables, one JSON array, or GitHub workflow commands (default: human)",
+        help=(
+            "report format: human tables, one JSON array, GitHub workflow commands, or one SARIF 2.1.0 log "
+            "(default: human)"
+        ),
     )
     formats.add_argument(
         "--json", action="store_const", const="json", dest="format", help="the same as --format json"
@@ -342,4 +369,6 @@ def register(commands: Any) -> None:
         metavar="CODES",
         help="do not report these codes or families, comma-separated (wins over --select)",
     )
+    add_fix_arguments(validate)
+    add_baseline_arguments(validate)
     validate.set_defaults(run=run_validate)
