@@ -535,7 +535,8 @@ def _move(text: str, keys: Keys, target: Keys) -> str:
     entry = text[start:end]
     key_start = step.key.start_mark.index - start
     key_end = step.key.end_mark.index - start
-    first = _render_key(target[-1]) + entry[key_end:]
+    key_text = entry[key_start:key_end] if _same_key(target[-1], keys[-1]) else _render_key(target[-1])
+    first = key_text + entry[key_end:]
     lines = first.splitlines(keepends=True)
     moved, offset, column, missing = _insertion(text, root, loader, target)
     indent = _indent_step(root)
