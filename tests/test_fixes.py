@@ -57,7 +57,11 @@ def test_fragments_are_fixed_byte_for_byte_and_a_second_fix_changes_nothing(
 
 @pytest.mark.parametrize(("unsafe", "expected"), [(False, "expected_safe"), (True, "expected_unsafe")])
 def test_chain_fixes_go_to_the_file_that_set_the_value(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unsafe: bool, expected: str
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    unsafe: bool,
+    expected: str,
 ) -> None:
     """In a two-file chain, each edit lands in the file provenance names (P9 and W2 in the parent), and the
     report afterwards shows what remains: the unsafe findings without --unsafe-fixes, the ambiguous typo always."""
@@ -72,7 +76,11 @@ def test_chain_fixes_go_to_the_file_that_set_the_value(
     assert "K1" in remaining  # ensor_parallel_size has two candidates: never guessed
     assert ({"P7", "P9"} <= remaining) is not unsafe
     assert "W2" in remaining if not unsafe else "W2" not in remaining
-    assert "not fixed P9" in err if not unsafe else "fixed P9 policy.train_global_batch_size in base.yaml:32" in err
+    assert (
+        "not fixed P9" in err
+        if not unsafe
+        else "fixed P9 policy.train_global_batch_size in base.yaml:32" in err
+    )
     before = {name: (tmp_path / name).read_bytes() for name in ("base.yaml", "child.yaml")}
     fix(capsys, *argv)
     assert before == {name: (tmp_path / name).read_bytes() for name in ("base.yaml", "child.yaml")}
@@ -89,7 +97,9 @@ def test_diff_prints_the_change_and_writes_nothing(
     assert status == 1
     assert before == {name: (tmp_path / name).read_bytes() for name in ("base.yaml", "child.yaml")}
     assert "--- a/base.yaml\n+++ b/base.yaml\n" in out
-    assert "-  train_global_batch_size: 512  # = 32 x 16\n+  train_global_batch_size: 1024  # = 32 x 16\n" in out
+    assert (
+        "-  train_global_batch_size: 512  # = 32 x 16\n+  train_global_batch_size: 1024  # = 32 x 16\n" in out
+    )
     assert "--- a/child.yaml\n+++ b/child.yaml\n" in out
     status, out, _ = fix(capsys, "--diff", str(DATA / "fragments" / "expected" / "k1.yaml"))
     assert (status, out) == (0, "")
@@ -102,7 +112,9 @@ def test_a_set_override_is_never_fixed_in_a_file(
     copy(tmp_path, DATA / "fragments" / "expected", "k1.yaml")
     monkeypatch.chdir(tmp_path)
     before = (tmp_path / "k1.yaml").read_bytes()
-    status, _, err = fix(capsys, "--fix", "--set", "++policy.generation.vllm_cfg.kv_cache_dtyp=fp8", "k1.yaml")
+    status, _, err = fix(
+        capsys, "--fix", "--set", "++policy.generation.vllm_cfg.kv_cache_dtyp=fp8", "k1.yaml"
+    )
     assert status == 1
     assert "was set by --set: change the override, not a file" in err
     assert (tmp_path / "k1.yaml").read_bytes() == before
