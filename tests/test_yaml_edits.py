@@ -62,9 +62,11 @@ def test_rename_never_overwrites_a_key_beside_it() -> None:
     assert "a.gpu_memory_utilization is already set" in result.reason
 
 
-def test_rename_works_in_a_flow_mapping() -> None:
-    """A key inside ``{...}`` is renamed in place."""
+def test_rename_works_in_a_flow_mapping_and_keeps_quotes() -> None:
+    """A key inside ``{...}`` is renamed in place, quoted as the old key was (a JSON recipe stays JSON)."""
     assert rename_key("a: {tp: 1, x: 2}\n", ("a", "tp"), "t") == "a: {t: 1, x: 2}\n"
+    assert rename_key('{"a": {"tp": 1}}', ("a", "tp"), "t") == '{"a": {"t": 1}}'
+    assert rename_key("a:\n  'tp': 1\n", ("a", "tp"), "t") == "a:\n  't': 1\n"
 
 
 def test_remove_takes_the_entry_lines_with_their_comments() -> None:

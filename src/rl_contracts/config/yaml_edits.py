@@ -337,7 +337,17 @@ def _rename(text: str, keys: Keys, new_key: str) -> str:
     if any(_same_key(merged, new_key) for merged in _merged_keys(holder, loader)):
         raise _Refused(f"{_dotted(target)} is already set through a YAML merge key in this file")
     start, end = step.key.start_mark.index, step.key.end_mark.index
-    return text[:start] + _render_key(new_key) + text[end:]
+    return text[:start] + _quoted_like(text[start:end], new_key) + text[end:]
+
+
+def _quoted_like(written: str, key: str) -> str:
+    """``key`` written with the quotes of the key it replaces (plain when the old key was plain and the new one
+    can be)."""
+    if written.startswith('"'):
+        return json.dumps(key, ensure_ascii=False)
+    if written.startswith("'"):
+        return "'" + key.replace("'", "''") + "'"
+    return _render_key(key)
 
 
 def rename_key(text: str, keys: Keys, new_key: str) -> str | Declined:
