@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rl_contracts.cli import main
+from rl_contracts.cli.fixing import fixes_table
 from rl_contracts.config.fixes import plan_fixes
 from rl_contracts.config.rules.registry import RULES
 
@@ -138,3 +139,9 @@ def test_plan_fixes_computes_without_writing(tmp_path: Path) -> None:
     [change] = plan.changes
     assert change.file == str(tmp_path / "child.yaml")
     assert change.after.encode() == (DATA / "chain" / "expected_safe" / "child.yaml").read_bytes()
+
+
+def test_readme_fixes_table_is_the_registry() -> None:
+    """README's table of fixes is generated from the registry's fix_safety fields."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert fixes_table() + "\n" in readme

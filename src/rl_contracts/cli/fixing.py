@@ -24,7 +24,7 @@ from .report import FileReport, shown_path
 if TYPE_CHECKING:
     from ..config.fixes import FixPlan
 
-__all__ = ["FixOutcome", "add_fix_arguments", "check_fix_arguments", "run_fixes"]
+__all__ = ["FixOutcome", "add_fix_arguments", "fixes_table", "run_fixes"]
 
 
 @dataclass(frozen=True)
@@ -54,19 +54,14 @@ def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_fix_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Usage errors: ``--unsafe-fixes`` without ``--fix`` or ``--diff``."""
-    if args.unsafe_fixes and not (args.fix or args.diff):
-        parser.error("--unsafe-fixes needs --fix or --diff")
-
-
 def _where(file: str | None, line: int | None) -> str:
     if file is None:
         return "--set"
     return shown_path(file) + ("" if line is None else f":{line}")
 
 
-def _lines(plan: FixPlan, verb: str) -> list[str]:
+def _lines(plan: FixPlan, *, dry_run: bool) -> list[str]:
+    verb = "would fix" if dry_run else "fixed"
     lines = [
         f"{verb} {fix.code} {fix.path} in {_where(fix.file, fix.line)}: {fix.description}"
         + (" (unsafe)" if fix.safety == "unsafe" else "")
@@ -79,17 +74,30 @@ def _lines(plan: FixPlan, verb: str) -> list[str]:
     lines.extend(
         f"not fixed {fix.code} {fix.path} ({fix.description}): {fix.reason}" for fix in plan.declined
     )
-    files = len(plan.changes)
+    count, files = len(plan.applied), len(plan.changes)
     summary = (
-        f"{len(plan.applied)} fix{'es' if len(plan.applied) != 1 else ''} {verb} in {files} "
+        f"{'would apply' if dry_run else 'applied'} {count} fix{'es' if count != 1 else ''} in {files} "
         f"file{'s' if files != 1 else ''}"
     )
     if plan.hidden:
-        summary += f", {len(plan.hidden)} hidden (unsafe: --unsafe-fixes)"
+        summary += f"; {len(plan.hidden)} unsafe not applied (--unsafe-fixes)"
     if plan.declined:
-        summary += f", {len(plan.declined)} declined"
+        summary += f"; {len(plan.declined)} declined"
     lines.append(summary)
     return lines
+
+
+def fixes_table() -> str:
+    """README's table of the rules that have a fix, from the registry (a test keeps README equal to it)."""
+    from ..config.rules.registry import RULES
+
+    rows = ["| Code | Rule | Fix | Finding |", "|---|---|---|---|"]
+    rows.extend(
+        f"| {rule.code} | {rule.name} | {rule.fix_safety} | {rule.summary} |"
+        for rule in RULES
+        if rule.fix_safety is not None
+    )
+    return "\n".join(rows)
 
 
 def run_fixes(
@@ -106,7 +114,7 @@ def run_fixes(
     if args.diff:
         text = "".join(change.diff(shown_path(change.file)) for change in plan.changes)
         write(lambda: sys.stdout.write(text))
-        for line in _lines(plan, "would fix"):
+        for line in _lines(plan, dry_run=True):
             print(line, file=sys.stderr)
         if plan.unreadable:
             return FixOutcome(None, 2)
@@ -116,6 +124,6 @@ def run_fixes(
     except (ContractError, OSError) as exc:
         print(f"rl-contracts validate: cannot write the fixes: {exc}", file=sys.stderr)
         return FixOutcome(None, 2)
-    for line in _lines(plan, "fixed"):
+    for line in _lines(plan, dry_run=False):
         print(line, file=sys.stderr)
     return FixOutcome(check(args.files))
