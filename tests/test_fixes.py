@@ -145,3 +145,16 @@ def test_readme_fixes_table_is_the_registry() -> None:
     """README's table of fixes is generated from the registry's fix_safety fields."""
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     assert fixes_table() + "\n" in readme
+
+
+def test_a_parent_named_two_ways_is_one_file(tmp_path: Path) -> None:
+    """Two recipes naming the same parent by different spellings share one copy: one change, made once."""
+    copy(tmp_path, DATA / "chain", "base.yaml")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "child.yaml").write_text("defaults: ../base.yaml\n")
+    (tmp_path / "other.yaml").write_text("defaults: ./base.yaml\n")
+    plan = plan_fixes([str(tmp_path / "sub" / "child.yaml"), str(tmp_path / "other.yaml")], unsafe_fixes=True)
+    [change] = plan.changes
+    assert Path(change.file).resolve() == (tmp_path / "base.yaml").resolve()
+    assert "distributed_executor_backend" not in change.after
+    assert [fix.code for fix in plan.applied] == ["W2"]

@@ -187,7 +187,8 @@ def edit_for(
 
 @dataclass
 class _Mirror:
-    """A private copy of the files of every chain: original path <-> copy."""
+    """A private copy of the files of every chain: each file once (by its real path), whatever spelling the
+    chains use; ``originals`` maps a copy back to the first spelling seen."""
 
     folder: Path
     copies: dict[str, str] = field(default_factory=dict)
@@ -195,19 +196,20 @@ class _Mirror:
 
     def add(self, files: Collection[Path]) -> None:
         for path in files:
-            original = str(path)
-            if original in self.copies:
+            real = os.path.realpath(path)
+            if real in self.copies:
                 continue
-            copy = self.folder / Path(os.path.abspath(original)).relative_to(
-                Path(os.path.abspath(original)).anchor
-            )
+            copy = self.folder / Path(real).relative_to(Path(real).anchor)
             copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(original, copy)
-            self.copies[original] = str(copy)
-            self.originals[str(copy)] = original
+            shutil.copyfile(real, copy)
+            self.copies[real] = str(copy)
+            self.originals[str(copy)] = os.path.normpath(str(path))
+
+    def copy_of(self, path: Path) -> str:
+        return self.copies[os.path.realpath(path)]
 
     def original(self, path: str) -> str:
-        return self.originals.get(path, path)
+        return self.originals.get(os.path.realpath(path), path)
 
 
 def _findings(recipe: str, kwargs: dict[str, object]) -> tuple[tuple[ConfigIssue, ...], dict[object, object]]:
@@ -256,8 +258,8 @@ def plan_fixes(
                 unreadable.append(recipe)
                 continue
             mirror.add(chain)
-            recipes.append((recipe, mirror.copies[str(chain[-1])]))
-        before = {original: read_text(copy) for original, copy in mirror.copies.items()}
+            recipes.append((recipe, mirror.copy_of(chain[-1])))
+        before = {mirror.originals[copy]: read_text(copy) for copy in mirror.copies.values()}
         applied: list[AppliedFix] = []
         edited: set[tuple[str, str]] = set()
         declined: dict[tuple[str, str, str], DeclinedFix] = {}
@@ -280,7 +282,7 @@ def plan_fixes(
         changes = tuple(
             FileChange(original, text, after)
             for original, text in before.items()
-            if (after := read_text(mirror.copies[original])) != text
+            if (after := read_text(mirror.copy_of(Path(original)))) != text
         )
     return FixPlan(
         changes, tuple(applied), tuple(declined.values()), tuple(hidden.values()), tuple(unreadable)
@@ -311,7 +313,7 @@ def _apply(
         hidden[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, "an unsafe fix")
         return False
     change = edit_for(copy, issue, document)
-    if isinstance(change, FileChange) and (change.file, issue.path) in edited:
+    if isinstance(change, FileChange) and (os.path.realpath(change.file), issue.path) in edited:
         change = Declined(
             f"{issue.path} in {render_name(mirror.original(change.file))} was already fixed once "
             "(recipes sharing this file need different values); fix it by hand"
@@ -320,7 +322,7 @@ def _apply(
         declined[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, change.reason)
         return False
     _write_text(change.file, change.after)
-    edited.add((change.file, issue.path))
+    edited.add((os.path.realpath(change.file), issue.path))
     file = mirror.original(change.file)
     applied.append(AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety))
     return True
