@@ -59,10 +59,12 @@ options:
 """
 
 VALIDATE_USAGE = """usage: rl-contracts validate [-h] [--section DOTTED] [--strict]
-                             [--format {human,json,github} | --json] [--set KEY=VALUE]
+                             [--format {human,json,github,sarif} | --json] [--set KEY=VALUE]
                              [--entrypoint {grpo,grpo-gym,grpo-sc}] [--vllm-version X.Y]
                              [--ignore-tp-accuracy-check] [--model-config CONFIG.json]
                              [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]
+                             [--fix] [--unsafe-fixes] [--diff] [--baseline FILE]
+                             [--write-baseline FILE]
                              FILE [FILE ...]"""
 
 VALIDATE_HELP = (
@@ -82,9 +84,9 @@ options:
   --section DOTTED      dotted path of the section to validate (default policy.generation, else a
                         top-level generation; an explicit one must exist)
   --strict              treat unknown keys as errors (dead keys stay warnings)
-  --format {human,json,github}
-                        report format: human tables, one JSON array, or GitHub workflow commands
-                        (default: human)
+  --format {human,json,github,sarif}
+                        report format: human tables, one JSON array, GitHub workflow commands, or
+                        one SARIF 2.1.0 log (default: human)
   --json                the same as --format json
   --set KEY=VALUE       override a value after composition, as the launcher does (repeatable;
                         ++KEY=VALUE adds a key)
@@ -103,6 +105,15 @@ options:
   --select CODES        report only these codes or families, comma-separated (P7,W; default: all)
   --ignore CODES        do not report these codes or families, comma-separated (wins over
                         --select)
+  --fix                 apply the safe fixes to the recipe files, then report what remains
+  --unsafe-fixes        with --fix or --diff: apply the unsafe fixes too (removals of dead keys,
+                        value changes)
+  --diff                print the diff of every file the fixes would change; write nothing
+  --baseline FILE       report and fail only on findings not in this baseline; list its entries
+                        that no longer occur
+  --write-baseline FILE
+                        record the current findings in FILE (with --baseline: shrink it to the
+                        entries that still occur)
 """
 )
 

@@ -39,6 +39,7 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.RecipeLoadError, (errors.ConfigContractError, ValueError)),
     (errors.WeightVersionError, (ValueError,)),
     (errors.TokenizerMismatchError, (ValueError,)),
+    (errors.BaselineError, (errors.ConfigContractError, ValueError)),
 ]
 
 
@@ -482,6 +483,12 @@ REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
         unexpected_output_indices=[3],
     ),
     errors.CounterSnapshotError: lambda: errors.CounterSnapshotError("negative", key="vllm:x", value="-1.0"),
+    errors.BaselineError: lambda: errors.BaselineError(
+        "baseline.json is not a findings baseline: version 9, expected 1",
+        path="version",
+        value="9",
+        file="baseline.json",
+    ),
     errors.TokenizerMismatchError: lambda: errors.TokenizerMismatchError(
         "tokenizers differ in: vocabulary",
         components=("vocabulary",),

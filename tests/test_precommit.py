@@ -24,23 +24,31 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "tests" / "data" / "recipes" / "grpo_base.yaml"
 
 
-def hook() -> dict[str, Any]:
-    """The single hook of ``.pre-commit-hooks.yaml``."""
-    hooks = OmegaConf.to_container(OmegaConf.load(ROOT / ".pre-commit-hooks.yaml"))
-    assert isinstance(hooks, list)
-    [only] = hooks
-    assert isinstance(only, dict)
-    return only
+def hooks() -> list[dict[str, Any]]:
+    """Every hook of ``.pre-commit-hooks.yaml``, in order."""
+    loaded = OmegaConf.to_container(OmegaConf.load(ROOT / ".pre-commit-hooks.yaml"))
+    assert isinstance(loaded, list)
+    assert all(isinstance(item, dict) for item in loaded)
+    return loaded
+
+
+def hook(hook_id: str = "rl-contracts-validate") -> dict[str, Any]:
+    """The hook with ``hook_id``."""
+    [found] = [item for item in hooks() if item["id"] == hook_id]
+    return found
 
 
 def test_hook_definition() -> None:
-    """One hook, id rl-contracts-validate, a python hook whose entry is the validate command, on YAML files."""
-    definition = hook()
-    assert definition["id"] == "rl-contracts-validate"
-    assert definition["entry"] == "rl-contracts validate"
-    assert definition["language"] == "python"
-    assert definition["types"] == ["yaml"]
-    assert set(definition) <= {"id", "name", "description", "entry", "language", "files", "types"}
+    """Two hooks: rl-contracts-validate runs the validate command, rl-contracts-fix its --fix variant (as ruff's
+    hook with --fix); both python hooks on the same YAML files."""
+    assert [item["id"] for item in hooks()] == ["rl-contracts-validate", "rl-contracts-fix"]
+    assert hook()["entry"] == "rl-contracts validate"
+    assert hook("rl-contracts-fix")["entry"] == "rl-contracts validate --fix"
+    for definition in hooks():
+        assert definition["language"] == "python"
+        assert definition["types"] == ["yaml"]
+        assert definition["files"] == hook()["files"]
+        assert set(definition) <= {"id", "name", "description", "entry", "language", "files", "types"}
 
 
 @pytest.mark.parametrize(
@@ -63,9 +71,11 @@ def test_files_pattern_selects_recipe_folders(path: str, matched: bool) -> None:
     assert (re.search(hook()["files"], path) is not None) is matched
 
 
-def run_entry(repo: Path, *files: str) -> subprocess.CompletedProcess[str]:
-    """Run the hook's entry, as pre-commit does, with ``files`` relative to ``repo``."""
-    program, *arguments = shlex.split(hook()["entry"])
+def run_entry(
+    repo: Path, *files: str, hook_id: str = "rl-contracts-validate"
+) -> subprocess.CompletedProcess[str]:
+    """Run a hook's entry, as pre-commit does, with ``files`` relative to ``repo``."""
+    program, *arguments = shlex.split(hook(hook_id)["entry"])
     found = shutil.which(program, path=os.path.dirname(sys.executable)) or shutil.which(program)
     if found is None:
         pytest.skip(f"the {program} console script is not installed")
@@ -97,3 +107,14 @@ def test_entry_fails_an_invalid_recipe(tmp_path: Path) -> None:
     assert done.stdout.startswith("INVALID  configs/recipe.yaml")
     assert "policy.generation.top_p" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_fix_entry_fixes_a_misspelled_override(tmp_path: Path) -> None:
+    """The --fix hook renames a misspelled key in the staged file and exits 0 (nothing remains), so pre-commit
+    fails the commit on the modified file and the user stages the fix."""
+    repo = trainer_repo(tmp_path, {"vllm_cfg": {"gpu_memory_utilisation": 0.3}})
+    done = run_entry(repo, "configs/recipe.yaml", hook_id="rl-contracts-fix")
+    assert done.returncode == 0, done.stdout + done.stderr
+    fixed = json.loads((repo / "configs" / "recipe.yaml").read_text(encoding="utf-8"))
+    assert fixed["policy"]["generation"]["vllm_cfg"] == {"gpu_memory_utilization": 0.3}
+    assert "fixed K1" in done.stderr

@@ -5,6 +5,7 @@ The drop-in replacement for ``nemo_rl.models.generation.vllm.utils`` is :mod:`rl
 """
 
 from . import errors
+from .errors import BaselineError as BaselineError
 from .errors import ChatResponseContractError as ChatResponseContractError
 from .errors import ConfigContractError as ConfigContractError
 from .errors import ContractError as ContractError

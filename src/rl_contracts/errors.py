@@ -25,6 +25,7 @@ from ._messages import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, render, shorten, type
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
+    "BaselineError",
     "ChatResponseContractError",
     "ConfigContractError",
     "ContractError",
@@ -344,6 +345,14 @@ class RecipeLoadError(ConfigContractError):
     file: str | None
     line: int | None
     column: int | None
+
+
+class BaselineError(ConfigContractError):
+    """A findings baseline (``validate --baseline FILE``) that cannot be used: unreadable, not JSON, malformed, or
+    written by another baseline format version.  Never read as an empty baseline; ``file`` is its path."""
+
+    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file")
+    file: str | None
 
 
 class WeightVersionError(ContractError, ValueError):

@@ -2,9 +2,11 @@
 
 ``rl-contracts validate FILE... [--section DOTTED] [--strict] [--format human|json|github] [--json]
 [--set KEY=VALUE]... [--entrypoint grpo|grpo-gym|grpo-sc] [--vllm-version X.Y] [--ignore-tp-accuracy-check]
-[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]`` loads every
+[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES] [--fix]
+[--unsafe-fixes] [--diff] [--baseline FILE] [--write-baseline FILE]`` loads every
 recipe in argument order with :func:`~rl_contracts.config.load_recipe` (composition, schema, cross-field,
-reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`).  Exit status: 2 when
+reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`, :mod:`.sarif`);
+``--fix``/``--diff`` are :mod:`.fixing`'s, ``--baseline``/``--write-baseline`` :mod:`.baselines`'.  Exit status: 2 when
 any file could not be read or the arguments are invalid (a usage error, never a traceback), else 1 when any file is
 invalid, else 0; warnings and skipped rules never fail the run.
 
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SECTION",
+    "add_baseline_arguments",
+    "add_fix_arguments",
     "code_list",
     "dotted",
     "gpu_capability",
@@ -126,8 +130,13 @@ def write(emit: Callable[[], object]) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """The ``validate`` command: report every file in the chosen format and return the §1.8 exit status."""
+    from .. import __version__
     from ..config.rules.preflight import PreflightOptions, installed_vllm_version
+    from ..config.rules.registry import RULES as CODES
+    from .baselines import apply_baseline
+    from .fixing import run_fixes
     from .report import exit_status, github_commands, json_report, plain_report, print_human, stdout_console
+    from .sarif import result_fix, sarif_text
 
     version = args.vllm_version if args.vllm_version is not None else installed_vllm_version()
     options = PreflightOptions(
@@ -137,16 +146,34 @@ def run_validate(args: argparse.Namespace) -> int:
         model_config=args.model_config,
         gpu_capability=args.gpu_capability,
     )
-    reports = validate_files(
-        args.files,
-        section=args.section,
-        strict=args.strict,
-        overrides=args.overrides,
-        preflight_options=options,
-        select=args.select,
-        ignore=args.ignore,
-    )
-    if args.format == "json":
+    checked: dict[str, Any] = {
+        "section": args.section,
+        "strict": args.strict,
+        "overrides": args.overrides,
+        "preflight_options": options,
+        "select": args.select,
+        "ignore": args.ignore,
+    }
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        print("rl-contracts validate: error: --unsafe-fixes needs --fix or --diff", file=sys.stderr)
+        return 2
+    if args.fix or args.diff:
+        fixed = run_fixes(args, lambda files: validate_files(files, **checked), checked, write)
+        if fixed.reports is None:
+            return fixed.status or 0
+        reports = fixed.reports
+    else:
+        reports = validate_files(args.files, **checked)
+    baselined = apply_baseline(reports, baseline=args.baseline, write=args.write_baseline)
+    for note in baselined.notes:
+        print(note, file=sys.stderr)
+    if baselined.failed:
+        return 2
+    reports = baselined.reports
+    if args.format == "sarif":
+        text = sarif_text(reports, CODES, version=__version__, fix_for=result_fix)
+        write(lambda: sys.stdout.write(text + "\n"))
+    elif args.format == "json":
         text = json_report(reports)
         write(lambda: sys.stdout.write(text + "\n"))
     elif args.format == "github":
@@ -252,6 +279,39 @@ class _Codes(argparse.Action):
         setattr(namespace, self.dest, (*getattr(namespace, self.dest, ()), *values))
 
 
+def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--fix``, ``--unsafe-fixes`` and ``--diff`` to the ``validate`` parser."""
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the safe fixes to the recipe files, then report what remains",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix or --diff: apply the unsafe fixes too (removals of dead keys, value changes)",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the diff of every file the fixes would change; write nothing",
+    )
+
+
+def add_baseline_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--baseline FILE`` and ``--write-baseline FILE`` to the ``validate`` parser."""
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report and fail only on findings not in this baseline; list its entries that no longer occur",
+    )
+    parser.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record the current findings in FILE (with --baseline: shrink it to the entries that still occur)",
+    )
+
+
 def register(commands: Any) -> None:
     """Add ``validate`` to ``commands`` (an argparse sub-parsers action); it sets ``run``."""
     validate = commands.add_parser(
@@ -280,9 +340,12 @@ def register(commands: Any) -> None:
     formats = validate.add_mutually_exclusive_group()
     formats.add_argument(
         "--format",
-        choices=("human", "json", "github"),
+        choices=("human", "json", "github", "sarif"),
         default="human",
-        help="report format: human tables, one JSON array, or GitHub workflow commands (default: human)",
+        help=(
+            "report format: human tables, one JSON array, GitHub workflow commands, or one SARIF 2.1.0 log "
+            "(default: human)"
+        ),
     )
     formats.add_argument(
         "--json", action="store_const", const="json", dest="format", help="the same as --format json"
@@ -340,4 +403,6 @@ def register(commands: Any) -> None:
         metavar="CODES",
         help="do not report these codes or families, comma-separated (wins over --select)",
     )
+    add_fix_arguments(validate)
+    add_baseline_arguments(validate)
     validate.set_defaults(run=run_validate)

@@ -93,6 +93,7 @@ def _config_issues(
             unknown.reason,
             "error" if error else "warning",
             unknown.value,
+            fix=unknown.fix,
         )
     return config
 

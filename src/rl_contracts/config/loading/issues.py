@@ -14,6 +14,7 @@ from ..._messages import render
 from ...errors import RecipeLoadError
 from .._internal.absent import ABSENT, MISSING_VALUE
 from .._internal.paths import Keys, dotted_path
+from ..rules.suggested_fix import SuggestedFix
 from .provenance import Provenance
 
 __all__ = ["ConfigIssue", "IssueReport", "json_value"]
@@ -32,7 +33,9 @@ class ConfigIssue(BaseModel):
     its stable code (:data:`rl_contracts.config.rules.registry.RULES`).  ``source`` is the file of the ``defaults``
     chain that last set the value at ``path`` and ``line`` its 1-based line there; a value a ``--set`` override
     wrote (at or below the overridden key) has the source ``"--set"`` (:data:`.provenance.OVERRIDE_SOURCE`) and
-    line ``None``; a missing key has both ``None``.
+    line ``None``; a missing key has both ``None``.  ``fix`` is the change that removes the finding when its rule
+    has one (:mod:`rl_contracts.config.rules.suggested_fix`; applied by :mod:`rl_contracts.config.fixes`), else
+    ``None``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,6 +49,7 @@ class ConfigIssue(BaseModel):
     line: int | None = None
     json_value: JsonValue = None
     missing: bool = False
+    fix: SuggestedFix | None = None
 
     @classmethod
     def for_load_error(cls, error: RecipeLoadError) -> ConfigIssue:
@@ -101,9 +105,10 @@ class IssueReport:
         value: object = ABSENT,
         *,
         path: str | None = None,
+        fix: SuggestedFix | None = None,
     ) -> None:
-        """Add one issue at ``keys`` (``path`` when given: a preflight finding's own spelling); ``value``
-        :data:`~rl_contracts.config._internal.absent.ABSENT` marks a missing key."""
+        """Add one issue at ``keys`` (``path`` when given: a preflight finding's own spelling) with its ``fix``;
+        ``value`` :data:`~rl_contracts.config._internal.absent.ABSENT` marks a missing key."""
         missing = value is ABSENT
         source, line = (None, None) if missing else self.provenance.locate(keys)
         self.issues.append(
@@ -117,6 +122,7 @@ class IssueReport:
                 line=line,
                 json_value=None if missing else json_value(value),
                 missing=missing,
+                fix=fix,
             )
         )
 

@@ -26,5 +26,13 @@ def preflight_issues(
         if finding.path in rejected:
             continue
         keys = split_path(finding.path)
-        report.add(keys, finding.code, finding.message, finding.severity, finding.value, path=finding.path)
+        report.add(
+            keys,
+            finding.code,
+            finding.message,
+            finding.severity,
+            finding.value,
+            path=finding.path,
+            fix=finding.fix,
+        )
     return result.skipped, result.entrypoint

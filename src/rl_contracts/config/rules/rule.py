@@ -30,7 +30,7 @@ Severity = Literal["error", "warning", "skipped"]
 """``skipped``: a rule that needs an input it was not given (the N-rules) is reported as a skipped note."""
 
 FixSafety = Literal["safe", "unsafe"]
-"""How a future ``--fix`` may rewrite a finding: ``safe`` keeps the recipe's meaning, ``unsafe`` may change it."""
+"""How ``validate --fix`` rewrites a finding (:mod:`rl_contracts.config.fixes`): ``safe`` keeps the recipe's meaning, ``unsafe`` may change it."""
 
 FAMILIES: Final[tuple[str, ...]] = ("V", "C", "R", "K", "P", "W", "N")
 """The code families in catalogue order; within a family, codes sort by number."""

@@ -31,6 +31,7 @@ from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig, is_plugin_path
 from ..section.vllm_cfg import VllmSpecificArgs
 from .rule import Rule
+from .suggested_fix import SuggestedFix
 
 __all__ = ["K1", "K2", "P28", "VLLM_CFG_KEYS", "W2", "KeyCode", "KnownKey", "UnknownKey", "unknown_keys"]
 
@@ -54,6 +55,7 @@ policy:
       gpu_memory_utilisation: 0.5
 """,
     fix="Spell the key as the issue suggests.",
+    fix_safety="safe",
 )
 K2 = Rule(
     "K2",
@@ -95,6 +97,7 @@ policy:
         image: 2
 """,
     fix="Move the key where the issue says (here `policy.generation.vllm_kwargs.limit_mm_per_prompt`).",
+    fix_safety="safe",
 )
 W2 = Rule(
     "W2",
@@ -118,6 +121,7 @@ policy:
       enforce_monotonicity: true
 """,
     fix="Remove the key (or set what it was meant to control, as the issue says).",
+    fix_safety="unsafe",
 )
 
 KeyCode = Literal["K1", "K2", "P28", "W2"]
@@ -184,7 +188,9 @@ class UnknownKey:
     ``path`` is its location relative to the validated section, ending with the key itself (e.g.
     ``("vllm_cfg", "gpu_memory_utilisation")``); ``suggestion`` is the closest declared key of the model that
     holds it (``difflib.get_close_matches(key, declared, n=1, cutoff=0.8)``, aliases included) or ``None``;
-    ``code`` is its class (:data:`KeyCode`) and ``reason`` the message that explains it.
+    ``code`` is its class (:data:`KeyCode`) and ``reason`` the message that explains it.  ``fix``: a ``K1`` typo
+    is renamed when exactly one declared key passes the typo test (a key and its ``_`` spelling count once), a
+    ``P28`` key that belongs in ``vllm_kwargs`` is moved there, a ``W2`` key is removed; else ``None``.
     """
 
     path: Loc
@@ -193,6 +199,7 @@ class UnknownKey:
     suggestion: str | None
     code: KeyCode = "K2"
     reason: str = "unknown key (not validated)"
+    fix: SuggestedFix | None = None
 
 
 def _is_judged_elsewhere(model: BaseModel, parent: BaseModel | None, key: str) -> bool:
@@ -206,18 +213,36 @@ def _is_judged_elsewhere(model: BaseModel, parent: BaseModel | None, key: str) -
 
 def _known_vllm_cfg_key(path: Loc, key: str, value: object, known: KnownKey) -> UnknownKey:
     """The ``P28``/``W2`` finding of a key of :data:`VLLM_CFG_KEYS`."""
+    remove = SuggestedFix(action="remove", description=f"remove {render_name(key)}")
     if known.verdict == "dead":
         reason = f"has no effect: {known.why}; remove it"
-        return UnknownKey(path, key, value, None, "W2", reason)
+        return UnknownKey(path, key, value, None, "W2", reason, remove)
     place = render_name(known.place or "")
     if any(value is inert for inert in known.inert):
         reason = (
             f"has no effect here, and its value {render(value)} would change nothing at {place} either "
             f"({known.why}); remove it"
         )
-        return UnknownKey(path, key, value, None, "W2", reason)
+        return UnknownKey(path, key, value, None, "W2", reason, remove)
     reason = f"has no effect here ({known.why}); {known.fix}"
-    return UnknownKey(path, key, value, None, "P28", reason)
+    move = None
+    if known.place is not None and known.place.endswith(f".vllm_kwargs.{key}"):
+        move = SuggestedFix(
+            action="move", target=known.place, description=f"move {render_name(key)} to {place}"
+        )
+    return UnknownKey(path, key, value, None, "P28", reason, move)
+
+
+def _typo_candidates(key: str, declared: list[str]) -> list[str]:
+    """The declared keys within ``difflib`` ratio 0.8 of ``key``, best first, a key and its ``_`` spelling
+    counted once (the spelling that matches ``key``'s leading ``_``)."""
+    matches = difflib.get_close_matches(key, declared, n=len(declared) or 1, cutoff=0.8)
+    seen: dict[str, str] = {}
+    for match in matches:
+        canonical = match.lstrip("_")
+        if canonical not in seen or match.startswith("_") == key.startswith("_"):
+            seen[canonical] = match
+    return list(seen.values())
 
 
 def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: list[str]) -> UnknownKey:
@@ -230,7 +255,16 @@ def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: li
             "unknown key, probably a misspelling: its setting is never applied and an inherited value stays; "
             f"did you mean '{render_name(match[0])}'?"
         )
-        return UnknownKey(path, key, value, match[0], "K1", reason)
+        candidates = _typo_candidates(key, declared)
+        fix = None
+        if len(candidates) == 1:
+            target = candidates[0]
+            fix = SuggestedFix(
+                action="rename",
+                target=target,
+                description=f"rename {render_name(key)} to {render_name(target)}",
+            )
+        return UnknownKey(path, key, value, match[0], "K1", reason, fix)
     return UnknownKey(path, key, value, None)
 
 
@@ -244,7 +278,12 @@ def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[UnknownKe
         f"parallelism (expert_parallel_size={vllm.expert_parallel_size}); set expert_parallel_size > 1 to "
         "enable it"
     )
-    return [UnknownKey((*path, "enable_expert_parallel"), "enable_expert_parallel", True, None, "W2", reason)]
+    remove = SuggestedFix(action="remove", description="remove enable_expert_parallel")
+    return [
+        UnknownKey(
+            (*path, "enable_expert_parallel"), "enable_expert_parallel", True, None, "W2", reason, remove
+        )
+    ]
 
 
 def _walk(model: BaseModel, parent: BaseModel | None, path: Loc, out: list[UnknownKey]) -> None:

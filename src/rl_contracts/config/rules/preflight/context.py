@@ -16,6 +16,7 @@ from typing import Final, Literal
 from ...._messages import MAX_MESSAGE_CHARS, shorten
 from ..._internal.absent import ABSENT
 from ..rule import Rule
+from ..suggested_fix import SuggestedFix
 from .reader import Reader
 from .report import Entrypoint, Finding, PreflightOptions, SkippedRule
 
@@ -59,13 +60,22 @@ class Context:
     skipped: list[SkippedRule] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)
 
-    def error(self, path: str, value: object, message: str, *, code: str | None = None) -> None:
-        """Report an error of the running rule (or of ``code``) at ``path``."""
-        self._report(path, value, message, "error", code)
+    def error(
+        self,
+        path: str,
+        value: object,
+        message: str,
+        *,
+        code: str | None = None,
+        fix: SuggestedFix | None = None,
+    ) -> None:
+        """Report an error of the running rule (or of ``code``) at ``path``; ``fix`` the value that makes the
+        rule pass, when the rule names a single one."""
+        self._report(path, value, message, "error", code, fix)
 
     def warning(self, path: str, value: object, message: str) -> None:
         """Report a warning of the running rule at ``path``."""
-        self._report(path, value, message, "warning", None)
+        self._report(path, value, message, "warning", None, None)
 
     def once(self, path: str, value: object, message: str, *, code: str | None = None) -> None:
         """Report an error at ``path`` unless one of any rule was already reported there by :meth:`once`
@@ -88,10 +98,16 @@ class Context:
         self.skipped.append(SkippedRule(self.code, shorten(reason, MAX_MESSAGE_CHARS), path))
 
     def _report(
-        self, path: str, value: object, message: str, severity: Literal["error", "warning"], code: str | None
+        self,
+        path: str,
+        value: object,
+        message: str,
+        severity: Literal["error", "warning"],
+        code: str | None,
+        fix: SuggestedFix | None,
     ) -> None:
         self.findings.append(
-            Finding(code or self.code, path, value, shorten(message, MAX_MESSAGE_CHARS), severity)
+            Finding(code or self.code, path, value, shorten(message, MAX_MESSAGE_CHARS), severity, fix)
         )
 
 

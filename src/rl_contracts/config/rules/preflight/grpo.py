@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...._messages import render
 from ..._internal.absent import ABSENT
 from ..rule import Rule
+from ..suggested_fix import SuggestedFix
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context, check
 from .facts import GENERATION, VLLM_CFG, gym, is_async, is_vllm, megatron
 
@@ -149,6 +150,7 @@ grpo:
   batch_multiplier: 2.0
 """,
     fix="Set `batch_multiplier: 1`, or enable `grpo.use_dynamic_sampling`.",
+    fix_safety="unsafe",
 )
 
 
@@ -167,6 +169,7 @@ def check_prompt_batching(context: Context) -> None:
             multiplier,
             f"grpo.batch_multiplier={render(multiplier)} needs grpo.use_dynamic_sampling=true; set "
             "batch_multiplier=1 or enable dynamic sampling.",
+            fix=SuggestedFix(action="set", value=1, description="set grpo.batch_multiplier to 1"),
         )
     if not reader.flag("data.use_multiple_dataloader"):
         return
@@ -265,6 +268,7 @@ policy:
   train_global_batch_size: 16
 """,
     fix="Set `train_global_batch_size` to prompts x generations (here 32), or `force_on_policy_ratio: false`.",
+    fix_safety="unsafe",
 )
 
 
@@ -284,6 +288,9 @@ def check_forced_on_policy_ratio(context: Context) -> None:
             gbs,
             f"loss_fn.force_on_policy_ratio=true needs policy.train_global_batch_size == {n} x {g} = {n * g}, "
             f"got {gbs}; set train_global_batch_size to {n * g} or force_on_policy_ratio=false.",
+            fix=SuggestedFix(
+                action="set", value=n * g, description=f"set policy.train_global_batch_size to {n * g}"
+            ),
         )
 
 

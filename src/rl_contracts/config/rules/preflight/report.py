@@ -9,6 +9,7 @@ from typing import Any, Final, Literal, get_args
 from ...._messages import render, render_list
 from ....checks import require_bool
 from ....errors import ConfigContractError, ContractTypeError
+from ..suggested_fix import SuggestedFix
 
 __all__ = [
     "ENTRYPOINTS",
@@ -87,14 +88,15 @@ def _check_pair(name: str, value: object) -> None:
 class Finding:
     """One violated rule: its code, the dotted path of the offending value, the value (or
     :data:`~rl_contracts.config._internal.absent.ABSENT`),
-    a message saying what is wrong with the values and then the fix (at most 2,000 characters), and its
-    severity."""
+    a message saying what is wrong with the values and then the fix (at most 2,000 characters), its severity,
+    and the ``fix`` that makes this rule pass when the rule names a single one (``None`` otherwise)."""
 
     code: str
     path: str
     value: object
     message: str
     severity: Literal["error", "warning"]
+    fix: SuggestedFix | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,242 @@
+"""A baseline of accepted findings, so that a repository with findings can gate on "no new finding" at once.
+
+``rl-contracts validate --write-baseline FILE`` records the current findings; ``--baseline FILE`` reports and fails
+only on findings that are not in it and lists the entries that no longer occur; both together shrink the file to
+the entries that still occur.  An entry is the recipe validated (relative to the baseline's folder, ``/``
+separated), the code, the dotted path and a hash of the offending value; no line numbers, so edits elsewhere in a
+file never invalidate it, while a changed value at the same path is a new finding.  Entries are a multiset: the
+same finding twice needs two entries.
+
+The file is JSON (sorted entries, one per line, for reviewable diffs)::
+
+    {
+      "rl_contracts_baseline": 1,
+      "findings": [
+        {"file": "recipes/grpo.yaml", "code": "P9", "path": "policy.train_global_batch_size", "value": "6b86b273ff34fce1"}
+      ]
+    }
+
+A baseline that cannot be read, is not JSON, is malformed or has another format version raises
+:class:`~rl_contracts.errors.BaselineError`: it is never read as an empty baseline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .._messages import render_name, shorten, type_name
+from ..errors import BaselineError
+
+__all__ = [
+    "BASELINE_VERSION",
+    "Baseline",
+    "BaselineComparison",
+    "BaselineEntry",
+    "BaselineFinding",
+    "compare_baseline",
+    "entry_for",
+    "read_baseline",
+    "write_baseline",
+]
+
+BASELINE_VERSION = 1
+"""The baseline format version this release reads and writes."""
+
+_VERSION_KEY = "rl_contracts_baseline"
+_ENTRY_KEYS = ("file", "code", "path", "value")
+_MAX_BYTES = 64 * 1024 * 1024
+
+
+class BaselineFinding(Protocol):
+    """What a baseline entry is made of: a :class:`~rl_contracts.config.ConfigIssue` has these attributes."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def json_value(self) -> object: ...
+
+    @property
+    def missing(self) -> bool: ...
+
+
+@dataclass(frozen=True, order=True)
+class BaselineEntry:
+    """One accepted finding: the recipe ``file`` (relative to the baseline's folder), ``code``, dotted ``path``
+    and ``value``, the first 16 hex digits of the SHA-256 of the value's canonical JSON."""
+
+    file: str
+    code: str
+    path: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The entries of a baseline file, sorted; ``root`` is the folder entry files are relative to."""
+
+    root: Path
+    entries: tuple[BaselineEntry, ...]
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """Findings against a baseline: ``new`` findings (not in it, as ``(recipe, finding)`` pairs, in input order),
+    ``known`` ones (in it), the ``gone`` entries of the recipes checked that matched no finding (fixed since),
+    and the ``untouched`` entries of recipes that were not checked this run (kept when the baseline shrinks)."""
+
+    new: tuple[tuple[str, BaselineFinding], ...]
+    known: tuple[tuple[str, BaselineFinding], ...]
+    gone: tuple[BaselineEntry, ...]
+    untouched: tuple[BaselineEntry, ...]
+
+    def shrunk(self, root: Path) -> tuple[BaselineEntry, ...]:
+        """The entries a shrunk baseline keeps: the known findings and the untouched entries (never a new
+        finding)."""
+        return tuple(sorted([*(entry_for(r, f, root) for r, f in self.known), *self.untouched]))
+
+
+def _relative(recipe: str, root: Path) -> str:
+    """``recipe`` relative to ``root`` with ``/`` separators (absolute and normalised when it is not below)."""
+    absolute = Path(os.path.abspath(recipe))
+    try:
+        return absolute.relative_to(Path(os.path.abspath(root))).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def _value_hash(finding: BaselineFinding) -> str:
+    value = {"missing": True} if finding.missing else {"value": finding.json_value}
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def entry_for(recipe: str, finding: BaselineFinding, root: Path) -> BaselineEntry:
+    """The baseline entry of ``finding`` in the recipe file ``recipe`` (as given to ``validate``), for a baseline
+    kept in the folder ``root``."""
+    return BaselineEntry(_relative(recipe, root), finding.code, finding.path, _value_hash(finding))
+
+
+def _error(file: Path, why: str) -> BaselineError:
+    return BaselineError(
+        f"baseline {render_name(str(file))} {why}; write a new one with --write-baseline", file=str(file)
+    )
+
+
+def _entry(item: object, index: int, file: Path) -> BaselineEntry:
+    if not isinstance(item, dict) or set(item) != set(_ENTRY_KEYS):
+        raise _error(
+            file, f"is malformed: findings[{index}] must be an object with the keys {', '.join(_ENTRY_KEYS)}"
+        )
+    values = [item[key] for key in _ENTRY_KEYS]
+    for key, value in zip(_ENTRY_KEYS, values, strict=True):
+        if not isinstance(value, str) or (key != "path" and not value):
+            raise _error(
+                file,
+                f"is malformed: findings[{index}].{key} must be a non-empty string, got {type_name(value)}",
+            )
+    return BaselineEntry(*values)
+
+
+def read_baseline(path: str | os.PathLike[str]) -> Baseline:
+    """Read a baseline file; its entries' files are relative to the file's folder.
+
+    Raises:
+        BaselineError: the file cannot be read, is not UTF-8 JSON, is not an object with the format version
+            :data:`BASELINE_VERSION` under ``"rl_contracts_baseline"`` and a ``"findings"`` list of entry objects
+            (``file``, ``code``, ``path``, ``value`` strings), or is over 64 MiB.
+    """
+    file = Path(path)
+    try:
+        with open(file, "rb") as stream:
+            data = stream.read(_MAX_BYTES + 1)
+    except OSError as exc:
+        raise _error(file, f"cannot be read ({exc.strerror or type_name(exc)})") from None
+    if len(data) > _MAX_BYTES:
+        raise _error(file, "is larger than 64 MiB")
+    try:
+        loaded = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _error(file, f"is not JSON ({shorten(str(exc), 120)})") from None
+    if not isinstance(loaded, dict) or _VERSION_KEY not in loaded:
+        raise _error(file, f"is not an rl-contracts baseline (no {_VERSION_KEY!r} key)")
+    version = loaded[_VERSION_KEY]
+    if version != BASELINE_VERSION or isinstance(version, bool):
+        raise _error(
+            file,
+            f"has format version {shorten(repr(version), 40)}; this release reads version {BASELINE_VERSION}",
+        )
+    findings = loaded.get("findings")
+    if not isinstance(findings, list) or set(loaded) != {_VERSION_KEY, "findings"}:
+        raise _error(
+            file, "is malformed: expected exactly the keys 'rl_contracts_baseline' and 'findings' (a list)"
+        )
+    entries = tuple(sorted(_entry(item, index, file) for index, item in enumerate(findings)))
+    return Baseline(file.absolute().parent, entries)
+
+
+def _text(entries: Iterable[BaselineEntry]) -> str:
+    lines = [
+        json.dumps(dict(zip(_ENTRY_KEYS, (e.file, e.code, e.path, e.value), strict=True)), ensure_ascii=False)
+        for e in sorted(entries)
+    ]
+    body = ",\n".join(f"    {line}" for line in lines)
+    findings = f"[\n{body}\n  ]" if lines else "[]"
+    return f'{{\n  "{_VERSION_KEY}": {BASELINE_VERSION},\n  "findings": {findings}\n}}\n'
+
+
+def write_baseline(path: str | os.PathLike[str], entries: Iterable[BaselineEntry]) -> None:
+    """Write ``entries`` (sorted) as a baseline file, atomically (a temporary file beside it, then a rename).
+
+    Raises:
+        BaselineError: the file cannot be written.
+    """
+    file = Path(path)
+    text = _text(entries)
+    folder = file.absolute().parent
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{file.name}.", dir=folder)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as stream:
+                stream.write(text)
+            os.replace(temporary, file)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise _error(file, f"cannot be written ({exc.strerror or type_name(exc)})") from None
+
+
+def compare_baseline(
+    baseline: Baseline, findings: Sequence[tuple[str, BaselineFinding]], recipes: Iterable[str]
+) -> BaselineComparison:
+    """Split ``(recipe, finding)`` pairs into new and known findings, and list the baseline entries no finding
+    matched, for the ``recipes`` checked this run (entries of other recipes are ``untouched``: a pre-commit run
+    on the changed files never reports the others as fixed).  Each entry matches at most one finding (a
+    multiset)."""
+    checked = {_relative(recipe, baseline.root) for recipe in recipes}
+    checked.update(_relative(recipe, baseline.root) for recipe, _ in findings)
+    remaining = Counter(entry for entry in baseline.entries if entry.file in checked)
+    untouched = tuple(entry for entry in baseline.entries if entry.file not in checked)
+    new: list[tuple[str, BaselineFinding]] = []
+    known: list[tuple[str, BaselineFinding]] = []
+    for recipe, finding in findings:
+        entry = entry_for(recipe, finding, baseline.root)
+        if remaining[entry] > 0:
+            remaining[entry] -= 1
+            known.append((recipe, finding))
+        else:
+            new.append((recipe, finding))
+    gone = tuple(sorted(remaining.elements()))
+    return BaselineComparison(tuple(new), tuple(known), gone, untouched)

@@ -1,0 +1,570 @@
+"""Edits of one recipe YAML file at a key path that leave every other byte of the file as it was.
+
+A fix (:mod:`rl_contracts.config.fixes`) renames a key, removes an entry, sets a scalar value, or moves an entry to
+another path of the same file.  Each edit is located by the parser's node marks (PyYAML's composer, with the
+scalar resolution of :class:`~rl_contracts.config.loading.parsing.RecipeLoader`) and splices the text of the file:
+comments, key order, quoting, indentation and line endings of everything else stay byte for byte.
+
+Divergence from the issue's wording (a ruamel.yaml round trip): a ruamel.yaml load-and-dump of NeMo RL's sample
+recipes, with no edit at all, rewrites unrelated lines of 11 of the 12 files (``null`` dropped, ``True`` lowered,
+4-space files re-indented), so the edits splice the text instead.
+
+An edit that cannot be done without touching something else returns :class:`Declined` with the reason, never a
+half-edited text: the key is not written at its path in this file (it comes from a ``<<`` merge key or lies in a
+list), the value is shared through a YAML anchor, the mapping is written in flow style (``{a: 1}``; renaming works
+there), the entry shares its line with another token, or the edit would overwrite a key that is already there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .._messages import render_name
+from ._internal.paths import Keys
+from .loading.parsing import RecipeLoader
+
+_yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
+
+__all__ = [
+    "Declined",
+    "insert_value",
+    "move_entry",
+    "remove_entry",
+    "rename_key",
+    "render_scalar",
+    "set_value",
+]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+
+
+@dataclass(frozen=True)
+class Declined:
+    """An edit that was not made, and why (one sentence, naming the key)."""
+
+    reason: str
+
+
+class _EditLoader(_yaml.SafeLoader):  # type: ignore[misc]
+    """The pure-Python safe loader with :class:`RecipeLoader`'s scalar resolution: its marks' ``index`` is a
+    character offset into the text (libyaml's may count bytes)."""
+
+
+_EditLoader.yaml_implicit_resolvers = RecipeLoader.yaml_implicit_resolvers
+
+
+class _Refused(Exception):
+    """Raised inside this module for an edit that cannot be made; becomes :class:`Declined`."""
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One mapping entry on a key path: the mapping node holding it, its key node and its value node."""
+
+    mapping: Any
+    key: Any
+    value: Any
+
+
+def _parse(text: str) -> tuple[Any, _EditLoader]:
+    try:
+        loader = _EditLoader(text)
+    except Exception as exc:
+        raise _Refused(f"the file cannot be read as YAML ({type(exc).__name__})") from None
+    try:
+        root = loader.get_single_node()
+    except (RecursionError, MemoryError):
+        raise
+    except Exception as exc:
+        raise _Refused(f"the file no longer parses as YAML ({type(exc).__name__})") from None
+    finally:
+        loader.dispose()
+    if not isinstance(root, _yaml.MappingNode):
+        raise _Refused("the file's root is not a mapping")
+    return root, loader
+
+
+def _shared_nodes(root: Any) -> set[int]:
+    """The ids of nodes reached more than once (a YAML alias reuses its anchor's node)."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            shared.add(id(node))
+            continue
+        seen.add(id(node))
+        if isinstance(node, _yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend((key, value))
+        elif isinstance(node, _yaml.SequenceNode):
+            stack.extend(node.value)
+    return shared
+
+
+def _key_of(node: Any, loader: _EditLoader) -> object:
+    if not isinstance(node, _yaml.ScalarNode):
+        return None
+    try:
+        return loader.construct_object(node, deep=True)
+    except Exception:
+        return None
+
+
+def _same_key(written: object, wanted: object) -> bool:
+    if written == wanted and type(written) is type(wanted):
+        return True
+    return isinstance(written, int | str) and isinstance(wanted, int | str) and str(written) == str(wanted)
+
+
+def _entry(mapping: Any, key: object, loader: _EditLoader) -> _Step | None:
+    """The explicit entry ``key`` of a mapping node (not one a ``<<`` merge key brings in)."""
+    for key_node, value_node in mapping.value:
+        if key_node.tag != _MERGE_TAG and _same_key(_key_of(key_node, loader), key):
+            return _Step(mapping, key_node, value_node)
+    return None
+
+
+def _merged_keys(mapping: Any, loader: _EditLoader) -> Iterator[object]:
+    """The keys a mapping node takes from its ``<<`` merge keys."""
+    for key_node, value_node in mapping.value:
+        if key_node.tag != _MERGE_TAG:
+            continue
+        sources = value_node.value if isinstance(value_node, _yaml.SequenceNode) else [value_node]
+        for source in sources:
+            if isinstance(source, _yaml.MappingNode):
+                yield from (_key_of(k, loader) for k, _ in source.value)
+                yield from _merged_keys(source, loader)
+
+
+def _walk(root: Any, loader: _EditLoader, keys: Keys) -> list[_Step]:
+    """The entries along ``keys`` (every one must exist, explicitly, in a mapping); refused otherwise."""
+    shared = _shared_nodes(root)
+    steps: list[_Step] = []
+    node = root
+    for depth, key in enumerate(keys):
+        where = _dotted(keys[: depth + 1])
+        if not isinstance(node, _yaml.MappingNode):
+            raise _Refused(f"{_dotted(keys[:depth])} is not a mapping in this file")
+        step = _entry(node, key, loader)
+        if step is None:
+            if any(_same_key(merged, key) for merged in _merged_keys(node, loader)):
+                raise _Refused(f"{where} comes from a YAML merge key (<<) in this file")
+            raise _Refused(f"{where} is not written in this file")
+        if id(step.value) in shared or id(node) in shared:
+            raise _Refused(f"{where} is shared through a YAML anchor and alias")
+        steps.append(step)
+        node = step.value
+    return steps
+
+
+def _dotted(keys: Keys) -> str:
+    return ".".join(render_name(key) for key in keys) or "the root"
+
+
+def _line_start(text: str, index: int) -> int:
+    return max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
+
+
+def _line_end(text: str, index: int) -> int:
+    """The offset just past the line break of the line holding ``index`` (the end of the text without one)."""
+    for position in range(index, len(text)):
+        char = text[position]
+        if char == "\n":
+            return position + 1
+        if char == "\r":
+            return position + 2 if text.startswith("\r\n", position) else position + 1
+    return len(text)
+
+
+def _content_end(node: Any) -> int:
+    """The offset just past the last character of a node's own content (comments and blank lines after a block
+    collection or a block scalar excluded)."""
+    if isinstance(node, _yaml.ScalarNode):
+        end: int = node.end_mark.index
+        if node.style in ("|", ">"):
+            buffer = node.end_mark.buffer
+            while end > node.start_mark.index and buffer[end - 1] in " \t\r\n":
+                end -= 1
+        return end
+    if node.flow_style or not node.value:
+        return int(node.end_mark.index)
+    last = node.value[-1]
+    if isinstance(node, _yaml.MappingNode):
+        key, value = last
+        return max(int(key.end_mark.index), _content_end(value))
+    return _content_end(last)
+
+
+def _first_on_line(text: str, index: int) -> bool:
+    return not text[_line_start(text, index) : index].strip()
+
+
+def _rest_is_comment(text: str, index: int) -> bool:
+    rest = text[index : _line_end(text, index)].strip()
+    return not rest or rest.startswith("#")
+
+
+def _entry_lines(text: str, step: _Step) -> tuple[int, int]:
+    """The ``(start, end)`` offsets of an entry's whole lines: its key's line to its value's last line."""
+    if step.mapping.flow_style:
+        raise _Refused(f"{_key_text(text, step)} is in a flow-style mapping ({{...}}); edit it by hand")
+    start = step.key.start_mark.index
+    end = _content_end(step.value)
+    if not _first_on_line(text, start):
+        raise _Refused(f"{_key_text(text, step)} shares its line with another token (a list item's '- ')")
+    if not _rest_is_comment(text, end):
+        raise _Refused(f"{_key_text(text, step)} is followed by another token on its last line")
+    return _line_start(text, start), _line_end(text, end)
+
+
+def _key_text(text: str, step: _Step) -> str:
+    return "'" + text[step.key.start_mark.index : step.key.end_mark.index] + "'"
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _render_key(key: object) -> str:
+    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) and _reads_back(f"{key}: 0", {key: 0}):
+        return key
+    if isinstance(key, str):
+        return json.dumps(key)
+    raise _Refused(f"cannot write the key {render_name(key)}")
+
+
+def _reads_back(text: str, expected: object) -> bool:
+    try:
+        loader = _EditLoader(text)
+    except Exception:
+        return False
+    try:
+        read = loader.get_single_data()
+    except Exception:
+        return False
+    finally:
+        loader.dispose()
+    return bool(read == expected and _same_types(read, expected))
+
+
+def _same_types(a: object, b: object) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(_same_types(a[k], b[k]) for k in a if k in b)
+    if isinstance(a, list) and isinstance(b, list):
+        return all(_same_types(x, y) for x, y in zip(a, b, strict=False))
+    return type(a) is type(b) or (isinstance(a, float) and isinstance(b, int) and not isinstance(b, bool))
+
+
+def render_scalar(value: object) -> str:
+    """The YAML text of a JSON value that reads back as the same value (``null``, ``true``, ``1024``, ``1.0e-06``,
+    a plain or double-quoted string, a flow list or mapping).
+
+    Raises:
+        ValueError: a value that has no such text (a non-finite float, a non-JSON container).
+    """
+    if value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot write the non-finite float {value!r}")
+        text = repr(value)
+    elif isinstance(value, str):
+        text = (
+            value
+            if _reads_back(f"k: {value}", {"k": value}) and value.strip() == value
+            else json.dumps(value)
+        )
+    else:
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValueError(f"cannot write {type(value).__name__} values") from None
+    if not _reads_back(f"k: {text}", {"k": value}):
+        raise ValueError(f"cannot write {value!r} so that it reads back the same")
+    return text
+
+
+def _indent_step(root: Any) -> int:
+    """The file's indentation step: the smallest positive indent of a block mapping below its parent's key
+    (2 when the file nests nothing)."""
+    steps: list[int] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, _yaml.MappingNode) or node.flow_style:
+            continue
+        for key, value in node.value:
+            if isinstance(value, _yaml.MappingNode) and not value.flow_style and value.value:
+                inner = value.value[0][0].start_mark.column - key.start_mark.column
+                if inner > 0:
+                    steps.append(inner)
+            stack.append(value)
+    return min(steps, default=2)
+
+
+def _run(edit: Any, *args: Any) -> str | Declined:
+    try:
+        result: str = edit(*args)
+    except _Refused as refused:
+        return Declined(str(refused))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- rename
+
+
+def _rename(text: str, keys: Keys, new_key: str) -> str:
+    root, loader = _parse(text)
+    steps = _walk(root, loader, keys)
+    step = steps[-1]
+    holder = step.mapping
+    target = (*keys[:-1], new_key)
+    if _entry(holder, new_key, loader) is not None:
+        raise _Refused(f"{_dotted(target)} is already set in this file; renaming would overwrite it")
+    if any(_same_key(merged, new_key) for merged in _merged_keys(holder, loader)):
+        raise _Refused(f"{_dotted(target)} is already set through a YAML merge key in this file")
+    start, end = step.key.start_mark.index, step.key.end_mark.index
+    return text[:start] + _quoted_like(text[start:end], new_key) + text[end:]
+
+
+def _quoted_like(written: str, key: str) -> str:
+    """``key`` written with the quotes of the key it replaces (plain when the old key was plain and the new one
+    can be)."""
+    if written.startswith('"'):
+        return json.dumps(key, ensure_ascii=False)
+    if written.startswith("'"):
+        return "'" + key.replace("'", "''") + "'"
+    return _render_key(key)
+
+
+def rename_key(text: str, keys: Keys, new_key: str) -> str | Declined:
+    """``text`` with the key at ``keys`` renamed to ``new_key`` (its value, comments and position kept).
+
+    Declined when the key is not written at ``keys`` in this text, or ``new_key`` is already set beside it.
+    """
+    return _run(_rename, text, keys, new_key)
+
+
+# ---------------------------------------------------------------------------------------------- remove
+
+
+def _colon_after(text: str, key: Any) -> int:
+    """The offset just past the ``:`` that ends a block mapping key."""
+    position = key.end_mark.index
+    while position < len(text) and text[position] in " \t":
+        position += 1
+    if position >= len(text) or text[position] != ":":
+        raise _Refused("cannot find the ':' after a key")
+    return int(position) + 1
+
+
+def _remove(text: str, keys: Keys) -> str:
+    root, loader = _parse(text)
+    steps = _walk(root, loader, keys)
+    step = steps[-1]
+    start, end = _entry_lines(text, step)
+    if len(step.mapping.value) > 1:
+        return text[:start] + text[end:]
+    # The only entry: leave an empty mapping ({}) rather than a key with no value, which would merge as null.
+    if len(steps) < 2:
+        raise _Refused(f"{_dotted(keys)} is the only key of the file")
+    parent = steps[-2]
+    colon = _colon_after(text, parent.key)
+    if colon > start:
+        raise _Refused(f"{_dotted(keys[:-1])} and its only key share a line")
+    return text[:colon] + " {}" + text[colon:start] + text[end:]
+
+
+def remove_entry(text: str, keys: Keys) -> str | Declined:
+    """``text`` without the entry at ``keys`` (its key line through its value's last line, the comments on those
+    lines included); a mapping left with no key becomes ``{}``.
+
+    Declined when the key is not written at ``keys`` in this text, its mapping is in flow style, or the entry
+    shares a line with another token.
+    """
+    return _run(_remove, text, keys)
+
+
+# ---------------------------------------------------------------------------------------------- set
+
+
+def _set(text: str, keys: Keys, value: object) -> str:
+    root, loader = _parse(text)
+    step = _walk(root, loader, keys)[-1]
+    node = step.value
+    rendered = _rendered(value, keys)
+    if isinstance(node, _yaml.ScalarNode) and node.style not in ("|", ">"):
+        start, end = node.start_mark.index, node.end_mark.index
+        if text.count("\n", start, end) or text.count("\r", start, end):
+            raise _Refused(f"the value of {_dotted(keys)} spans several lines; edit it by hand")
+        prefix = "" if start > 0 and text[start - 1] in " \t" else " "
+        return text[:start] + prefix + rendered + text[end:]
+    raise _Refused(f"the value of {_dotted(keys)} is not a one-line scalar; edit it by hand")
+
+
+def _rendered(value: object, keys: Keys) -> str:
+    try:
+        return render_scalar(value)
+    except ValueError as exc:
+        raise _Refused(f"{_dotted(keys)}: {exc}") from None
+
+
+def set_value(text: str, keys: Keys, value: object) -> str | Declined:
+    """``text`` with the one-line scalar at ``keys`` replaced by ``value`` (:func:`render_scalar`); the comment
+    after it stays.  Declined when the key is not written at ``keys`` or its value is a collection or spans
+    several lines."""
+    return _run(_set, text, keys, value)
+
+
+# ---------------------------------------------------------------------------------------------- insert
+
+
+def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[str, int, int, Keys]:
+    """Where new entries for ``keys`` go: ``(text, offset, column, missing keys)``; the text may change (an
+    empty ``{}`` or ``null`` value of the deepest existing key removed so that block entries can follow)."""
+    shared = _shared_nodes(root)
+    node = root
+    key_column = -1
+    key_node = None
+    for depth, key in enumerate(keys):
+        where = _dotted(keys[: depth + 1])
+        if (
+            isinstance(node, _yaml.ScalarNode)
+            and node.tag == "tag:yaml.org,2002:null"
+            and key_node is not None
+        ):
+            return _replace_null(text, key_node, node, keys[depth:], root)
+        if not isinstance(node, _yaml.MappingNode):
+            raise _Refused(f"{_dotted(keys[:depth])} holds a value that is not a mapping in this file")
+        if id(node) in shared:
+            raise _Refused(f"{_dotted(keys[:depth])} is shared through a YAML anchor and alias")
+        step = _entry(node, key, loader)
+        if step is None:
+            if any(_same_key(merged, key) for merged in _merged_keys(node, loader)):
+                raise _Refused(f"{where} is already set through a YAML merge key in this file")
+            if node.flow_style and node.value:
+                raise _Refused(f"{_dotted(keys[:depth])} is a flow-style mapping ({{...}}); edit it by hand")
+            if node.flow_style:
+                if key_node is None:
+                    raise _Refused("the file's root is an empty flow mapping")
+                return _replace_null(text, key_node, node, keys[depth:], root)
+            column = node.value[0][0].start_mark.column if node.value else key_column + _indent_step(root)
+            end = _content_end(node)
+            if node is not root and not _rest_is_comment(text, end):
+                raise _Refused(f"{_dotted(keys[:depth])} is followed by another token on its last line")
+            offset = _line_end(text, end) if node.value else len(text)
+            if offset == len(text) and text and not text.endswith(("\n", "\r")):
+                text += _newline(text)
+                offset = len(text)
+            return text, offset, column, keys[depth:]
+        if depth == len(keys) - 1:
+            raise _Refused(f"{where} is already set in this file")
+        key_column = step.key.start_mark.column
+        key_node = step.key
+        node = step.value
+    raise _Refused(f"{_dotted(keys)} is already set in this file")
+
+
+def _replace_null(
+    text: str, key_node: Any, value: Any, missing: Keys, root: Any
+) -> tuple[str, int, int, Keys]:
+    """Drop an empty value (``null``, ``~``, nothing, or ``{}``) after ``key:`` so that block entries can follow
+    on the next lines."""
+    start, end = value.start_mark.index, value.end_mark.index
+    if text.count("\n", start, end) or not _rest_is_comment(text, end):
+        raise _Refused("an empty value spans lines or is followed by another token")
+    if not _first_on_line(text, key_node.start_mark.index):
+        raise _Refused("a key shares its line with a list item's '- '")
+    while start > 0 and text[start - 1] in " \t" and start > key_node.end_mark.index + 1:
+        start -= 1
+    text = text[:start] + text[end:]
+    offset = _line_end(text, start)
+    if offset == len(text) and not text.endswith(("\n", "\r")):
+        text += _newline(text)
+        offset = len(text)
+    return text, offset, key_node.start_mark.column + _indent_step(root), missing
+
+
+def _block(text: str, missing: Keys, column: int, step: int, last_line: str) -> str:
+    """The lines of new nested keys ``missing[:-1]`` and then ``last_line`` (already holding ``missing[-1]``)."""
+    newline = _newline(text)
+    lines = [" " * (column + depth * step) + _render_key(key) + ":" for depth, key in enumerate(missing[:-1])]
+    lines.append(" " * (column + (len(missing) - 1) * step) + last_line)
+    return newline.join(lines) + newline
+
+
+def _insert(text: str, keys: Keys, value: object) -> str:
+    root, loader = _parse(text)
+    rendered = _rendered(value, keys)
+    text, offset, column, missing = _insertion(text, root, loader, keys)
+    block = _block(text, missing, column, _indent_step(root), f"{_render_key(missing[-1])}: {rendered}")
+    return text[:offset] + block + text[offset:]
+
+
+def insert_value(text: str, keys: Keys, value: object) -> str | Declined:
+    """``text`` with ``keys`` set to ``value`` where the file does not set it: new block entries (and the
+    mappings on the way) after the last line of the deepest mapping of ``keys`` the file has, indented as the
+    file is.  Declined when the key is already set in this text (explicitly or through a merge key) or a mapping
+    on the way is shared, in flow style or not a mapping."""
+    return _run(_insert, text, keys, value)
+
+
+# ---------------------------------------------------------------------------------------------- move
+
+
+def _reindent(lines: list[str], delta: int) -> list[str]:
+    out = []
+    for line in lines:
+        if delta >= 0:
+            out.append(" " * delta + line if line.strip() else line)
+            continue
+        leading = len(line) - len(line.lstrip(" "))
+        if line.strip() and leading < -delta:
+            raise _Refused("the entry's lines are indented less than its key")
+        out.append(line[min(leading, -delta) :])
+    return out
+
+
+def _move(text: str, keys: Keys, target: Keys) -> str:
+    root, loader = _parse(text)
+    step = _walk(root, loader, keys)[-1]
+    start, end = _entry_lines(text, step)
+    entry = text[start:end]
+    key_start = step.key.start_mark.index - start
+    key_end = step.key.end_mark.index - start
+    key_text = entry[key_start:key_end] if _same_key(target[-1], keys[-1]) else _render_key(target[-1])
+    first = key_text + entry[key_end:]
+    lines = first.splitlines(keepends=True)
+    moved, offset, column, missing = _insertion(text, root, loader, target)
+    indent = _indent_step(root)
+    final_column = column + (len(missing) - 1) * indent
+    lines = _reindent([entry[:key_start] + lines[0], *lines[1:]], final_column - step.key.start_mark.column)
+    body = "".join(lines).rstrip("\r\n").lstrip(" ")
+    block = _block(moved, missing, column, indent, body)
+    inserted = moved[:offset] + block + moved[offset:]
+    removed = _remove(inserted, keys)
+    return removed
+
+
+def move_entry(text: str, keys: Keys, target: Keys) -> str | Declined:
+    """``text`` with the entry at ``keys`` moved to ``target`` (the key renamed to ``target[-1]``): its lines,
+    comments and value as written, re-indented, after the last line of the deepest mapping of ``target`` in this
+    text (new mappings on the way as needed); the old place is removed as :func:`remove_entry` does.
+
+    Declined when ``target`` is already set in this text, or either place cannot be edited (see the module
+    docstring).
+    """
+    return _run(_move, text, keys, target)
