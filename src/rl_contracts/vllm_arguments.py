@@ -24,6 +24,7 @@ from typing_extensions import Required, TypedDict
 from ._messages import render, render_name, type_name
 from .checks import is_collection, require_bool, require_int
 from .config import GenerationConfig, LoadedRecipe, VllmConfig, register_resolvers
+from .config.rules.preflight.generation import ENGINE_ARGUMENTS
 from .errors import ConfigContractError, ContractTypeError
 
 __all__ = [
@@ -37,25 +38,7 @@ __all__ = [
     "sampling_kwargs",
 ]
 
-ENGINE_ARGUMENTS_SET_BY_TRAINER = (
-    "model",
-    "served_model_name",
-    "load_format",
-    "skip_tokenizer_init",
-    "tensor_parallel_size",
-    "pipeline_parallel_size",
-    "enable_expert_parallel",
-    "gpu_memory_utilization",
-    "enable_prefix_caching",
-    "dtype",
-    "seed",
-    "enforce_eager",
-    "max_model_len",
-    "trust_remote_code",
-    "worker_extension_cls",
-    "enable_sleep_mode",
-    "disable_log_stats",
-)
+ENGINE_ARGUMENTS_SET_BY_TRAINER = ENGINE_ARGUMENTS
 """The engine arguments the trainer sets itself; the same key in ``vllm_kwargs`` is a duplicate keyword (P16)."""
 
 DERIVED_ENGINE_ARGUMENTS = ("distributed_executor_backend", "hf_overrides")
