@@ -18,15 +18,22 @@ from ..errors import CounterSnapshotError
 from ._series import Accumulator, check_metric_name, series_key
 from ._values import FrozenCounters, require_str
 from .keys import is_kept
-from .names import COUNTER_KEY_SEP, HISTOGRAM_COUNT_PART, HISTOGRAM_SUM_PART, SPEC_DECODE_ACCEPTED_PER_POS
+from .names import (
+    COUNTER_KEY_SEP,
+    HISTOGRAM_COUNT_PART,
+    HISTOGRAM_SUM_PART,
+    MAX_SPEC_DECODE_POSITIONS,
+    SPEC_DECODE_ACCEPTED_PER_POS,
+)
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
 __all__ = ["read_prometheus_text"]
 
-_MAX_POSITION_LABEL: Final = 4095
-"""Largest ``position`` label accepted on a page, so a hostile page cannot allocate a huge vector."""
+_MAX_POSITION_LABEL: Final = MAX_SPEC_DECODE_POSITIONS - 1
+"""Largest ``position`` label accepted on a page: the one bound of every snapshot source, so a hostile page cannot
+allocate a huge vector."""
 _DECIMAL: Final = re.compile(r"[0-9]+")
 _UNTYPED: Final = frozenset({"unknown", "untyped"})
 """The type of a family without ``# TYPE`` (``prometheus_client`` calls it ``unknown``; older releases

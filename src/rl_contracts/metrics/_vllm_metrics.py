@@ -37,10 +37,16 @@ def _metric_objects(metrics: object) -> Iterable[object]:
 
 
 def _add_metric(accumulator: Accumulator, metric: object, where: str) -> None:
-    """Add one object: skipped unless its name is kept, else its vector, scalar or histogram parts."""
-    name = check_metric_name(getattr(metric, "name", None), where)
-    if not is_kept(name):
+    """Add one object: skipped unless its name is kept, else its vector, scalar or histogram parts.
+
+    An unkept name is skipped whatever it holds, ``|`` or the empty name included (SPEC §6.3 step 1); only a
+    name that is not a ``str``, or a kept name holding ``|`` (it would collide with a histogram part or an outcome
+    key), is an error.
+    """
+    raw_name = getattr(metric, "name", None)
+    if isinstance(raw_name, str) and not is_kept(raw_name):
         return
+    name = check_metric_name(raw_name, where)
     key = _flat_key(name, getattr(metric, "labels", None), f"metric {where}")
     values = getattr(metric, "values", None)
     value = getattr(metric, "value", None)

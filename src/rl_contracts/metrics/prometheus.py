@@ -43,7 +43,8 @@ def parse_prometheus_text(text: str) -> PrometheusPage:
     Raises ``ContractTypeError`` when ``text`` is not a ``str``, and ``CounterSnapshotError`` "could not parse
     Prometheus text: {reason}" for text the parser rejects or a sample that sets a series twice; also for a bad
     value, a native histogram, or a per-position sample whose ``position`` label is missing, not a non-negative
-    decimal, or above 4095 (a bound against hostile pages).
+    decimal, or above 4095 (:data:`~rl_contracts.metrics.MAX_SPEC_DECODE_POSITIONS`, the bound every snapshot
+    source follows, so that a hostile page cannot allocate a huge vector).
 
     >>> page = parse_prometheus_text(
     ...     "# TYPE vllm:num_requests_running gauge\\nvllm:num_requests_running 2\\n"
