@@ -35,6 +35,7 @@ from rl_contracts.metrics import (
     SPEC_DECODE_NUM_DRAFTS,
     AggregatedCounters,
     CounterSnapshot,
+    EngineIdentity,
     PrometheusPage,
     aggregate_spec_decode_counters,
     compute_engine_step_metrics,
@@ -262,10 +263,24 @@ def test_snapshot_round_trips_json_and_pickle() -> None:
         {"vllm:prompt_tokens": 0.1, PER_POS: [1e300, 0.0], "vllm:request_success|finished_reason=a|b": 3}
     )
     text = snapshot.model_dump_json()
-    assert json.loads(text) == {"values": snapshot.to_worker_dict()}
+    assert json.loads(text) == {"values": snapshot.to_worker_dict(), "engine": None, "taken_at": None}
     assert CounterSnapshot.model_validate_json(text) == snapshot
     assert pickle.loads(pickle.dumps(snapshot)) == snapshot
     assert CounterSnapshot.model_validate(snapshot.model_dump()) == snapshot
+
+
+def test_snapshot_with_an_engine_round_trips_json_and_pickle_with_its_engine_and_instant() -> None:
+    """The engine identity and the instant survive JSON and pickle (snapshots cross Ray and logs)."""
+    objects = [NS(name="vllm:prompt_tokens", labels={"engine": "1", "model_name": "m"}, value=4)]
+    snapshot = CounterSnapshot.from_vllm_metrics(objects, process="dp-1", taken_at=12.5)
+    assert snapshot.engine == EngineIdentity(process="dp-1", labels=(("engine", "1"), ("model_name", "m")))
+    assert snapshot.taken_at == 12.5
+    for copy in (
+        CounterSnapshot.model_validate_json(snapshot.model_dump_json()),
+        pickle.loads(pickle.dumps(snapshot)),
+        CounterSnapshot.model_validate(snapshot.model_dump()),
+    ):
+        assert (copy.values, copy.engine, copy.taken_at) == (snapshot.values, snapshot.engine, 12.5)
 
 
 @pytest.mark.parametrize(

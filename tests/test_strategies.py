@@ -50,6 +50,7 @@ from rl_contracts.metrics import (
     aggregate_spec_decode_counters,
     compute_engine_step_metrics,
     is_kept,
+    per_engine_delta,
 )
 from rl_contracts.multimodal import placeholder_range_bounds, remap_multimodal_placeholders
 from rl_contracts.prompts import format_prompt_for_vllm_generation, validate_rollout_prompt
@@ -65,6 +66,7 @@ from rl_contracts.testing.strategies import (
     TERMINATOR,
     TEXT_TOKENS,
     TOKEN_CONTAINER_KINDS,
+    EngineFleetStep,
     Spelling,
     aggregated_counter_pairs,
     alignment_cases,
@@ -76,6 +78,7 @@ from rl_contracts.testing.strategies import (
     counter_keys,
     counter_snapshots,
     counter_values,
+    engine_fleet_steps,
     envelope_tensors,
     generation_batches,
     hostile_chat_exchanges,
@@ -478,6 +481,19 @@ def test_aggregated_counter_pairs_compute_with_growth_and_resets() -> None:
 
     seen = _outcomes(aggregated_counter_pairs(), outcome, examples=100)
     assert set().union(*seen) == {"only start", "only end", "reset", "grown or same"}
+
+
+def test_engine_fleet_steps_hold_named_engines_with_and_without_restarts() -> None:
+    """Every step's fleets aggregate with their engines; the drawn delta is per_engine_delta's, and steps with and
+    without restarted engines both occur (never with ``resets=False``)."""
+
+    def outcome(step: EngineFleetStep) -> tuple[bool, bool]:
+        fleet = aggregate_spec_decode_counters(step.start)
+        result = per_engine_delta(step.start, step.end)
+        return fleet.snapshots is not None and result.delta == step.delta, bool(step.reset)
+
+    assert set(_outcomes(engine_fleet_steps(), outcome)) == {(True, True), (True, False)}
+    assert set(_outcomes(engine_fleet_steps(resets=False), outcome, examples=20)) == {(True, False)}
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)

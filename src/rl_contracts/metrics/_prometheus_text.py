@@ -45,8 +45,11 @@ _Identity = tuple[str, "str | None", tuple[tuple[str, str], ...]]
 """What one sample sets: family name, part, sorted labels; a page may set it once."""
 
 
-def read_prometheus_text(text: object) -> tuple[FrozenCounters, tuple[str, ...]]:
-    """Sum the kept samples of a page by snapshot key; also return the names of the page's ``vllm:`` families.
+def read_prometheus_text(
+    text: object,
+) -> tuple[FrozenCounters, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Sum the kept samples of a page by snapshot key; also return the names of the page's ``vllm:`` families and
+    the identity labels of the kept samples (sorted, distinct).
 
     The names are in page order, every type counted, kept or not; the untyped half of a split counter is not a
     family of its own.  Raises as ``CounterSnapshot.from_prometheus_text``.
@@ -65,7 +68,7 @@ def read_prometheus_text(text: object) -> tuple[FrozenCounters, tuple[str, ...]]
         read = _parts(family, base)
         if read is not None and is_kept(check_metric_name(read[0], "Prometheus family")):
             _add_samples(accumulator, seen, family, *read)
-    return accumulator.result(), tuple(names)
+    return accumulator.result(), tuple(names), accumulator.identity_labels()
 
 
 def _parse(text: str) -> list[Metric]:
@@ -133,6 +136,7 @@ def _add_samples(
             seen, (name, part, tuple(sorted(sample.labels.items()))), sample.name, sample.labels, sample.value
         )
         key = series_key(name, sample.labels)
+        accumulator.add_labels(sample.labels, "Prometheus sample", key)
         if part is not None:
             accumulator.add_scalar(key + COUNTER_KEY_SEP + part, sample.value)
         elif vector:

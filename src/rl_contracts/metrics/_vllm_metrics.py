@@ -15,13 +15,14 @@ from .names import COUNTER_KEY_SEP, FINISHED_REASON_LABEL, HISTOGRAM_COUNT_PART,
 __all__ = ["read_vllm_metrics"]
 
 
-def read_vllm_metrics(metrics: object) -> FrozenCounters:
-    """Sum the kept metric objects of ``metrics`` by snapshot key (see ``CounterSnapshot.from_vllm_metrics``)."""
+def read_vllm_metrics(metrics: object) -> tuple[FrozenCounters, tuple[tuple[str, str], ...]]:
+    """Sum the kept metric objects of ``metrics`` by snapshot key (see ``CounterSnapshot.from_vllm_metrics``);
+    also return the identity labels of the kept objects (sorted, distinct)."""
     objects = _metric_objects(metrics)
     accumulator = Accumulator("vLLM metric")
     for index, metric in enumerate(objects):
         _add_metric(accumulator, metric, f"metrics[{index}]")
-    return accumulator.result()
+    return accumulator.result(), accumulator.identity_labels()
 
 
 def _metric_objects(metrics: object) -> Iterable[object]:
@@ -47,7 +48,10 @@ def _add_metric(accumulator: Accumulator, metric: object, where: str) -> None:
     if isinstance(raw_name, str) and not is_kept(raw_name):
         return
     name = check_metric_name(raw_name, where)
-    key = _flat_key(name, getattr(metric, "labels", None), f"metric {where}")
+    labels = getattr(metric, "labels", None)
+    key = _flat_key(name, labels, f"metric {where}")
+    if isinstance(labels, Mapping):  # always, once _flat_key has passed
+        accumulator.add_labels(labels, f"metric {where}", key)
     values = getattr(metric, "values", None)
     value = getattr(metric, "value", None)
     count, total = getattr(metric, "count", None), getattr(metric, "sum", None)
