@@ -31,6 +31,9 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.RecipeError, (errors.ConfigContractError, ValueError)),
     (errors.RecipeLoadError, (errors.ConfigContractError, ValueError)),
     (errors.WeightVersionError, (ValueError,)),
+    (errors.RolloutBatchError, (ValueError,)),
+    (errors.RolloutPromptError, (errors.RolloutPromptMismatchError, errors.RolloutBatchError, ValueError)),
+    (errors.RolloutWeightVersionError, (errors.WeightVersionError, errors.RolloutBatchError, ValueError)),
 ]
 
 

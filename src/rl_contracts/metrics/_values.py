@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from typing import Any
 
 from .._messages import render, shorten, type_name
@@ -134,6 +134,22 @@ class FrozenCounters(Mapping[str, "float | tuple[float, ...]"]):
 
     def __len__(self) -> int:
         return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def items(self) -> ItemsView[str, float | tuple[float, ...]]:
+        """The underlying dict's view (read-only through this mapping), at C speed."""
+        return self._data.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[float | tuple[float, ...]]:
+        return self._data.values()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
 
     def __hash__(self) -> int:
         return hash(frozenset(self._data.items()))
