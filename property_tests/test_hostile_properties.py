@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 
 from rl_contracts import vllm_utils
 from rl_contracts.errors import MAX_MESSAGE_CHARS
+from rl_contracts.metrics import CounterSnapshot, per_engine_delta
+from rl_contracts.rollouts import rollout_batch, sampled_logprobs
 from rl_contracts.splice import replace_prefix_tokens, resolve_terminator_token_ids, splice_prefix_tokens
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.weights import check_weight_versions, weight_version_per_token, weight_version_spans
@@ -287,6 +289,38 @@ WEIGHT_OUTPUTS = st.one_of(
     ),
 )
 
+ROLLOUT_CHOICES = st.builds(
+    SimpleNamespace,
+    index=st.one_of(st.integers(0, 2), HOSTILE),
+    token_ids=st.one_of(HOSTILE, st.lists(st.integers(0, 5), max_size=4)),
+    logprobs=st.one_of(
+        HOSTILE,
+        st.lists(st.dictionaries(st.integers(0, 5), st.builds(SimpleNamespace, logprob=HOSTILE)), max_size=4),
+    ),
+    finish_reason=st.one_of(st.sampled_from(["stop", "length", "abort"]), HOSTILE),
+    weight_versions=st.one_of(
+        HOSTILE,
+        st.lists(st.tuples(st.sampled_from(["7", "8"]), st.integers(0, 4), st.integers(0, 4)), max_size=2),
+    ),
+)
+ROLLOUT_OUTPUTS = st.builds(
+    SimpleNamespace,
+    prompt_token_ids=st.one_of(HOSTILE, st.lists(st.integers(0, 5), max_size=4)),
+    outputs=st.one_of(HOSTILE, st.lists(ROLLOUT_CHOICES, max_size=3)),
+    finished=st.one_of(st.booleans(), HOSTILE),
+)
+ENGINE_SNAPSHOTS = st.builds(
+    CounterSnapshot.from_worker_dict,
+    st.dictionaries(st.sampled_from(["vllm:prompt_tokens", "vllm:generation_tokens"]), st.integers(0, 9)),
+    process=st.sampled_from(["a", "b"]),
+    taken_at=st.floats(0, 3),
+)
+ENGINE_SIDES = st.one_of(
+    HOSTILE,
+    st.lists(ENGINE_SNAPSHOTS, max_size=3),
+    st.lists(st.one_of(ENGINE_SNAPSHOTS, HOSTILE), max_size=3),
+)
+
 # Public functions of the splice and weights modules that the facade does not carry (the reference has none).
 MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
     "splice_prefix_tokens": lambda d: _call(
@@ -323,6 +357,26 @@ MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
     "weight_version_per_token": lambda d: _call(
         weight_version_per_token, d.draw(HOSTILE), labels=d.draw(st.one_of(HOSTILE, st.just(["7", "8"])))
     ),
+    "rollout_batch": lambda d: _call(
+        rollout_batch,
+        d.draw(st.one_of(HOSTILE, st.lists(st.lists(st.integers(0, 5), max_size=4), max_size=3))),
+        d.draw(st.one_of(HOSTILE, st.lists(ROLLOUT_OUTPUTS, max_size=3))),
+        n=d.draw(st.one_of(st.none(), st.integers(0, 3), HOSTILE)),
+        allowed_versions=d.draw(st.one_of(st.none(), st.just({"7"}), HOSTILE)),
+        version_labels=d.draw(st.one_of(st.none(), HOSTILE)),
+        finish_reasons=d.draw(st.one_of(st.just(("stop", "length")), HOSTILE)),
+        pad_token_id=d.draw(st.one_of(st.just(0), HOSTILE)),
+        logprob_floor=d.draw(st.one_of(st.none(), HOSTILE)),
+    ),
+    "sampled_logprobs": lambda d: _call(
+        sampled_logprobs,
+        d.draw(st.one_of(HOSTILE, ROLLOUT_CHOICES)),
+        floor=d.draw(st.one_of(st.none(), HOSTILE)),
+    ),
+    "per_engine_delta": lambda d: _call(per_engine_delta, d.draw(ENGINE_SIDES), d.draw(ENGINE_SIDES)),
+    "CounterSnapshot.from_vllm_metrics(process, taken_at)": lambda d: _call(
+        CounterSnapshot.from_vllm_metrics, d.draw(HOSTILE), process=d.draw(HOSTILE), taken_at=d.draw(HOSTILE)
+    ),
 }
 
 
@@ -330,7 +384,8 @@ MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
 @settings(deadline=timedelta(seconds=5))
 @given(data=st.data())
 def test_hostile_arguments_to_module_functions(name: str, data: st.DataObject) -> None:
-    """Invariant 1 for the splice and weights functions outside the facade: returns or a bounded ContractError."""
+    """Invariant 1 for the splice, weights, rollouts and per-engine metrics functions outside the facade: returns
+    or a bounded ContractError."""
     MODULE_CALLS[name](data)
 
 

@@ -18,8 +18,11 @@ from rl_contracts.cli import build_parser, main
 from rl_contracts.cli import metrics as metrics_cli
 
 DATA = Path(__file__).parent / "data"
-SAMPLE_PAGE = (DATA / "vllm_server_metrics_sample.prom").read_bytes()
 AFTER_PAGE = (DATA / "server_metrics_after_two_chats.prom").read_bytes()
+RECORDED_SAMPLE_PAGE = (DATA / "vllm_server_metrics_sample.prom").read_bytes()
+SAMPLE_PAGE = RECORDED_SAMPLE_PAGE.replace(b'model_name="tiny"', b'model_name="tiny-moe"')
+"""The sample page as the same engine as ``AFTER_PAGE`` (it was recorded from a server naming the model "tiny"),
+so that the two pages are one engine's counters before and after two chats."""
 PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
@@ -225,6 +228,21 @@ def test_openmetrics_spelled_pages_are_read(server: PageServer, eof: bool) -> No
     result = run_cli(url, "--count", "1", "--json")
     assert (result.status, result.err) == (0, "")
     assert json.loads(result.out)["engine"] == {"vllm/prompt_tokens": 25.0}
+
+
+def test_a_restarted_server_is_reported_as_a_reset_not_a_small_step(server: PageServer) -> None:
+    """Counters that went backwards between two scrapes, or labels that changed (the server came back with another
+    model name), give vllm/engines_reset and no token counts for that interval; the next interval counts again."""
+    url = server.serve("/metrics", AFTER_PAGE, SAMPLE_PAGE, RECORDED_SAMPLE_PAGE, RECORDED_SAMPLE_PAGE)
+    result = run_cli(url, "--count", "3", "--json", "--interval", "0")
+    assert (result.status, result.err) == (0, "")
+    went_back, relabelled, steady = (json.loads(line) for line in result.out.splitlines())
+    for record in (went_back, relabelled):
+        assert record["engine"] == {"vllm/engines_reset": 1.0}
+        assert record["spec_decode"]["vllm/engines_reset"] == 1.0
+        assert record["spec_decode"]["vllm/spec_num_drafts"] == 0.0
+    assert steady["engine"]["vllm/prompt_tokens"] == 0.0
+    assert "vllm/engines_reset" not in steady["engine"]
 
 
 def test_main_runs_the_registered_sub_command(server: PageServer, capsys: pytest.CaptureFixture[str]) -> None:
@@ -481,10 +499,12 @@ def test_page_size_limit(server: PageServer, monkeypatch: pytest.MonkeyPatch) ->
 def test_non_finite_metrics_are_json_null(server: PageServer) -> None:
     """A metric that overflows to infinity is written as JSON null, never as Infinity."""
     tiny = (
-        b"# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total 1e-300\n"
-        b"# TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total 1e-300\n"
+        b"# TYPE vllm:spec_decode_num_drafts_total counter\n"
+        b'vllm:spec_decode_num_drafts_total{engine="0"} 1e-300\n'
+        b"# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
+        b'vllm:spec_decode_num_draft_tokens_total{engine="0"} 1e-300\n'
         b"# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
-        b"vllm:spec_decode_num_accepted_tokens_total 1e300\n"
+        b'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 1e300\n'
     )
     url = server.serve("/metrics", spec_page(0, 0, 0, []), tiny)
     result = run_cli(url, "--count", "1", "--json")
@@ -565,25 +585,29 @@ def _drafts_page(drafts: float) -> bytes:
     ("start", "end", "text"),
     [
         (0.0, 5.0, "5"),
-        (3.0, 0.0, "-3"),
+        (3.0, 0.0, "0"),  # went backwards: the server restarted, the interval counts nothing
         (0.0, 12.5, "12.5000"),
         (0.0, 999_999_999_999_999.0, "999999999999999"),
         (0.0, 1e15, "1000000000000000.0000"),
     ],
 )
 def test_table_number_format(server: PageServer, start: float, end: float, text: str) -> None:
-    """Whole numbers below 1e15 print as integers (negative deltas too), everything else with four decimals."""
+    """Whole numbers below 1e15 print as integers, everything else with four decimals; a counter that went
+    backwards is a reset, never a negative step."""
     url = server.serve("/metrics", _drafts_page(start), _drafts_page(end))
     result = run_cli(url, "--count", "1")
-    assert _rows(result.out)["vllm/spec_num_drafts"] == text
+    rows = _rows(result.out)
+    assert rows["vllm/spec_num_drafts"] == text
+    assert rows.get("vllm/engines_reset") == ("1" if end < start else None)
 
 
 def test_table_shows_infinite_metrics_as_inf(server: PageServer) -> None:
     """A metric that overflows to infinity prints as 'inf' in the table."""
     tiny = (
-        b"# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total 1e-300\n"
+        b"# TYPE vllm:spec_decode_num_drafts_total counter\n"
+        b'vllm:spec_decode_num_drafts_total{engine="0"} 1e-300\n'
         b"# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
-        b"vllm:spec_decode_num_accepted_tokens_total 1e300\n"
+        b'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 1e300\n'
     )
     url = server.serve("/metrics", spec_page(0, 0, 0, []), tiny)
     assert _rows(run_cli(url, "--count", "1").out)["vllm/spec_acceptance_length"] == "inf"

@@ -40,6 +40,9 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.WeightVersionError, (ValueError,)),
     (errors.TokenizerMismatchError, (ValueError,)),
     (errors.BaselineError, (errors.ConfigContractError, ValueError)),
+    (errors.RolloutBatchError, (ValueError,)),
+    (errors.RolloutPromptError, (errors.RolloutPromptMismatchError, errors.RolloutBatchError, ValueError)),
+    (errors.RolloutWeightVersionError, (errors.WeightVersionError, errors.RolloutBatchError, ValueError)),
 ]
 
 
@@ -469,6 +472,30 @@ REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
     errors.EnvelopeError: lambda: errors.EnvelopeError("bad length", field="length"),
     errors.RolloutPromptMismatchError: lambda: errors.RolloutPromptMismatchError(
         "differs", expected_length=3, actual_length=3, first_mismatch_index=2
+    ),
+    errors.RolloutBatchError: lambda: errors.RolloutBatchError(
+        "row 3 choice 0 was aborted", row=3, choice=0, check="finish_reason"
+    ),
+    errors.RolloutPromptError: lambda: errors.RolloutPromptError(
+        "row 1: differs",
+        expected_length=3,
+        actual_length=3,
+        first_mismatch_index=2,
+        row=1,
+        choice=None,
+        check="prompt",
+    ),
+    errors.RolloutWeightVersionError: lambda: errors.RolloutWeightVersionError(
+        "row 0 choice 1: output tokens [0, 4) were sampled by weights 'step-6'",
+        output_index=1,
+        span_index=0,
+        version="step-6",
+        start=0,
+        end=4,
+        token_count=4,
+        row=0,
+        choice=1,
+        check="weight_versions",
     ),
     errors.PromptFormatError: lambda: errors.PromptFormatError(
         "bad row", key="input_ids", row=1, value="[1, 2]"

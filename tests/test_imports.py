@@ -37,6 +37,7 @@ TENSOR_MODULES = [
     "rl_contracts.codec",
     "rl_contracts.chat",
     "rl_contracts.vllm_utils",
+    "rl_contracts.rollouts",
 ]
 
 

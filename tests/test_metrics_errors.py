@@ -475,16 +475,14 @@ def test_first_delta_type_errors(args: tuple[Any, ...], argument: str, actual: s
 @pytest.mark.parametrize(
     ("value", "type_name", "shown"),
     [
-        (float("nan"), "float", "nan"),
-        (float("-inf"), "float", "-inf"),
         (True, "bool", "True"),
         ("1", "str", "'1'"),
         (None, "NoneType", "None"),
     ],
 )
 @pytest.mark.parametrize("part", [None, "sum"])
-def test_first_delta_non_finite_value(value: object, type_name: str, shown: str, part: str | None) -> None:
-    """A present value that is not a finite number names the (shortened) delta key, its type and its value."""
+def test_first_delta_non_number_value(value: object, type_name: str, shown: str, part: str | None) -> None:
+    """A present value that is not a number names the (shortened) delta key, its type and its value."""
     key = LONG if part is None else f"{LONG}|{part}"
     err = _snapshot_error(lambda: first_delta({key: value}, (LONG,), part))  # type: ignore[dict-item]
     _says(err, f"delta['{SHORT_LONG}']", f"{type_name} {shown}")

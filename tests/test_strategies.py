@@ -40,6 +40,7 @@ from rl_contracts.errors import (
     ConfigContractError,
     ContractError,
     ContractTypeError,
+    RolloutBatchError,
     RoutedExpertsError,
     SpliceError,
     UnsupportedConfigError,
@@ -50,9 +51,11 @@ from rl_contracts.metrics import (
     aggregate_spec_decode_counters,
     compute_engine_step_metrics,
     is_kept,
+    per_engine_delta,
 )
 from rl_contracts.multimodal import placeholder_range_bounds, remap_multimodal_placeholders
 from rl_contracts.prompts import format_prompt_for_vllm_generation, validate_rollout_prompt
+from rl_contracts.rollouts import rollout_batch
 from rl_contracts.routed_experts import as_routed_experts_tensor, pad_and_align_routed_expert_indices
 from rl_contracts.splice import resolve_terminator_token_ids, splice_prefix_tokens
 from rl_contracts.testing import strategies as strategies_module
@@ -61,21 +64,28 @@ from rl_contracts.testing.strategies import (
     CROSS_FIELD_RULES,
     MALFORMATIONS,
     MEDIA_TOKENS,
+    ROLLOUT_FAULTS,
+    ROLLOUT_LABELS,
     SPELLINGS,
     TERMINATOR,
     TEXT_TOKENS,
     TOKEN_CONTAINER_KINDS,
+    BrokenRolloutGeneration,
+    EngineFleetStep,
+    RolloutGeneration,
     Spelling,
     aggregated_counter_pairs,
     alignment_cases,
     as_token_container,
     broken_recipes,
+    broken_rollout_generations,
     broken_rule_vllm_configs,
     carry_dtypes,
     chat_exchanges,
     counter_keys,
     counter_snapshots,
     counter_values,
+    engine_fleet_steps,
     envelope_tensors,
     generation_batches,
     hostile_chat_exchanges,
@@ -99,6 +109,7 @@ from rl_contracts.testing.strategies import (
     range_factories,
     reload_refit_cases,
     render_prometheus_text,
+    rollout_generations,
     rollout_prompt_pairs,
     route_arrays,
     route_counts,
@@ -478,6 +489,61 @@ def test_aggregated_counter_pairs_compute_with_growth_and_resets() -> None:
 
     seen = _outcomes(aggregated_counter_pairs(), outcome, examples=100)
     assert set().union(*seen) == {"only start", "only end", "reset", "grown or same"}
+
+
+def test_rollout_generations_are_accepted_with_what_they_expect() -> None:
+    """Every generate call passes ``rollout_batch`` and gives its expected rows; empty batches, several choices,
+    empty choices and several weight versions in one choice all occur."""
+
+    def outcome(generation: RolloutGeneration) -> frozenset[str]:
+        batch = rollout_batch(
+            generation.prompts, generation.request_outputs, n=generation.n, allowed_versions=ROLLOUT_LABELS
+        )
+        assert batch.rows.tolist() == [e.row for e in generation.expected]
+        kinds = {"empty batch"} if not generation.expected else set()
+        kinds |= {"n > 1"} if generation.n > 1 else set()
+        kinds |= {"no tokens" for e in generation.expected if not e.generated}
+        kinds |= {"versions change" for e in generation.expected if len(set(e.versions)) > 1}
+        return frozenset(kinds)
+
+    seen = _outcomes(rollout_generations(), outcome, examples=80)
+    assert set().union(*seen) == {"empty batch", "n > 1", "no tokens", "versions change"}
+
+
+@pytest.mark.parametrize("fault", ROLLOUT_FAULTS)
+def test_broken_rollout_generations_fail_at_the_planted_row_and_choice(fault: str) -> None:
+    """Restricted to one fault, every draw raises at its row, choice and check; an unknown fault is a ValueError."""
+
+    def outcome(case: BrokenRolloutGeneration) -> tuple[str, bool]:
+        generation = case.generation
+        try:
+            rollout_batch(
+                generation.prompts,
+                generation.request_outputs,
+                n=generation.n,
+                allowed_versions=ROLLOUT_LABELS,
+            )
+        except RolloutBatchError as err:
+            return case.fault, (err.row, err.choice, err.check) == (case.row, case.choice, case.check)
+        return case.fault, False
+
+    seen = _outcomes(broken_rollout_generations(faults=(fault,)), outcome, examples=15)  # type: ignore[arg-type]
+    assert set(seen) == {(fault, True)}
+    with pytest.raises(ValueError, match="unknown"):
+        broken_rollout_generations(faults=("typo",))  # type: ignore[arg-type]
+
+
+def test_engine_fleet_steps_hold_named_engines_with_and_without_restarts() -> None:
+    """Every step's fleets aggregate with their engines; the drawn delta is per_engine_delta's, and steps with and
+    without restarted engines both occur (never with ``resets=False``)."""
+
+    def outcome(step: EngineFleetStep) -> tuple[bool, bool]:
+        fleet = aggregate_spec_decode_counters(step.start)
+        result = per_engine_delta(step.start, step.end)
+        return fleet.snapshots is not None and result.delta == step.delta, bool(step.reset)
+
+    assert set(_outcomes(engine_fleet_steps(), outcome)) == {(True, True), (True, False)}
+    assert set(_outcomes(engine_fleet_steps(resets=False), outcome, examples=20)) == {(True, False)}
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)

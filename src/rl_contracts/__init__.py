@@ -17,7 +17,10 @@ from .errors import PlaceholderTypeError as PlaceholderTypeError
 from .errors import PromptFormatError as PromptFormatError
 from .errors import RecipeError as RecipeError
 from .errors import RecipeLoadError as RecipeLoadError
+from .errors import RolloutBatchError as RolloutBatchError
+from .errors import RolloutPromptError as RolloutPromptError
 from .errors import RolloutPromptMismatchError as RolloutPromptMismatchError
+from .errors import RolloutWeightVersionError as RolloutWeightVersionError
 from .errors import RoutedExpertsError as RoutedExpertsError
 from .errors import SpliceError as SpliceError
 from .errors import TokenizerMismatchError as TokenizerMismatchError

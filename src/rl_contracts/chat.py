@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
-import operator
 from collections import Counter
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ import torch
 
 from ._messages import render, render_list, render_name, type_name
 from ._routes import WIRE_DTYPE_NAMES, carry_dtype, non_negative, torch_device
+from ._sampled_logprobs import LogprobFault, sampled_token_logprobs
 from .checks import int_or_none, is_sequence, require_int, require_sequence, token_ids
 from .codec import encode_routed_experts
 from .errors import ChatResponseContractError, ContractTypeError, SpliceError
@@ -471,59 +470,33 @@ def _token_information(index: int, output: object) -> tuple[list[int], list[floa
             token_count=len(generated),
             logprob_count=len(entries),
         )
-    fast = _floored_log_probs(generated, entries)
-    if fast is not None:
-        return generated, fast
-    return generated, [
-        _sampled_log_prob(index, position, token_id, entries[position])
-        for position, token_id in enumerate(generated)
-    ]
+    values = sampled_token_logprobs(generated, entries)
+    if isinstance(values, LogprobFault):
+        raise _logprob_error(index, values)
+    return generated, list(map(max, values, itertools.repeat(VLLM_LOGPROB_FLOOR)))
 
 
-def _floored_log_probs(generated: list[int], entries: Sequence[Any]) -> list[float] | None:
-    """The floored sampled-token log-probs in bulk (C-level loops), or ``None`` when any position needs the
-    per-position check of :func:`_sampled_log_prob`, which then raises the precise error."""
-    if not set(map(type, entries)) <= {dict}:
-        return None
-    try:  # map stops at the shorter input; the caller has checked that the lengths are equal
-        candidates = map(operator.getitem, entries, generated)
-        values = list(map(float, map(operator.attrgetter("logprob"), candidates)))
-    except (KeyError, AttributeError, TypeError, ValueError, OverflowError):
-        return None
-    if math.inf in values or any(map(math.isnan, values)):
-        return None
-    return list(map(max, values, itertools.repeat(VLLM_LOGPROB_FLOOR)))
-
-
-def _sampled_log_prob(index: int, position: int, token_id: int, entry: object) -> float:
-    """The floored log-prob of the sampled ``token_id`` at one position, or a ``ChatResponseContractError``."""
-    candidate = entry.get(token_id) if isinstance(entry, Mapping) else None
-    if candidate is None:
-        raise ChatResponseContractError(
+def _logprob_error(index: int, fault: LogprobFault) -> ChatResponseContractError:
+    """The chat wording of a sampled-token log-prob fault (SPEC §5.1 step 5)."""
+    token_id = fault.token_id
+    if fault.kind == "missing":
+        return ChatResponseContractError(
             "vLLM generation log probabilities did not include the selected token "
             f"{_TOKENS.attaching}: choice_idx={render(index)}, token_id={render(token_id)}.",
             choice_index=index,
             token_id=token_id,
         )
-    raw = getattr(candidate, "logprob", None)
-    where = f"choice_idx={render(index)}, position={position}, token_id={render(token_id)}"
-    try:
-        value = float(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        raise ChatResponseContractError(
-            f"vLLM returned a log probability that is not a number for the selected token {_TOKENS.attaching}: "
-            f"{where}, logprob={render(raw)}.",
-            choice_index=index,
-            token_id=token_id,
-        ) from None
-    if math.isnan(value) or value == math.inf:
-        raise ChatResponseContractError(
-            f"vLLM returned a non-finite log probability for the selected token {_TOKENS.attaching}: "
-            f"{where}, logprob={render(value)}.",
-            choice_index=index,
-            token_id=token_id,
-        )
-    return max(value, VLLM_LOGPROB_FLOOR)
+    where = f"choice_idx={render(index)}, position={fault.position}, token_id={render(token_id)}"
+    what = (
+        "a log probability that is not a number"
+        if fault.kind == "not_a_number"
+        else "a non-finite log probability"
+    )
+    return ChatResponseContractError(
+        f"vLLM returned {what} for the selected token {_TOKENS.attaching}: {where}, logprob={render(fault.value)}.",
+        choice_index=index,
+        token_id=token_id,
+    )
 
 
 def _assign(plan: _Plan, wording: _Wording) -> None:

@@ -37,7 +37,10 @@ __all__ = [
     "PromptFormatError",
     "RecipeError",
     "RecipeLoadError",
+    "RolloutBatchError",
+    "RolloutPromptError",
     "RolloutPromptMismatchError",
+    "RolloutWeightVersionError",
     "RoutedExpertsError",
     "SpliceError",
     "TokenizerMismatchError",
@@ -391,6 +394,40 @@ class TokenizerMismatchError(ContractError, ValueError):
     components: tuple[str, ...] | None
     learner_digest: str | None
     engine_digest: str | None
+
+
+class RolloutBatchError(ContractError, ValueError):
+    """A row of a rollout batch that the learner must not train on (the batch hand-off of ``rl_contracts.rollouts``).
+
+    ``row`` is the request's position in the batch (the prompt's row), ``choice`` the completion output's
+    ``index`` within it (``None`` when the fault is the whole request's) and ``check`` what failed: ``"batch"``,
+    ``"prompt"``, ``"finished"``, ``"choices"``, ``"token_ids"``, ``"finish_reason"``, ``"logprobs"`` or
+    ``"weight_versions"``.  :class:`RolloutPromptError` and :class:`RolloutWeightVersionError` are also the
+    errors of the single-row checks they wrap, so ``except RolloutPromptMismatchError`` keeps working.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = ("row", "choice", "check")
+    row: int | None
+    choice: int | None
+    check: str | None
+
+
+class RolloutPromptError(RolloutPromptMismatchError, RolloutBatchError):
+    """The prompt vLLM processed for one row of a rollout batch differs from the learner's."""
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        *RolloutPromptMismatchError.attribute_names,
+        *RolloutBatchError.attribute_names,
+    )
+
+
+class RolloutWeightVersionError(WeightVersionError, RolloutBatchError):
+    """The weight versions of one choice of a rollout batch are missing, malformed or not allowed."""
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        *WeightVersionError.attribute_names,
+        *RolloutBatchError.attribute_names,
+    )
 
 
 def _is_library_class(cls: type[BaseException]) -> bool:

@@ -71,8 +71,9 @@ class CompletionOutputLike(Protocol):
 class RequestOutputLike(Protocol):
     """vLLM ``vllm.outputs.RequestOutput``.
 
-    Also read, optionally: ``outputs`` (missing means empty), ``prompt_routed_experts`` (legacy, vLLM 0.21.x)
-    and ``num_cached_tokens`` (quoted in messages only).
+    Also read, optionally: ``outputs`` (missing means empty), ``prompt_routed_experts`` (legacy, vLLM 0.21.x),
+    ``num_cached_tokens`` (quoted in messages only) and ``finished`` (``False`` fails the rollout hand-off of
+    :mod:`rl_contracts.rollouts`).
     """
 
     @property

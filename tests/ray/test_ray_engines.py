@@ -1,9 +1,11 @@
 """Data-parallel vLLM engines in Ray actors (SPEC §6.3, §6.6): counters gathered from every engine add up.
 
 Two actors each run a real vLLM CPU engine on the tiny dense model (``RL_CONTRACTS_VLLM_MODELS``, built by the
-tier). The driver takes ``CounterSnapshot.from_vllm_metrics`` of each engine's ``get_metrics()`` before and after a
-generate, aggregates, and the step metrics must equal the tokens and requests both engines produced. Keeping only
-one engine's report, as the reference's last-wins collapse does, undercounts.
+tier). Each actor snapshots its own engine (``CounterSnapshot.from_vllm_metrics`` of ``get_metrics()``, named by the
+actor's process); the driver aggregates before and after a generate, and the step metrics, taken per engine, must
+equal the tokens and requests both engines produced. Keeping only one engine's report, as the reference's
+last-wins collapse does, undercounts. Metric objects shipped to the driver carry no process: snapshots built there
+must name the engine (``process=``), or they are refused as one engine read twice.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from rl_contracts.metrics import CounterSnapshot, aggregate_spec_decode_counters, compute_engine_step_metrics
+from rl_contracts.errors import CounterSnapshotError
+from rl_contracts.metrics import (
+    ENGINES_RESET_KEY,
+    CounterSnapshot,
+    aggregate_spec_decode_counters,
+    compute_engine_step_metrics,
+    per_engine_delta,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -41,6 +50,10 @@ class Engine:
         """``LLM.get_metrics()``: vLLM's own metric objects, shipped to the driver as they are."""
         metrics: list[Any] = self.llm.get_metrics()
         return metrics
+
+    def snapshot(self) -> CounterSnapshot:
+        """This engine's counters, snapshotted in the actor: the engine is named by this process."""
+        return CounterSnapshot.from_vllm_metrics(self.llm.get_metrics())
 
     def generate(self, prompts: list[str], max_tokens: int) -> list[tuple[int, int, str]]:
         """Generate and return, per request, (prompt tokens, generated tokens, finish reason)."""
@@ -82,10 +95,16 @@ def engines(ray_cluster: Any) -> Iterator[list[Any]]:
 
 
 def snapshots(ray_cluster: Any, engines: list[Any]) -> list[CounterSnapshot]:
-    """``CounterSnapshot.from_vllm_metrics`` of each engine's metric objects, taken on the driver."""
+    """Each engine's snapshot, taken in its actor and shipped to the driver."""
+    return list(ray_cluster.get([e.snapshot.remote() for e in engines]))
+
+
+def shipped(ray_cluster: Any, engines: list[Any], *, named: bool) -> list[CounterSnapshot]:
+    """``CounterSnapshot.from_vllm_metrics`` of each engine's metric objects, built on the driver; ``named`` passes
+    each engine's rank as its process."""
     return [
-        CounterSnapshot.from_vllm_metrics(metrics)
-        for metrics in ray_cluster.get([e.metrics.remote() for e in engines])
+        CounterSnapshot.from_vllm_metrics(metrics, process=f"rank{rank}" if named else None)
+        for rank, metrics in enumerate(ray_cluster.get([e.metrics.remote() for e in engines]))
     ]
 
 
@@ -100,6 +119,10 @@ def test_dp_engine_counters_aggregate_to_what_both_produced(ray_cluster: Any, en
     )
     after = snapshots(ray_cluster, engines)
 
+    assert len({snapshot.engine for snapshot in after}) == 2  # two actors, two processes
+    assert all(
+        snapshot.engine is not None and ("engine", "0") in snapshot.engine.labels for snapshot in after
+    )
     requests = [request for result in results for request in result]
     prompt_tokens = sum(prompt for prompt, _, _ in requests)
     generated = sum(tokens for _, tokens, _ in requests)
@@ -124,3 +147,17 @@ def test_dp_engine_counters_aggregate_to_what_both_produced(ray_cluster: Any, en
     )
     last_prompt_tokens = sum(prompt for prompt, _, _ in results[-1])
     assert last_only["vllm/prompt_tokens"] == float(last_prompt_tokens) < step["vllm/prompt_tokens"]
+    assert ENGINES_RESET_KEY not in step
+
+
+def test_metric_objects_shipped_to_the_driver_need_the_engine_named(
+    ray_cluster: Any, engines: list[Any]
+) -> None:
+    """Built on the driver, both engines' snapshots name the driver's process and engine 0: refused as one
+    engine read twice; named by rank, they aggregate to the same counters as the actors' own snapshots."""
+    with pytest.raises(CounterSnapshotError, match="same engine"):
+        aggregate_spec_decode_counters(shipped(ray_cluster, engines, named=False))
+    by_rank = aggregate_spec_decode_counters(shipped(ray_cluster, engines, named=True))
+    in_actors = aggregate_spec_decode_counters(snapshots(ray_cluster, engines))
+    assert by_rank == in_actors
+    assert [engine.process for engine in per_engine_delta(by_rank, by_rank).engines] == ["rank0", "rank1"]

@@ -35,6 +35,7 @@ from rl_contracts.prompts import (
     validate_rollout_prompt,
 )
 from rl_contracts.refit import format_refit_key_error
+from rl_contracts.rollouts import rollout_batch
 from rl_contracts.routed_experts import as_routed_experts_tensor
 from rl_contracts.splice import splice_prefix_tokens
 from rl_contracts.testing import assert_contract_error
@@ -58,6 +59,16 @@ def _chat_without_logprobs() -> object:
         prompt_token_ids=[1, 5], outputs=[SimpleNamespace(index=0, token_ids=[7], logprobs=None)]
     )
     return attach_token_information_to_chat_response_choices(response, output)
+
+
+def _rollout(prompt_token_ids: list[int], finish_reason: str, spans: list[tuple[str, int, int]]) -> object:
+    """The rollout hand-off of one row whose learner prompt is ``[1, 5]``."""
+    logprobs = [{7: SimpleNamespace(logprob=-0.5)}]
+    choice = SimpleNamespace(
+        index=0, token_ids=[7], logprobs=logprobs, finish_reason=finish_reason, weight_versions=spans
+    )
+    output = SimpleNamespace(prompt_token_ids=prompt_token_ids, outputs=[choice], finished=True)
+    return rollout_batch([[1, 5]], [output], allowed_versions={"7"})
 
 
 FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
@@ -96,6 +107,9 @@ FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
     errors.TokenizerMismatchError: lambda: check_tokenizers_match(
         StandInChatTokenizer(), StandInChatTokenizer(swap=("a", "b"))
     ),
+    errors.RolloutBatchError: lambda: _rollout([1, 5], "abort", [("7", 0, 1)]),
+    errors.RolloutPromptError: lambda: _rollout([1, 6], "stop", [("7", 0, 1)]),
+    errors.RolloutWeightVersionError: lambda: _rollout([1, 5], "stop", [("6", 0, 1)]),
 }
 
 

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from rl_contracts.metrics import CounterSnapshot, aggregate_spec_decode_counters, compute_engine_step_metrics
+from rl_contracts.metrics import (
+    ENGINES_RESET_KEY,
+    CounterSnapshot,
+    aggregate_spec_decode_counters,
+    compute_engine_step_metrics,
+    per_engine_delta,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -22,9 +28,10 @@ class CounterWorker:
     def __init__(self, counters: dict[str, Any]) -> None:
         self.counters = dict(counters)
 
-    def snapshot(self) -> CounterSnapshot:
-        """This worker's kept counters as a ``CounterSnapshot`` (unkept keys dropped)."""
-        return CounterSnapshot.from_worker_dict(self.counters)
+    def snapshot(self, process: str | None = None) -> CounterSnapshot:
+        """This worker's kept counters as a ``CounterSnapshot`` (unkept keys dropped), its engine named
+        ``process`` when given."""
+        return CounterSnapshot.from_worker_dict(self.counters, process=process)
 
     def advance(self, increments: dict[str, float]) -> None:
         """Add ``increments`` to the scalar counters."""
@@ -100,3 +107,37 @@ def test_step_metrics_over_actors_count_every_worker(ray_cluster: Any, workers: 
     assert step["vllm/generation_tokens"] == 3.0 * len(workers)
     assert step["vllm/generations_ok"] == float(len(workers))
     assert step["vllm/generations_failed"] == 0.0
+
+
+def test_a_restarted_actor_is_a_reset_and_the_others_still_count(ray_cluster: Any) -> None:
+    """Workers named by rank: one killed and started again with fresh counters between the snapshots is reported
+    as a reset, while the other workers' increments are summed; the totals' delta would fold it in."""
+    remote = ray_cluster.remote(num_cpus=0)(CounterWorker)
+    actors = [remote.remote(counters) for counters in WORKERS]
+    try:
+        start = aggregate_spec_decode_counters(
+            ray_cluster.get([actor.snapshot.remote(f"rank{i}") for i, actor in enumerate(actors)])
+        )
+        ray_cluster.get([actor.advance.remote({"vllm:generation_tokens": 5.0}) for actor in actors])
+        ray_cluster.kill(actors[1])
+        actors[1] = remote.remote({"vllm:generation_tokens": 30.0})  # restarted: its counters begin again
+        end = aggregate_spec_decode_counters(
+            ray_cluster.get([actor.snapshot.remote(f"rank{i}") for i, actor in enumerate(actors)])
+        )
+        assert start.snapshots is not None
+        assert start.snapshots[0].taken_at is not None
+        step = compute_engine_step_metrics(start, end)
+        assert step["vllm/generation_tokens"] == 5.0 * (len(WORKERS) - 1)
+        assert step[ENGINES_RESET_KEY] == 1.0
+        [reset] = per_engine_delta(start, end).resets
+        assert (reset.engine.process, reset.key, reset.start, reset.end) == (
+            "rank1",
+            "vllm:generation_tokens",
+            41.0,
+            30.0,
+        )
+        totals = compute_engine_step_metrics(dict(start), dict(end))
+        assert totals["vllm/generation_tokens"] == 4.0  # 170 - 166: a plausible wrong number
+    finally:
+        for actor in actors:
+            ray_cluster.kill(actor)

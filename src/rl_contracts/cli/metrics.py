@@ -3,7 +3,10 @@
 ``rl-contracts metrics URL [--interval S] [--count N] [--json] [--timeout S]`` scrapes ``URL`` (a vLLM server's
 Prometheus page, e.g. ``http://127.0.0.1:8000/metrics``) once, then every ``S`` seconds (default 5), ``N`` times
 (default: until Ctrl-C).  For each interval it prints the engine step metrics (SPEC §6.6) and the spec-decode
-metrics (§6.7) between consecutive snapshots: a table, or one JSON object per line with ``--json``.
+metrics (§6.7) between consecutive snapshots: a table, or one JSON object per line with ``--json``.  Each
+snapshot names its engine by the URL and its series' labels, so deltas are taken per engine: a server that
+restarted between two scrapes (a counter went backwards, or its labels changed) is counted in
+``vllm/engines_reset`` and its series are left out of that interval, never reported as a plausible small step.
 
 Exit status: 0 after ``N`` intervals or Ctrl-C; 2, with one line on stderr, when the server is unreachable,
 answers with an HTTP status other than 200, times out (default 10 s), or serves a page that is not Prometheus text
@@ -216,7 +219,7 @@ def _scrape(url: str, timeout: float) -> AggregatedCounters:
     except UnicodeDecodeError:
         raise _ScrapeError(f"{url} did not serve Prometheus text (not UTF-8)") from None
     try:
-        page = parse_prometheus_text(text)
+        page = parse_prometheus_text(text, process=url)  # the server is the engine; a restart is a reset
     except ContractError as error:
         raise _ScrapeError(f"{url} did not serve a usable Prometheus page: {error}") from None
     if not page.vllm_families:

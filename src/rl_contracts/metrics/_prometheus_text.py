@@ -18,15 +18,22 @@ from ..errors import CounterSnapshotError
 from ._series import Accumulator, check_metric_name, series_key
 from ._values import FrozenCounters, require_str
 from .keys import is_kept
-from .names import COUNTER_KEY_SEP, HISTOGRAM_COUNT_PART, HISTOGRAM_SUM_PART, SPEC_DECODE_ACCEPTED_PER_POS
+from .names import (
+    COUNTER_KEY_SEP,
+    HISTOGRAM_COUNT_PART,
+    HISTOGRAM_SUM_PART,
+    MAX_SPEC_DECODE_POSITIONS,
+    SPEC_DECODE_ACCEPTED_PER_POS,
+)
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
 __all__ = ["read_prometheus_text"]
 
-_MAX_POSITION_LABEL: Final = 4095
-"""Largest ``position`` label accepted on a page, so a hostile page cannot allocate a huge vector."""
+_MAX_POSITION_LABEL: Final = MAX_SPEC_DECODE_POSITIONS - 1
+"""Largest ``position`` label accepted on a page: the one bound of every snapshot source, so a hostile page cannot
+allocate a huge vector."""
 _DECIMAL: Final = re.compile(r"[0-9]+")
 _UNTYPED: Final = frozenset({"unknown", "untyped"})
 """The type of a family without ``# TYPE`` (``prometheus_client`` calls it ``unknown``; older releases
@@ -38,8 +45,11 @@ _Identity = tuple[str, "str | None", tuple[tuple[str, str], ...]]
 """What one sample sets: family name, part, sorted labels; a page may set it once."""
 
 
-def read_prometheus_text(text: object) -> tuple[FrozenCounters, tuple[str, ...]]:
-    """Sum the kept samples of a page by snapshot key; also return the names of the page's ``vllm:`` families.
+def read_prometheus_text(
+    text: object,
+) -> tuple[FrozenCounters, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Sum the kept samples of a page by snapshot key; also return the names of the page's ``vllm:`` families and
+    the identity labels of the kept samples (sorted, distinct).
 
     The names are in page order, every type counted, kept or not; the untyped half of a split counter is not a
     family of its own.  Raises as ``CounterSnapshot.from_prometheus_text``.
@@ -58,7 +68,7 @@ def read_prometheus_text(text: object) -> tuple[FrozenCounters, tuple[str, ...]]
         read = _parts(family, base)
         if read is not None and is_kept(check_metric_name(read[0], "Prometheus family")):
             _add_samples(accumulator, seen, family, *read)
-    return accumulator.result(), tuple(names)
+    return accumulator.result(), tuple(names), accumulator.identity_labels()
 
 
 def _parse(text: str) -> list[Metric]:
@@ -126,6 +136,7 @@ def _add_samples(
             seen, (name, part, tuple(sorted(sample.labels.items()))), sample.name, sample.labels, sample.value
         )
         key = series_key(name, sample.labels)
+        accumulator.add_labels(sample.labels, "Prometheus sample", key)
         if part is not None:
             accumulator.add_scalar(key + COUNTER_KEY_SEP + part, sample.value)
         elif vector:

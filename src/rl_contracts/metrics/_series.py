@@ -7,14 +7,16 @@ its ``finished_reason`` label, and add up every series that shares a key: scalar
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .._messages import render, shorten, type_name
 from ..errors import CounterSnapshotError
 from ._values import FrozenCounters, check_sum, counter_value, counter_vector, key_text
+from .engines import NOT_IDENTITY_LABELS
 from .keys import encode_counter_key
 from .names import COUNTER_KEY_SEP, FINISHED_REASON_LABEL
 
-__all__ = ["Accumulator", "check_metric_name", "series_key"]
+__all__ = ["Accumulator", "check_metric_name", "identity_labels", "series_key"]
 
 
 def check_metric_name(name: object, where: str) -> str:
@@ -39,6 +41,7 @@ class Accumulator:
     """Sums scalars and per-position vectors by snapshot key, refusing a key that gets both kinds.
 
     Every value is checked as it is added; :meth:`result` checks the sums and returns them in first-seen order.
+    The labels of every kept series are collected too (:meth:`add_labels`), for the snapshot's engine identity.
     ``where`` starts every message (``"vLLM metric"``, ``"Prometheus"``).
     """
 
@@ -47,6 +50,15 @@ class Accumulator:
         self.scalars: dict[str, float] = {}
         self.vectors: dict[str, dict[int, float]] = {}
         self.order: dict[str, None] = {}
+        self.labels: set[tuple[str, str]] = set()
+
+    def add_labels(self, labels: Mapping[Any, object], where: str, key: str) -> None:
+        """Collect the identity labels of one kept series (``where`` and ``key`` name it in errors)."""
+        self.labels.update(identity_labels(labels, where, key))
+
+    def identity_labels(self) -> tuple[tuple[str, str], ...]:
+        """The sorted, distinct identity labels of every series added."""
+        return tuple(sorted(self.labels))
 
     def add_scalar(self, key: str, value: object) -> None:
         """Add a scalar counter under ``key``."""
@@ -96,3 +108,24 @@ class Accumulator:
                 key=shorten(key, 200),
             )
         self.order.setdefault(key)
+
+
+def identity_labels(labels: Mapping[Any, object], where: str, key: str) -> tuple[tuple[str, str], ...]:
+    """The identity pairs of one series' labels (every label but ``finished_reason`` and ``position``).
+
+    Raises ``CounterSnapshotError`` naming ``where`` and the series ``key`` for a label name or value that is not
+    a ``str`` (vLLM's labels are strings; anything else cannot name an engine).
+    """
+    pairs = []
+    for name, value in labels.items():
+        if name in NOT_IDENTITY_LABELS:
+            continue
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise CounterSnapshotError(
+                f"{where} '{shorten(key, 200)}' has a label {render(name)}={render(value)} that is not a str; "
+                "the labels of a series name its engine and must be strings, as vLLM's are",
+                key=shorten(key, 200),
+                value=render(value),
+            )
+        pairs.append((name, value))
+    return tuple(pairs)

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from typing import Any
 
 from .._messages import render, shorten, type_name
 from ..checks import is_int
 from ..errors import ContractTypeError, CounterSnapshotError
+from .names import MAX_SPEC_DECODE_POSITIONS
 
 __all__ = [
     "FrozenCounters",
     "as_number",
+    "check_positions",
     "check_sum",
     "counter_value",
     "counter_vector",
@@ -73,7 +75,11 @@ def counter_value(value: object, key: object, where: str) -> float:
 
 
 def counter_vector(value: Sequence[object], key: object, where: str) -> tuple[float, ...]:
-    """Check every element of a per-position vector as :func:`counter_value`; the message adds the position."""
+    """Check every element of a per-position vector as :func:`counter_value`; the message adds the position.
+
+    A vector longer than :data:`~rl_contracts.metrics.MAX_SPEC_DECODE_POSITIONS` is a ``CounterSnapshotError``.
+    """
+    check_positions(len(value), key, where)
     result = []
     for index, item in enumerate(value):
         try:
@@ -83,6 +89,17 @@ def counter_vector(value: Sequence[object], key: object, where: str) -> tuple[fl
                 f"{err.message} (at position {index})", key=err.key, value=err.value
             ) from None
     return tuple(result)
+
+
+def check_positions(count: int, key: object, where: str) -> None:
+    """Raise ``CounterSnapshotError`` when a vector of ``count`` positions exceeds the one documented bound."""
+    if count > MAX_SPEC_DECODE_POSITIONS:
+        raise CounterSnapshotError(
+            f"{where} counter '{key_text(key)}' has {count} positions; a per-position vector holds at most "
+            f"{MAX_SPEC_DECODE_POSITIONS} (positions 0 to {MAX_SPEC_DECODE_POSITIONS - 1}), whatever its source",
+            key=key_text(key),
+            value=str(count),
+        )
 
 
 def is_vector(value: object) -> bool:
@@ -117,6 +134,22 @@ class FrozenCounters(Mapping[str, "float | tuple[float, ...]"]):
 
     def __len__(self) -> int:
         return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def items(self) -> ItemsView[str, float | tuple[float, ...]]:
+        """The underlying dict's view (read-only through this mapping), at C speed."""
+        return self._data.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[float | tuple[float, ...]]:
+        return self._data.values()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
 
     def __hash__(self) -> int:
         return hash(frozenset(self._data.items()))

@@ -15,13 +15,14 @@ from .names import COUNTER_KEY_SEP, FINISHED_REASON_LABEL, HISTOGRAM_COUNT_PART,
 __all__ = ["read_vllm_metrics"]
 
 
-def read_vllm_metrics(metrics: object) -> FrozenCounters:
-    """Sum the kept metric objects of ``metrics`` by snapshot key (see ``CounterSnapshot.from_vllm_metrics``)."""
+def read_vllm_metrics(metrics: object) -> tuple[FrozenCounters, tuple[tuple[str, str], ...]]:
+    """Sum the kept metric objects of ``metrics`` by snapshot key (see ``CounterSnapshot.from_vllm_metrics``);
+    also return the identity labels of the kept objects (sorted, distinct)."""
     objects = _metric_objects(metrics)
     accumulator = Accumulator("vLLM metric")
     for index, metric in enumerate(objects):
         _add_metric(accumulator, metric, f"metrics[{index}]")
-    return accumulator.result()
+    return accumulator.result(), accumulator.identity_labels()
 
 
 def _metric_objects(metrics: object) -> Iterable[object]:
@@ -37,11 +38,20 @@ def _metric_objects(metrics: object) -> Iterable[object]:
 
 
 def _add_metric(accumulator: Accumulator, metric: object, where: str) -> None:
-    """Add one object: skipped unless its name is kept, else its vector, scalar or histogram parts."""
-    name = check_metric_name(getattr(metric, "name", None), where)
-    if not is_kept(name):
+    """Add one object: skipped unless its name is kept, else its vector, scalar or histogram parts.
+
+    An unkept name is skipped whatever it holds, ``|`` or the empty name included (SPEC §6.3 step 1); only a
+    name that is not a ``str``, or a kept name holding ``|`` (it would collide with a histogram part or an outcome
+    key), is an error.
+    """
+    raw_name = getattr(metric, "name", None)
+    if isinstance(raw_name, str) and not is_kept(raw_name):
         return
-    key = _flat_key(name, getattr(metric, "labels", None), f"metric {where}")
+    name = check_metric_name(raw_name, where)
+    labels = getattr(metric, "labels", None)
+    key = _flat_key(name, labels, f"metric {where}")
+    if isinstance(labels, Mapping):  # always, once _flat_key has passed
+        accumulator.add_labels(labels, f"metric {where}", key)
     values = getattr(metric, "values", None)
     value = getattr(metric, "value", None)
     count, total = getattr(metric, "count", None), getattr(metric, "sum", None)

@@ -1,23 +1,61 @@
-"""Summing the counter snapshots of every DP leader into one counter dictionary (SPEC §6.4)."""
+"""Summing the counter snapshots of every DP leader into one counter dictionary (SPEC §6.4).
+
+The result is a :class:`FleetCounters`: the plain dict of SPEC §6.4, which also remembers the snapshots it summed
+when every one of them names its engine, so that the step functions take deltas per engine.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .._messages import render, shorten, type_name
 from ..checks import require_sequence
 from ..errors import ContractTypeError, CounterSnapshotError
 from ._values import check_sum
 from ._worker_dicts import read_worker_dict
+from .engines import EngineIdentity
 from .names import AggregatedCounters, WorkerCounters
 from .snapshot import CounterSnapshot
 
-__all__ = ["aggregate_spec_decode_counters"]
+__all__ = ["FleetCounters", "aggregate_spec_decode_counters"]
+
+
+class FleetCounters(dict[str | tuple[str, int], float]):
+    """Counters summed over a fleet of engines (a ``dict``, equal to the plain dict of its items), remembering the
+    engine snapshots it was summed from.
+
+    ``snapshots`` is the tuple of :class:`~rl_contracts.metrics.CounterSnapshot` reports, in order, when every
+    report named its engine (``snapshot.engine`` set), else ``None``.  With snapshots on both sides,
+    :func:`~rl_contracts.metrics.compute_engine_step_metrics` and
+    :func:`~rl_contracts.metrics.compute_spec_decode_metrics` take the delta of each engine and sum those
+    (:func:`~rl_contracts.metrics.per_engine_delta`).  ``dict(counters)`` or ``counters.copy()`` is a plain dict,
+    for the reference's delta of the totals; a ``FleetCounters`` whose items were changed after aggregation is
+    refused by the step functions rather than read two ways.  It pickles with its snapshots (Ray).
+    """
+
+    __slots__ = ("_snapshots",)
+
+    def __init__(
+        self,
+        items: Iterable[tuple[str | tuple[str, int], float]] = (),
+        snapshots: tuple[CounterSnapshot, ...] | None = None,
+    ) -> None:
+        super().__init__(items)
+        self._snapshots = snapshots
+
+    @property
+    def snapshots(self) -> tuple[CounterSnapshot, ...] | None:
+        """The engine snapshots summed, or ``None`` when a report did not name its engine."""
+        return self._snapshots
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FleetCounters, (list(self.items()), self._snapshots))
 
 
 def aggregate_spec_decode_counters(
     worker_metrics: Sequence[CounterSnapshot | WorkerCounters],
-) -> AggregatedCounters:
+) -> FleetCounters:
     """Aggregate vLLM engine counters from multiple workers into one counter dictionary.
 
     Each report is a :class:`~rl_contracts.metrics.CounterSnapshot` or a worker dict.  For each kept
@@ -25,10 +63,15 @@ def aggregate_spec_decode_counters(
     ``result[name]``; a vector (list or tuple) adds its element ``i`` to ``result[(name, i + 1)]``, so positions
     are 1-based.  Returns a new dict of floats with keys in first-seen order; ``[]`` gives ``{}``.
 
+    The result is a :class:`FleetCounters` (a ``dict`` with these items) that keeps the snapshots when every
+    report is a snapshot naming its engine, so that the step functions take deltas per engine; two snapshots of
+    one engine (equal ``engine``, or one process whose series both carry the same ``engine`` label, e.g. two
+    ``LLM`` objects in one process, which vLLM lets read one registry) are refused.
+
     Raises ``ContractTypeError`` when ``worker_metrics`` is not a sequence (or is a ``str``), a report is neither
     a snapshot nor a mapping, or a key is not a ``str``; ``CounterSnapshotError`` for a value that is not a finite
-    number ``>= 0`` (bools included), a name that is a scalar in one report and a vector in another, or a sum that
-    overflows.
+    number ``>= 0`` (bools included), a name that is a scalar in one report and a vector in another, a sum that
+    overflows, or two snapshots of one engine.
 
     Divergence: the reference sums whatever it receives, including NaN, negative numbers and bools.
 
@@ -42,6 +85,7 @@ def aggregate_spec_decode_counters(
     reports = require_sequence(worker_metrics, "worker_metrics", "a list of worker counter snapshots")
     result: AggregatedCounters = {}
     vector_names: dict[str, bool] = {}
+    _check_distinct_engines(reports)
     for index, report in enumerate(reports):
         where = f"worker_metrics[{index}]"
         for name, value in _report_values(report, where).items():
@@ -53,7 +97,33 @@ def aggregate_spec_decode_counters(
                 result[name] = result.get(name, 0.0) + value
     for key, total in result.items():
         check_sum(key, total, "aggregated")
-    return result
+    engines = all(isinstance(r, CounterSnapshot) and r.engine is not None for r in reports)
+    return FleetCounters(result.items(), tuple(reports) if engines else None)
+
+
+def _check_distinct_engines(reports: Sequence[object]) -> None:
+    """Refuse two snapshots of one engine: equal identities, or one process's ``engine`` label in both."""
+    seen: dict[tuple[str, object], int] = {}
+    for index, report in enumerate(reports):
+        engine = report.engine if isinstance(report, CounterSnapshot) else None
+        if engine is None:
+            continue
+        for claim in engine.claims():
+            first = seen.setdefault(claim, index)
+            if first != index:
+                raise _duplicate(first, index, engine)
+
+
+def _duplicate(first: int, second: int, engine: EngineIdentity) -> CounterSnapshotError:
+    return CounterSnapshotError(
+        f"worker_metrics[{first}] and worker_metrics[{second}] are snapshots of the same engine "
+        f"({engine.describe()}): one process's series are counted twice. Two vLLM engines in one process share "
+        "its one Prometheus registry, which holds the last engine's series only (both report them as "
+        'engine="0"), so their counters cannot be told apart: run one engine per process, or data-parallel '
+        "engines in one LLM. Snapshots of engines in other processes whose metric objects were shipped here "
+        "need the engine's own name: CounterSnapshot.from_vllm_metrics(metrics, process=<rank or actor name>)",
+        key=engine.describe(),
+    )
 
 
 def _report_values(report: object, where: str) -> Mapping[str, float | tuple[float, ...]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from .._messages import render, shorten, type_name
@@ -25,7 +24,8 @@ def first_delta(
     ``"name|"``), else ``name``.  A present ``0.0`` is returned.  Raises ``ContractTypeError`` when ``delta`` is
     not a mapping, ``candidates`` is not a tuple or list of ``str`` (a bare ``str`` included) or ``part`` is not a
     ``str`` or ``None``; ``CounterSnapshotError`` when a candidate is not a valid counter name, or the value found
-    is not a finite number (negative values are legal deltas).
+    is not a number (a bool included).  Any number is returned as a float, negative (a legal delta), NaN and
+    infinite values included: SPEC §6.5 returns ``delta[key]``, and the step functions never build such a delta.
 
     >>> first_delta({"vllm:request_prompt_tokens|sum": 0.0}, ("vllm:request_prompt_tokens",), "sum")
     0.0
@@ -38,7 +38,7 @@ def first_delta(
     for name in names:
         key = name if part is None else encode_counter_key(name, part)
         if key in delta:
-            return _finite_delta(key, delta[key])
+            return _number(key, delta[key])
     return None
 
 
@@ -72,11 +72,11 @@ def _candidate_names(candidates: object) -> tuple[str, ...]:
     return tuple(candidates)
 
 
-def _finite_delta(key: str, value: object) -> float:
+def _number(key: str, value: object) -> float:
     number = as_number(value)
-    if number is None or not math.isfinite(number):
+    if number is None:
         raise CounterSnapshotError(
-            f"delta['{shorten(key, 200)}'] must be a finite number (not bool), got {type_name(value)} "
+            f"delta['{shorten(key, 200)}'] must be a number (not bool), got {type_name(value)} "
             f"{render(value)}",
             key=shorten(key, 200),
             value=render(value),

@@ -17,6 +17,7 @@ __all__ = [
     "HISTOGRAM_COUNT_PART",
     "HISTOGRAM_SUM_PART",
     "KEPT_COUNTER_NAMES",
+    "MAX_SPEC_DECODE_POSITIONS",
     "OK_FINISH_REASONS",
     "PROMPT_LENGTH_HISTOGRAMS",
     "PROMPT_TOKEN_COUNTERS",
@@ -65,6 +66,14 @@ SPEC_DECODE_NUM_ACCEPTED_TOKENS: Final[str] = "vllm:spec_decode_num_accepted_tok
 """Counter of accepted draft tokens."""
 SPEC_DECODE_ACCEPTED_PER_POS: Final[str] = "vllm:spec_decode_num_accepted_tokens_per_pos"
 """Vector of accepted draft tokens per draft position (index i is position i, 0-based, as vLLM)."""
+
+MAX_SPEC_DECODE_POSITIONS: Final[int] = 4096
+"""The most positions a per-position vector may hold in a snapshot (positions 0 to 4095), from every source alike.
+
+A Prometheus page names positions in a label, so a hostile page could otherwise allocate a vector of any length;
+the same bound applies to vLLM metric objects and worker dicts, so one engine's counters never pass from one
+source and fail from another.  vLLM's draft lengths are a few tokens.
+"""
 
 OK_FINISH_REASONS: Final[frozenset[str]] = frozenset({"stop", "length"})
 """Finish reasons that count as a successful generation (running to ``max_tokens`` is normal in RL).

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ._prometheus_text import read_prometheus_text
+from ._reading import engine_of, instant_or_now
 from .snapshot import CounterSnapshot
 
 __all__ = ["PrometheusPage", "parse_prometheus_text"]
@@ -20,7 +21,9 @@ class PrometheusPage(NamedTuple):
     that is not a vLLM engine's)."""
 
 
-def parse_prometheus_text(text: str) -> PrometheusPage:
+def parse_prometheus_text(
+    text: str, *, process: str | None = None, taken_at: float | None = None
+) -> PrometheusPage:
     """Parse Prometheus text exposition, or OpenMetrics, into a counter snapshot and the page's ``vllm:`` families.
 
     A page that ends with a ``# EOF`` line is OpenMetrics and is parsed with ``prometheus_client``'s OpenMetrics
@@ -40,10 +43,15 @@ def parse_prometheus_text(text: str) -> PrometheusPage:
     The OpenMetrics parser keeps the first of two timestamp-less samples of one series (its rule); the text
     parser's duplicates are refused below.
 
+    The snapshot's ``engine`` is ``process`` (the URL the page was scraped from, say; default
+    :func:`~rl_contracts.metrics.this_process`) with the labels of the kept samples, and ``taken_at`` defaults to
+    now (see :class:`~rl_contracts.metrics.CounterSnapshot`).
+
     Raises ``ContractTypeError`` when ``text`` is not a ``str``, and ``CounterSnapshotError`` "could not parse
     Prometheus text: {reason}" for text the parser rejects or a sample that sets a series twice; also for a bad
     value, a native histogram, or a per-position sample whose ``position`` label is missing, not a non-negative
-    decimal, or above 4095 (a bound against hostile pages).
+    decimal, or above 4095 (:data:`~rl_contracts.metrics.MAX_SPEC_DECODE_POSITIONS`, the bound every snapshot
+    source follows, so that a hostile page cannot allocate a huge vector).
 
     >>> page = parse_prometheus_text(
     ...     "# TYPE vllm:num_requests_running gauge\\nvllm:num_requests_running 2\\n"
@@ -52,5 +60,8 @@ def parse_prometheus_text(text: str) -> PrometheusPage:
     >>> page.snapshot.values, page.vllm_families
     ({'vllm:generation_tokens': 48.0}, ('vllm:num_requests_running', 'vllm:generation_tokens'))
     """
-    values, families = read_prometheus_text(text)
-    return PrometheusPage(CounterSnapshot.model_construct(values=values), families)
+    values, families, labels = read_prometheus_text(text)
+    snapshot = CounterSnapshot.model_construct(
+        values=values, engine=engine_of(labels, process), taken_at=instant_or_now(taken_at)
+    )
+    return PrometheusPage(snapshot, families)

@@ -10,7 +10,9 @@ from .._messages import render
 from ..checks import int_or_none
 from ..errors import ContractTypeError, CounterSnapshotError
 from ._values import counter_value, key_text
+from .aggregation import FleetCounters
 from .deltas import first_delta, mean_from_histogram
+from .engine_deltas import StepDelta, per_engine_delta
 from .keys import encode_counter_key
 from .names import (
     FINISHED_REASON_LABEL,
@@ -27,7 +29,11 @@ from .names import (
     AggregatedCounters,
 )
 
-__all__ = ["compute_engine_step_metrics", "compute_spec_decode_metrics"]
+__all__ = ["ENGINES_RESET_KEY", "compute_engine_step_metrics", "compute_spec_decode_metrics"]
+
+ENGINES_RESET_KEY: Final = "vllm/engines_reset"
+"""Output key of the number of engines that restarted during the step (per-engine deltas only; present only when
+at least one did).  Their series are in no other output value."""
 
 _MAX_POSITION: Final = sys.maxsize
 """Largest position in an aggregated key: a position is a list index + 1, and output keys print it in decimal."""
@@ -50,8 +56,18 @@ def compute_engine_step_metrics(
     ``vllm/generations_failed`` (every other reason, an empty one included).  Both outcome keys appear, even at
     0.0, once any ``finished_reason`` key is in the delta.  ``({}, {})`` gives ``{}``.
 
+    Per engine: when both arguments are what :func:`~rl_contracts.metrics.aggregate_spec_decode_counters`
+    returned for snapshots that name their engine (a :class:`~rl_contracts.metrics.FleetCounters` with
+    ``snapshots``; ``from_vllm_metrics`` and ``from_prometheus_text`` always name it), the delta is
+    :func:`~rl_contracts.metrics.per_engine_delta`'s: each engine's delta, summed over the engines that did not
+    restart.  An engine whose series went backwards restarted during the step: none of its series is counted, and
+    ``vllm/engines_reset`` (:data:`ENGINES_RESET_KEY`, the number of such engines) ends the output.  Engines
+    matched by identity and an end snapshot not taken before its start are required (see ``per_engine_delta``).
+    Plain dicts keep the delta of the totals described above.
+
     Raises ``ContractTypeError`` when an argument is not a mapping; ``CounterSnapshotError`` for a key that is not
-    a ``str`` or ``(str, int >= 1)`` or a value that is not a finite number ``>= 0`` (bools included).
+    a ``str`` or ``(str, int >= 1)`` or a value that is not a finite number ``>= 0`` (bools included), and, per
+    engine, for engines on one side only, two snapshots of one engine, swapped snapshots or a changed aggregate.
 
     Divergence: the reference accepts negative, NaN and bool values in the snapshots it receives.
 
@@ -60,7 +76,8 @@ def compute_engine_step_metrics(
     """
     start = _checked_counters(start_counters, "start_counters")
     end = _checked_counters(end_counters, "end_counters")
-    delta = _growth(start, end)
+    step = _per_engine(start_counters, end_counters)
+    delta = _growth(start, end) if step is None else step.delta
     metrics: dict[str, float] = {}
     for output, found in (
         ("vllm/prompt_tokens", first_delta(delta, PROMPT_TOKEN_COUNTERS)),
@@ -71,6 +88,7 @@ def compute_engine_step_metrics(
         if found is not None:
             metrics[output] = float(found)
     metrics.update(_outcomes(delta))
+    metrics.update(_resets(step))
     return metrics
 
 
@@ -89,6 +107,10 @@ def compute_spec_decode_metrics(
     by ``(metric, pos)``, then, only when ``D > 0``, ``vllm/spec_acceptance_rate-pos-{pos}`` =
     ``delta[(SPEC_DECODE_ACCEPTED_PER_POS, pos)] / D`` sorted by position.  Division by zero never happens.
 
+    Per engine (both arguments aggregated from snapshots naming their engine, as in
+    :func:`compute_engine_step_metrics`): the delta is the sum of each engine's delta, every value ``>= 0``, and
+    an engine that restarted during the step is left out and counted in a final ``vllm/engines_reset``.
+
     Raises as :func:`compute_engine_step_metrics`.
 
     Divergence: the reference derives a per-position rate from every tuple key; this derives it only from the
@@ -103,7 +125,11 @@ def compute_spec_decode_metrics(
     """
     start = _checked_counters(start_counters, "start_counters")
     end = _checked_counters(end_counters, "end_counters")
-    delta = {key: end.get(key, 0.0) - start.get(key, 0.0) for key in {**start, **end}}
+    step = _per_engine(start_counters, end_counters)
+    if step is None:
+        delta = {key: end.get(key, 0.0) - start.get(key, 0.0) for key in {**start, **end}}
+    else:
+        delta = step.delta
     drafts = delta.get(SPEC_DECODE_NUM_DRAFTS, 0.0)
     draft_tokens = delta.get(SPEC_DECODE_NUM_DRAFT_TOKENS, 0.0)
     accepted = delta.get(SPEC_DECODE_NUM_ACCEPTED_TOKENS, 0.0)
@@ -121,7 +147,20 @@ def compute_spec_decode_metrics(
         for metric, position in positions:
             if metric == SPEC_DECODE_ACCEPTED_PER_POS:
                 metrics[f"vllm/spec_acceptance_rate-pos-{position}"] = delta[(metric, position)] / drafts
+    metrics.update(_resets(step))
     return metrics
+
+
+def _per_engine(start_counters: object, end_counters: object) -> StepDelta | None:
+    """The per-engine delta when both arguments carry engine snapshots, else ``None`` (the totals' delta)."""
+    if all(isinstance(c, FleetCounters) and c.snapshots is not None for c in (start_counters, end_counters)):
+        return per_engine_delta(start_counters, end_counters)  # type: ignore[arg-type]
+    return None
+
+
+def _resets(step: StepDelta | None) -> dict[str, float]:
+    """``{"vllm/engines_reset": n}`` when ``n > 0`` engines restarted during the step, else nothing."""
+    return {ENGINES_RESET_KEY: float(len(step.resets))} if step is not None and step.resets else {}
 
 
 def _checked_counters(counters: object, argument: str) -> _Delta:

@@ -13,6 +13,8 @@ from .prompts import *  # noqa: F403
 from .prompts import __all__ as _prompts
 from .recipes import *  # noqa: F403
 from .recipes import __all__ as _recipes
+from .rollouts import *  # noqa: F403
+from .rollouts import __all__ as _rollouts
 from .routes import *  # noqa: F403
 from .routes import __all__ as _routes
 from .splice import *  # noqa: F403
@@ -20,4 +22,4 @@ from .splice import __all__ as _splice
 from .weights import *  # noqa: F403
 from .weights import __all__ as _weights
 
-__all__ = [*_chat, *_config, *_metrics, *_prompts, *_recipes, *_routes, *_splice, *_weights]
+__all__ = [*_chat, *_config, *_metrics, *_prompts, *_recipes, *_rollouts, *_routes, *_splice, *_weights]

@@ -7,14 +7,16 @@
 - :func:`vllm_metric_objects`: ``SimpleNamespace`` stand-ins for ``LLM.get_metrics()`` (Counter, Gauge, Histogram,
   Vector), one object per label set and engine;
 - :func:`prometheus_pages` and :func:`render_prometheus_text`: a vLLM-style ``/metrics`` page for such objects,
-  classic, with OpenMetrics family names, or OpenMetrics (:data:`SPELLINGS`).
+  classic, with OpenMetrics family names, or OpenMetrics (:data:`SPELLINGS`);
+- :func:`engine_fleet_steps`: start and end snapshots of a fleet of named engines, some of which restarted, with
+  the per-engine delta computed by hand (:class:`EngineFleetStep`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from hypothesis import strategies as st
 
@@ -26,11 +28,13 @@ __all__ = [
     "KEPT_HISTOGRAM_FAMILIES",
     "SPELLINGS",
     "UNKEPT_METRIC_NAMES",
+    "EngineFleetStep",
     "Spelling",
     "aggregated_counter_pairs",
     "counter_keys",
     "counter_snapshots",
     "counter_values",
+    "engine_fleet_steps",
     "prometheus_pages",
     "render_prometheus_text",
     "vllm_metric_objects",
@@ -309,3 +313,66 @@ def prometheus_pages(*, spellings: Sequence[Spelling] = SPELLINGS) -> st.SearchS
     return st.tuples(vllm_metric_objects(), st.sampled_from(spellings)).map(
         lambda drawn: render_prometheus_text(drawn[0], spelling=drawn[1])
     )
+
+
+class EngineFleetStep(NamedTuple):
+    """A step of a fleet of named engines, drawn by :func:`engine_fleet_steps`."""
+
+    start: list[CounterSnapshot]
+    """One snapshot per engine before the step (``process`` ``"dp<i>"``, taken at 1.0)."""
+    end: list[CounterSnapshot]
+    """One snapshot per engine after it (taken at 2.0), in another order than ``start``."""
+    reset: frozenset[str]
+    """The processes of the engines that restarted: at least one of their series is lower at the end."""
+    delta: dict[str | tuple[str, int], float]
+    """The sum over the other engines of ``end - start`` per series, computed by hand (1-based positions)."""
+
+
+@st.composite
+def engine_fleet_steps(draw: st.DrawFn, *, max_engines: int = 4, resets: bool = True) -> EngineFleetStep:
+    """Start and end snapshots of 1 to ``max_engines`` named engines (whole numbers), some restarted.
+
+    Every engine's series grow or stay, except, with ``resets``, those of engines that restarted, where one scalar
+    series is lower at the end or gone (a restart; its other series keep growing, so only the drop reveals it).
+    ``delta`` is the per-engine delta summed by hand over the engines that did not restart, for
+    :func:`~rl_contracts.metrics.per_engine_delta` and the step functions.
+    """
+    values = counter_values()
+    count = draw(st.integers(1, max_engines))
+    start: list[CounterSnapshot] = []
+    end: list[CounterSnapshot] = []
+    reset: set[str] = set()
+    delta: dict[str | tuple[str, int], float] = {}
+    for index in range(count):
+        process = f"dp{index}"
+        keys = draw(st.lists(counter_keys(), unique=True, min_size=1, max_size=5))
+        before = {key: draw(values) for key in keys}
+        after = {key: value + draw(values) for key, value in before.items()}
+        vector_before = draw(st.lists(values, max_size=3))
+        vector_after = [value + draw(values) for value in vector_before]
+        restarted = resets and draw(st.booleans())
+        if restarted:
+            key = draw(st.sampled_from(keys))
+            before[key] += 1.0
+            dropped = draw(st.integers(0, int(before[key]) - 1).map(float) | st.none())
+            if dropped is None:
+                del after[key]
+            else:
+                after[key] = dropped
+            reset.add(process)
+        else:
+            for key, value in after.items():
+                delta[key] = delta.get(key, 0.0) + (value - before[key])
+            for position, (old, new) in enumerate(zip(vector_before, vector_after, strict=True), start=1):
+                slot = (names.SPEC_DECODE_ACCEPTED_PER_POS, position)
+                delta[slot] = delta.get(slot, 0.0) + (new - old)
+        for snapshots, scalars, vector, at in (
+            (start, before, vector_before, 1.0),
+            (end, after, vector_after, 2.0),
+        ):
+            counters: dict[str, float | list[float]] = dict(scalars)
+            if vector:
+                counters[names.SPEC_DECODE_ACCEPTED_PER_POS] = vector
+            snapshots.append(CounterSnapshot.from_worker_dict(counters, process=process, taken_at=at))
+    order = draw(st.permutations(range(count)))
+    return EngineFleetStep(start, [end[i] for i in order], frozenset(reset), delta)
