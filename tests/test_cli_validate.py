@@ -63,9 +63,12 @@ def line_of(path: str, fragment: str) -> int:
 
 
 def child(tmp_path: Path, text: str, name: str = "r.yaml") -> str:
-    """Write a child recipe of base.yaml whose body is ``text`` (YAML) and return its path."""
+    """Write a child recipe of base.yaml whose body is ``text`` (YAML) and return its path (base.yaml is copied
+    beside it: a parent outside the recipe's folder would be refused as V7)."""
     path = tmp_path / name
-    path.write_text(f"defaults: {VALID}\n{text}", encoding="utf-8")
+    if not (tmp_path / "base.yaml").exists():
+        shutil.copyfile(VALID, tmp_path / "base.yaml")
+    path.write_text(f"defaults: base.yaml\n{text}", encoding="utf-8")
     return str(path)
 
 

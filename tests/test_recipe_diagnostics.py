@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,11 @@ def write(directory: Path, name: str, text: str) -> Path:
 
 
 def child(directory: Path, body: str, name: str = "child.yaml") -> Path:
-    """A child of the preflight-clean base fixture holding ``body`` (YAML text)."""
-    return write(directory, name, f"defaults: {BASE}\n{body}")
+    """A child of the preflight-clean base fixture holding ``body`` (YAML text); the base is copied beside it (a
+    parent outside the recipe's folder would be refused as V7)."""
+    if not (directory / BASE.name).exists():
+        shutil.copyfile(BASE, directory / BASE.name)
+    return write(directory, name, f"defaults: {BASE.name}\n{body}")
 
 
 def issues_of(path: Path, **kwargs: Any) -> tuple[ConfigIssue, ...]:
@@ -60,7 +64,10 @@ def line_of(path: Path, text: str) -> int:
 
 def test_an_error_in_a_parent_is_reported_against_the_parent_file_and_line(tmp_path: Path) -> None:
     """A bad value inherited from a parent names the parent file and the line that set it, not the child."""
-    parent = write(tmp_path, "parent.yaml", f"defaults: {BASE}\npolicy:\n  generation:\n    top_p: 2.0\n")
+    shutil.copyfile(BASE, tmp_path / BASE.name)
+    parent = write(
+        tmp_path, "parent.yaml", f"defaults: {BASE.name}\npolicy:\n  generation:\n    top_p: 2.0\n"
+    )
     recipe = write(tmp_path, "child.yaml", "defaults: parent.yaml\ngrpo:\n  seed: 7\n")
     issue = at(issues_of(recipe), f"{GEN}.top_p")
     assert (issue.code, issue.source, issue.line) == ("C1", str(tmp_path / "parent.yaml"), 4)
@@ -76,7 +83,10 @@ def test_a_child_value_is_located_in_the_child(tmp_path: Path) -> None:
 
 def test_a_mandatory_marker_never_takes_the_provenance_of_an_inherited_value(tmp_path: Path) -> None:
     """A later ``???`` does not replace an earlier value, so the value stays located where it was set."""
-    parent = write(tmp_path, "parent.yaml", f"defaults: {BASE}\npolicy:\n  generation:\n    top_p: 2.0\n")
+    shutil.copyfile(BASE, tmp_path / BASE.name)
+    parent = write(
+        tmp_path, "parent.yaml", f"defaults: {BASE.name}\npolicy:\n  generation:\n    top_p: 2.0\n"
+    )
     recipe = write(tmp_path, "child.yaml", "defaults: parent.yaml\npolicy:\n  generation:\n    top_p: ???\n")
     issue = at(issues_of(recipe), f"{GEN}.top_p")
     assert (issue.source, issue.line) == (str(parent), 4)

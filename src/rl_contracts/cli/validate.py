@@ -2,7 +2,7 @@
 
 ``rl-contracts validate FILE... [--section DOTTED] [--strict] [--format human|json|github] [--json]
 [--set KEY=VALUE]... [--entrypoint grpo|grpo-gym|grpo-sc] [--vllm-version X.Y] [--ignore-tp-accuracy-check]
-[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]`` loads every
+[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES] [--root DIR]`` loads every
 recipe in argument order with :func:`~rl_contracts.config.load_recipe` (composition, schema, cross-field,
 reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`).  Exit status: 2 when
 any file could not be read or the arguments are invalid (a usage error, never a traceback), else 1 when any file is
@@ -53,12 +53,13 @@ def validate_files(
     preflight_options: PreflightOptions | None = None,
     select: Collection[str] = (),
     ignore: Collection[str] = (),
+    root: str | None = None,
 ) -> list[FileReport]:
     """Run :func:`~rl_contracts.config.load_recipe` on every file, in order, and report each outcome.
 
     Never raises for bad recipe content or unreadable files: a ``RecipeError`` becomes an ``"invalid"`` report, a
-    ``RecipeLoadError`` an ``"error"`` report with one ``V1`` issue whose path is empty (at the file and line of the
-    chain where reading failed).
+    ``RecipeLoadError`` an ``"error"`` report with one issue whose path is empty (at the file and line of the chain
+    where reading failed), coded as the error is (``V1``; ``V6`` a loading limit; ``V7`` a parent outside ``root``).
     """
     reports = []
     shown_section = DEFAULT_SECTION if section is None else section
@@ -72,6 +73,7 @@ def validate_files(
                 preflight_options=preflight_options,
                 select=select,
                 ignore=ignore,
+                root=root,
             )
         except RecipeError as exc:
             reports.append(
@@ -86,7 +88,7 @@ def validate_files(
             )
         except RecipeLoadError as exc:
             issue = ConfigIssue(
-                code="V1",
+                code=exc.code or "V1",
                 path="",
                 value=exc.value or "",
                 json_value=exc.value,
@@ -153,6 +155,7 @@ def run_validate(args: argparse.Namespace) -> int:
         preflight_options=options,
         select=args.select,
         ignore=args.ignore,
+        root=args.root,
     )
     if args.format == "json":
         text = json_report(reports)
@@ -341,5 +344,13 @@ def register(commands: Any) -> None:
         default=(),
         metavar="CODES",
         help="do not report these codes or families, comma-separated (wins over --select)",
+    )
+    validate.add_argument(
+        "--root",
+        metavar="DIR",
+        help=(
+            "folder that defaults parents may come from (default: the git work tree holding each recipe, else "
+            "its folder); a parent outside it is refused (V7)"
+        ),
     )
     validate.set_defaults(run=run_validate)

@@ -49,13 +49,14 @@ class ConfigIssue(BaseModel):
 
     @classmethod
     def for_load_error(cls, error: RecipeLoadError) -> ConfigIssue:
-        """The issue (code ``V1``, empty path) that reports a recipe that could not be read."""
+        """The issue (empty path; code ``V1``, or the error's ``code``) that reports a recipe that could not be
+        read."""
         return cls(
             path="",
             value=error.value or "",
             reason=error.message,
             severity="error",
-            code="V1",
+            code=error.code or "V1",
             source=error.file,
             line=error.line,
             json_value=error.value,

@@ -28,6 +28,7 @@ from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import compose
 from .issues import ConfigIssue, IssueReport
+from .limits import DEFAULT_LIMITS, Limits, budget_scope
 from .overrides import apply_overrides
 from .parsing import reason
 from .provenance import Provenance
@@ -80,6 +81,8 @@ def load_recipe(
     run_preflight: bool = True,
     select: Collection[str] = (),
     ignore: Collection[str] = (),
+    root: str | os.PathLike[str] | None = None,
+    limits: Limits | None = None,
 ) -> LoadedRecipe:
     """Compose a recipe, validate its generation section, run preflight, and return it with its warnings.
 
@@ -130,10 +133,34 @@ def load_recipe(
     file = os.fspath(path)
     if not isinstance(file, str):
         raise ContractTypeError.for_value("path", "a text path", file)
+    if root is not None and not isinstance(root, str | os.PathLike):
+        raise ContractTypeError.for_value("root", "a str, os.PathLike or None", root)
+    if limits is not None and not isinstance(limits, Limits):
+        raise ContractTypeError.for_value("limits", "a Limits or None", limits)
+    bounds = DEFAULT_LIMITS if limits is None else limits
     register_resolvers()
-    composition = compose(Path(file))
+    with budget_scope(bounds):
+        return _load(
+            file, section, strict, texts, preflight_options, run_preflight, selected, ignored, root, bounds
+        )
+
+
+def _load(
+    file: str,
+    section: str | None,
+    strict: bool,
+    texts: tuple[str, ...],
+    preflight_options: PreflightOptions | None,
+    run_preflight: bool,
+    selected: tuple[str, ...],
+    ignored: tuple[str, ...],
+    root: str | os.PathLike[str] | None,
+    limits: Limits,
+) -> LoadedRecipe:
+    """:func:`load_recipe` once its arguments are checked, with the resolvers' budget in place."""
+    composition = compose(Path(file), limits=limits, root=None if root is None else Path(root))
     composed = composition.document
-    overridden = apply_overrides(composed, texts, file)
+    overridden = apply_overrides(composed, texts, file, limits)
     try:
         document = OmegaConf.create(composed)
     except (RecursionError, MemoryError):

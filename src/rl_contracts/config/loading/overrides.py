@@ -9,7 +9,7 @@ existing mapping; anything else replaces the value.
 
 from __future__ import annotations
 
-import importlib
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,9 +17,8 @@ from typing import Any, Literal
 from ..._messages import render, render_name
 from ...errors import ContractTypeError, RecipeLoadError
 from .._internal.paths import Keys, dotted_path
-from .parsing import RecipeLoader
-
-_yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
+from .limits import DEFAULT_LIMITS, Limits
+from .reading import load_yaml_value
 
 __all__ = ["Override", "apply_overrides", "parse_override"]
 
@@ -40,8 +39,12 @@ def _bad(file: str, text: str, why: str, path: str | None = None) -> RecipeLoadE
     )
 
 
-def parse_override(text: str, file: str) -> Override:
-    """Parse one ``[+|++]key=value`` override; ``RecipeLoadError`` (naming ``file``) when it is malformed."""
+def parse_override(text: str, file: str, limits: Limits = DEFAULT_LIMITS) -> Override:
+    """Parse one ``[+|++]key=value`` override; ``RecipeLoadError`` (naming ``file``) when it is malformed, its key
+    holds a control character, or its value goes beyond ``limits`` (V6).
+
+    A key segment of ASCII digits indexes a list; any other segment (``"²"``, whose ``isdigit()`` is true) is a
+    mapping key."""
     if not isinstance(text, str):
         raise ContractTypeError.for_value("overrides[i]", "a str such as 'key=value'", text)
     key, equals, written = text.partition("=")
@@ -57,14 +60,16 @@ def parse_override(text: str, file: str) -> Override:
     parts = key.split(".")
     if not all(parts):
         raise _bad(file, text, f"has an empty segment in its key {render(key)}")
+    if any(unicodedata.category(char) == "Cc" for char in key):
+        raise _bad(file, text, "has a control character in its key")
     try:
-        value = "" if not written else _yaml.load(written, Loader=RecipeLoader)
-    except (RecursionError, MemoryError):
+        value = "" if not written else load_yaml_value(written, file, limits)
+    except (RecursionError, MemoryError, RecipeLoadError):
         raise
     except Exception as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise _bad(file, text, f"has a value that is not YAML ({render_name(problem)})", key) from None
-    keys = tuple(int(part) if part.isdigit() else part for part in parts)
+    keys = tuple(int(part) if part.isascii() and part.isdigit() else part for part in parts)
     return Override(text, mode, keys, value)
 
 
@@ -117,13 +122,15 @@ def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
     holder[last] = _merged(holder[last], override.value) if present else override.value
 
 
-def apply_overrides(document: dict[Any, Any], overrides: Sequence[str], file: str) -> tuple[Keys, ...]:
+def apply_overrides(
+    document: dict[Any, Any], overrides: Sequence[str], file: str, limits: Limits = DEFAULT_LIMITS
+) -> tuple[Keys, ...]:
     """Apply ``overrides`` in order to ``document`` (changed in place); return the keys they set.
 
     Raises ``RecipeLoadError`` (``.file`` = ``file``, ``.path`` the key) for a malformed override, a ``key=value``
     whose key is absent, a ``+key=value`` whose key is present, or a key that goes through a non-mapping.
     """
-    parsed = [parse_override(text, file) for text in overrides]
+    parsed = [parse_override(text, file, limits) for text in overrides]
     for override in parsed:
         _apply(document, override, file)
     return tuple(override.keys for override in parsed)
