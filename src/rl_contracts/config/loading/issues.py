@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,10 +14,10 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from ..._messages import render
 from ...errors import RecipeLoadError
 from .._internal.absent import ABSENT, MISSING_VALUE
-from .._internal.paths import Keys, dotted_path
+from .._internal.paths import Keys, dotted_path, lookup
 from .provenance import Provenance
 
-__all__ = ["ConfigIssue", "IssueReport", "json_value"]
+__all__ = ["OUTSIDE_VALUE", "ConfigIssue", "IssueReport", "json_value"]
 
 _JSON_CHARS = 2000
 
@@ -85,13 +86,24 @@ def json_value(value: object) -> JsonValue:
     return converted
 
 
+OUTSIDE_VALUE = "<value from outside the recipe>"
+"""Stands in for a value read from outside the recipe (the environment) wherever an issue would show it."""
+
+
 @dataclass
 class IssueReport:
-    """Collects the issues of one recipe, each with its code and provenance."""
+    """Collects the issues of one recipe, each with its code and provenance.
+
+    ``outside`` (:meth:`~.expansion.Analysis.is_outside`) marks the values derived from outside state (``oc.env``):
+    an issue at or above one shows the value as written in the recipe (``${oc.env:HF_HOME}/data``), never resolved;
+    each of ``secrets`` (their resolved texts) is replaced by :data:`OUTSIDE_VALUE` in every reason.
+    """
 
     document: dict[Any, Any]
     provenance: Provenance
     issues: list[ConfigIssue] = field(default_factory=list)
+    outside: Callable[[Keys], bool] | None = None
+    secrets: tuple[str, ...] = ()
 
     def add(
         self,
@@ -106,6 +118,11 @@ class IssueReport:
         """Add one issue at ``keys`` (``path`` when given: a preflight finding's own spelling); ``value``
         :data:`~rl_contracts.config._internal.absent.ABSENT` marks a missing key."""
         missing = value is ABSENT
+        if not missing and self.outside is not None and self.outside(keys):
+            found, written = lookup(self.document, keys)
+            value = written if found else OUTSIDE_VALUE
+        for secret in self.secrets:
+            why = why.replace(secret, OUTSIDE_VALUE)
         source, line = (None, None) if missing else self.provenance.locate(keys)
         self.issues.append(
             ConfigIssue(

@@ -34,8 +34,10 @@ class Limits:
       Python's stack near 75);
     - ``nodes``: YAML nodes (keys and values) of one file after alias expansion (100,000; a recipe of 20,000
       keys in 2,000 mappings holds about 42,000);
-    - ``expansion``: characters and references the resolved document may hold, summed over its leaves, counting
-      each interpolation as what it expands to (10,000,000);
+    - ``expansion``: characters the interpolated values of the document may expand to, in all (10,000,000);
+    - ``references``: references OmegaConf may follow to resolve them, in all, counting each interpolation as
+      what it expands to (10,000; OmegaConf takes about a millisecond per reference, NeMo RL's recipes use
+      under 100);
     - ``resolver_chars``: the length of a string or list an ``add``/``mul``/``div``/``max`` call may return, and
       of all of them together in one load (1,000,000);
     - ``resolver_bits``: the magnitude of an integer such a call may return (256 bits).
@@ -45,12 +47,21 @@ class Limits:
     depth: int = 32
     nodes: int = 100_000
     expansion: int = 10_000_000
+    references: int = 10_000
     resolver_chars: int = 1_000_000
     resolver_bits: int = 256
 
     def __post_init__(self) -> None:
         """Reject a bound that is not a positive ``int``."""
-        for name in ("file_bytes", "depth", "nodes", "expansion", "resolver_chars", "resolver_bits"):
+        for name in (
+            "file_bytes",
+            "depth",
+            "nodes",
+            "expansion",
+            "references",
+            "resolver_chars",
+            "resolver_bits",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ContractTypeError.for_value(f"limits.{name}", "a positive int", value)

@@ -22,11 +22,14 @@ from omegaconf import OmegaConf
 from ..._messages import render_list, render_name
 from ...checks import require_bool, require_collection
 from ...errors import ContractTypeError, RecipeError, RecipeLoadError
+from .._internal.paths import Keys, lookup
+from ..rules.loading import V6
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import code_selected
 from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import compose
+from .expansion import analyse
 from .issues import ConfigIssue, IssueReport
 from .limits import DEFAULT_LIMITS, Limits, budget_scope
 from .overrides import apply_overrides
@@ -65,6 +68,21 @@ def _codes(value: object, argument: str) -> tuple[str, ...]:
         if not isinstance(item, str):
             raise ContractTypeError.for_value(f"{argument}[i]", "a code string such as 'P7'", item)
     return tuple(items)
+
+
+_SECRET_CHARS = 4  # shorter resolved texts (a digit, "true") are too common to scrub from reasons
+
+
+def _secrets(resolved: dict[Any, Any], outside: Iterable[Keys]) -> tuple[str, ...]:
+    """The texts of the resolved values read from outside the recipe, longest first (scrubbed from reasons)."""
+    texts = set()
+    for keys in outside:
+        found, value = lookup(resolved, keys)
+        if found and isinstance(value, str | int | float) and not isinstance(value, bool):
+            text = str(value)
+            if len(text) >= _SECRET_CHARS:
+                texts.add(text)
+    return tuple(sorted(texts, key=len, reverse=True))
 
 
 def _sorted(issues: Iterable[ConfigIssue]) -> tuple[ConfigIssue, ...]:
@@ -169,12 +187,22 @@ def _load(
         raise RecipeLoadError(
             f"{render_name(file)}: cannot build the composed document: {reason(exc)}", file=file
         ) from None
-    resolution = resolve_document(document)
-    report = IssueReport(composed, Provenance(composition.chain, overridden))
+    analysis = analyse(composed, limits)
+    resolution = resolve_document(document, analysis.refused)
+    report = IssueReport(
+        composed,
+        Provenance(composition.chain, overridden),
+        outside=analysis.is_outside,
+        secrets=_secrets(resolution.document, analysis.outside),
+    )
     chosen = section if section is not None else default_section(composed, resolution)
     status, config = check_section(
         report, resolution, chosen or DEFAULT_SECTION, explicit=section is not None, strict=strict
     )
+    reported = {issue.path for issue in report.issues}
+    for failure in resolution.failures:  # a refused value is an error wherever it is, not only in the section
+        if failure.code == V6.code and failure.path not in reported:
+            report.add(failure.keys, V6.code, failure.reason, "error", failure.raw, path=failure.path)
     skipped: tuple[SkippedRule, ...] = ()
     entrypoint: Entrypoint | None = None
     if run_preflight:
