@@ -417,9 +417,7 @@ def test_overrides_merge_mappings_index_lists_and_take_empty_strings() -> None:
 @pytest.mark.parametrize(
     ("override", "fragment", "path"),
     [
-        ("policy.generation.nope=1", "which the recipe does not have; use ++", "policy.generation.nope"),
         ("+policy.generation.top_p=1", "which the recipe already has", "policy.generation.top_p"),
-        ("policy.nope.x=1", "policy.nope, which the recipe does not have", None),
         ("policy.generation.top_p", "must be key=value", None),
         ("~policy.generation.top_p", "deletion with ~ is not supported", None),
         ("policy..x=1", "empty segment", None),

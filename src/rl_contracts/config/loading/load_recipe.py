@@ -26,6 +26,7 @@ from .._internal.paths import Keys, lookup
 from ..rules.loading import V6
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import code_selected
+from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import compose
@@ -106,7 +107,8 @@ def load_recipe(
 
     Composition as :func:`rl_contracts.config.loading.compose.compose` (SPEC §1.8); then ``overrides``
     (``key=value``, ``+key=value``, ``++key=value``, :mod:`.overrides`) apply in order (an issue at or below an
-    overridden key has the source ``"--set"`` and line ``None``); then the whole document is
+    overridden key has the source ``"--set"`` and line ``None``; a ``key=value`` whose key the recipe does not
+    have is not applied and is the error ``K1``, with a did-you-mean hint); then the whole document is
     resolved leaf by leaf with the ``add``, ``mul``, ``div`` and ``max`` resolvers (a failing leaf inside the
     section is an error issue ``V2``; elsewhere it only makes the preflight rules that read it skip).  The section
     (``section``; when ``None``: ``policy.generation``, else a top-level ``generation`` mapping) is validated as
@@ -126,10 +128,17 @@ def load_recipe(
             ``.skipped`` the skipped preflight rules; ``.section`` the section validated, as
             ``LoadedRecipe.section``; ``.entrypoint`` as ``LoadedRecipe.entrypoint``).
         RecipeLoadError: the recipe cannot be read (see :func:`~rl_contracts.config.loading.compose.compose`), or an
-            override is malformed or names a key it cannot set.
+            override is malformed or goes through a non-mapping; ``.code`` ``V6`` when it goes beyond ``limits``,
+            ``V7`` when a ``defaults`` parent lies outside ``root`` (default: the git work tree holding the recipe,
+            else its folder; see :func:`~rl_contracts.config.loading.compose.find_root`).
         ContractTypeError: ``path`` is not a ``str``/``PathLike``, ``section`` is not a ``str`` or ``None``,
             ``strict``/``run_preflight`` is not a ``bool``, ``overrides``/``select``/``ignore`` is not a
-            collection of ``str``, or ``preflight_options`` is not a ``PreflightOptions`` or ``None``.
+            collection of ``str``, ``preflight_options`` is not a ``PreflightOptions`` or ``None``, ``root`` is not
+            a path or ``None``, or ``limits`` is not a :class:`~.limits.Limits` or ``None``.
+
+    Interpolations are bounded before they are resolved (:mod:`.expansion`; a value beyond ``limits`` is the error
+    ``V6`` wherever it is), and a value read through ``oc.env`` (or another resolver reading outside state) is
+    shown in issues as written, never resolved.
 
     Example::
 
@@ -178,7 +187,7 @@ def _load(
     """:func:`load_recipe` once its arguments are checked, with the resolvers' budget in place."""
     composition = compose(Path(file), limits=limits, root=None if root is None else Path(root))
     composed = composition.document
-    overridden = apply_overrides(composed, texts, file, limits)
+    overridden, unapplied = apply_overrides(composed, texts, file, limits)
     try:
         document = OmegaConf.create(composed)
     except (RecursionError, MemoryError):
@@ -191,7 +200,7 @@ def _load(
     resolution = resolve_document(document, analysis.refused)
     report = IssueReport(
         composed,
-        Provenance(composition.chain, overridden),
+        Provenance(composition.chain, (*overridden, *(missing.keys for missing in unapplied))),
         outside=analysis.is_outside,
         secrets=_secrets(resolution.document, analysis.outside),
     )
@@ -199,6 +208,8 @@ def _load(
     status, config = check_section(
         report, resolution, chosen or DEFAULT_SECTION, explicit=section is not None, strict=strict
     )
+    for missing in unapplied:
+        report.add(missing.keys, K1.code, missing.reason, "error", missing.override.text)
     reported = {issue.path for issue in report.issues}
     for failure in resolution.failures:  # a refused value is an error wherever it is, not only in the section
         if failure.code == V6.code and failure.path not in reported:

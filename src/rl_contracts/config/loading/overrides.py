@@ -1,6 +1,6 @@
 """Trainer-style overrides (``--set``), applied to a composed recipe before resolution (PREFLIGHT.md §1).
 
-An override is ``key=value`` (the key must exist), ``+key=value`` (it must not) or ``++key=value`` (set either
+An override is ``key=value`` (the key must exist, else it is not applied and is reported as K1), ``+key=value`` (it must not) or ``++key=value`` (set either
 way, creating missing mappings on the way), as the trainers' Hydra-style parser has them.  ``key`` is dotted; a
 segment of digits indexes a list.  ``value`` is YAML, read as OmegaConf reads a recipe (``1e-8`` is a float,
 ``${...}`` an interpolation); an empty value is the empty string, as in Hydra.  A mapping value merges into an
@@ -9,6 +9,7 @@ existing mapping; anything else replaces the value.
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from .._internal.paths import Keys, dotted_path
 from .limits import DEFAULT_LIMITS, Limits
 from .reading import load_yaml_value
 
-__all__ = ["Override", "apply_overrides", "parse_override"]
+__all__ = ["Override", "Unapplied", "apply_overrides", "parse_override"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,27 @@ def _merged(old: object, new: object) -> object:
     return new
 
 
-def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
+@dataclass(frozen=True)
+class Unapplied:
+    """A ``key=value`` override whose key the recipe does not have: not applied, reported as K1 at ``keys`` (the
+    first missing key on its path) with ``reason``."""
+
+    override: Override
+    keys: Keys
+    reason: str
+
+
+def _missing(holder: dict[Any, Any], key: object, where: str) -> str:
+    present = [name for name in holder if isinstance(name, str)]
+    close = difflib.get_close_matches(key, present, n=1, cutoff=0.8) if isinstance(key, str) else []
+    hint = f"; did you mean '{render_name(close[0])}'?" if close else ""
+    return (
+        f"override --set {render_name(where)}=... names a key the recipe does not have, so it is not applied "
+        f"(use ++ to add a key){hint}"
+    )
+
+
+def _apply(document: dict[Any, Any], override: Override, file: str) -> Unapplied | None:
     holder: Any = document
     for depth, key in enumerate(override.keys[:-1]):
         if isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder):
@@ -96,9 +117,7 @@ def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
         if key not in holder or holder[key] is None:
             if override.mode != "force":
                 where = dotted_path(override.keys[: depth + 1], document)
-                raise _bad(
-                    file, override.text, f"names {where}, which the recipe does not have; use ++ to add it"
-                )
+                return Unapplied(override, override.keys[: depth + 1], _missing(holder, key, where))
             holder[key] = {}
         holder = holder[key]
     last = override.keys[-1]
@@ -107,30 +126,37 @@ def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
         if not 0 <= last < len(holder):
             raise _bad(file, override.text, f"indexes past the end of a list of {len(holder)}", path)
         holder[last] = _merged(holder[last], override.value)
-        return
+        return None
     if not isinstance(holder, dict):
         raise _bad(file, override.text, "sets a key of a value that is not a mapping", path)
     present = last in holder
     if override.mode == "set" and not present:
-        raise _bad(
-            file, override.text, f"names {path}, which the recipe does not have; use ++ to add it", path
-        )
+        return Unapplied(override, override.keys, _missing(holder, last, path))
     if override.mode == "add" and present:
         raise _bad(
             file, override.text, f"adds {path}, which the recipe already has; use ++ to replace it", path
         )
     holder[last] = _merged(holder[last], override.value) if present else override.value
+    return None
 
 
 def apply_overrides(
     document: dict[Any, Any], overrides: Sequence[str], file: str, limits: Limits = DEFAULT_LIMITS
-) -> tuple[Keys, ...]:
-    """Apply ``overrides`` in order to ``document`` (changed in place); return the keys they set.
+) -> tuple[tuple[Keys, ...], tuple[Unapplied, ...]]:
+    """Apply ``overrides`` in order to ``document`` (changed in place); return the keys they set and the
+    ``key=value`` overrides whose key the recipe does not have (not applied; ``load_recipe`` reports them as K1
+    with the rest of the issues, as a misspelled key in a file is).
 
-    Raises ``RecipeLoadError`` (``.file`` = ``file``, ``.path`` the key) for a malformed override, a ``key=value``
-    whose key is absent, a ``+key=value`` whose key is present, or a key that goes through a non-mapping.
+    Raises ``RecipeLoadError`` (``.file`` = ``file``, ``.path`` the key) for a malformed override, a ``+key=value``
+    whose key is present, or a key that goes through a non-mapping.
     """
     parsed = [parse_override(text, file, limits) for text in overrides]
+    unapplied = []
+    applied = []
     for override in parsed:
-        _apply(document, override, file)
-    return tuple(override.keys for override in parsed)
+        missing = _apply(document, override, file)
+        if missing is None:
+            applied.append(override.keys)
+        else:
+            unapplied.append(missing)
+    return tuple(applied), tuple(unapplied)
