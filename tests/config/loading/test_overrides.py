@@ -4,6 +4,7 @@ and values are refused with a load error."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ def test_an_absent_key_is_k1_not_a_load_error(override: str, path: str) -> None:
 def test_unicode_digit_segments_are_keys_not_indices(key: str) -> None:
     """A segment such as ``²`` (``isdigit()`` but not ``int()``) is a mapping key: ``++`` adds it, no ValueError."""
     recipe = load_recipe(BASE, overrides=[f"++{key}=1"], run_preflight=False)
-    holder = recipe.document
+    holder: Any = recipe.document
     for part in key.split("."):
         holder = holder[part]
     assert holder == 1
