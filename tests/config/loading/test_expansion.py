@@ -145,3 +145,18 @@ def test_no_format_prints_an_environment_value(
     out, err = capsys.readouterr()
     assert SECRET not in out + err
     assert "max_new_tokens" in out
+
+
+def test_a_failed_lookup_keyed_by_the_environment_does_not_quote_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``${policy.${oc.env:X}}`` fails with OmegaConf's "key not found: <X's value>"; the issue does not quote it."""
+    monkeypatch.setenv("RL_CONTRACTS_TEST_TOKEN", SECRET)
+    generation = minimal_vllm_generation()
+    generation["top_k"] = "${policy.${oc.env:RL_CONTRACTS_TEST_TOKEN}}"
+    path = tmp_path / "r.yaml"
+    path.write_text(json.dumps({"policy": {"generation": generation}}), encoding="utf-8")
+    issue = issues_of(path)["policy.generation.top_k"]
+    assert issue.code == "V2"
+    assert SECRET not in issue.model_dump_json()
+    assert issue.value == "'${policy.${oc.env:RL_CONTRACTS_TEST_TOKEN}}'"

@@ -95,8 +95,8 @@ class IssueReport:
     """Collects the issues of one recipe, each with its code and provenance.
 
     ``outside`` (:meth:`~.expansion.Analysis.is_outside`) marks the values derived from outside state (``oc.env``):
-    an issue at or above one shows the value as written in the recipe (``${oc.env:HF_HOME}/data``), never resolved;
-    each of ``secrets`` (their resolved texts) is replaced by :data:`OUTSIDE_VALUE` in every reason.
+    an issue at or above one shows the value as written in the recipe (``${oc.env:HF_HOME}/data``), never resolved,
+    and a V2 issue there does not quote OmegaConf's reason; each of ``secrets`` (their resolved texts) is replaced by :data:`OUTSIDE_VALUE` in every reason.
     """
 
     document: dict[Any, Any]
@@ -121,6 +121,8 @@ class IssueReport:
         if not missing and self.outside is not None and self.outside(keys):
             found, written = lookup(self.document, keys)
             value = written if found else OUTSIDE_VALUE
+            if code == "V2":  # OmegaConf's reason may quote what the environment held (a key it looked up)
+                why = "cannot be resolved (the reason is not shown: the value reads outside the recipe)"
         for secret in self.secrets:
             why = why.replace(secret, OUTSIDE_VALUE)
         source, line = (None, None) if missing else self.provenance.locate(keys)
