@@ -5,6 +5,11 @@ Each file is parsed with ``OmegaConf.load`` (never ``yaml.safe_load``, which rea
 to right onto an empty base, the file itself last; a mapping marked ``_override_: true`` replaces the inherited
 value at any depth (markers are always removed); a ``???`` never replaces an inherited value.
 
+Untrusted input (README, "Security and limits"): each file is read by :mod:`.reading` (a regular file within
+:class:`~.limits.Limits`, UTF-8, nesting and alias expansion bounded) before OmegaConf sees it; each file of the
+``defaults`` graph is read and composed once, by real path, however often the graph reaches it; and every parent
+must lie under the root (:func:`find_root`, or ``root=``), else the load is refused with V7.
+
 Divergence: the reference honours ``_override_`` only on top-level sections and leaves ``_override_: false`` (and
 the markers of a file without ``defaults``) in the merged config; rl_contracts honours it at any depth and removes
 every marker.
@@ -34,7 +39,7 @@ from .reading import compose_checked, read_text
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML (OmegaConf's parser) ships no type stubs
 
-__all__ = ["Composition", "compose", "plain"]
+__all__ = ["Composition", "compose", "find_root", "plain"]
 
 _MARKER = "_override_"
 # OmegaConf >= 2.4 caps alias expansion at 10,000 nodes and reports it as a YAML error at line 1; reading.py

@@ -8,8 +8,9 @@ linear in the document: its *expansion* (the characters of its literal text plus
 expansion of what it names; a mapping or list the sum of its values) and its reference *height*.  Values beyond
 :class:`~.limits.Limits` are refused before resolution (V6).
 
-It also marks the values that read *outside state*: a resolver other than the document's own (``oc.env``,
-``oc.decode`` or any a caller registered) or a reference to such a value.  Issues show these as written (the
+It also marks the values that read *outside state*: a registered resolver other than the document's own
+(``oc.env``, ``oc.decode`` or any a caller registered; an unregistered name only fails) or a reference to such a
+value.  Issues show these as written (the
 expression), never resolved (README, "Secrets and files outside the repository").
 
 Limitation: a reference whose key is itself an interpolation (``${a.${b}}``) cannot be followed before
@@ -22,6 +23,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
+
+from omegaconf import OmegaConf
 
 from .._internal.paths import Keys
 from .limits import Limits
@@ -199,7 +202,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             targets = [lookup.target(reference, keys) for reference in text.references]
             deps_of[keys] = [target for target in targets if target is not None]
             base[keys] = (text.literal, len(text.references) + len(text.resolvers) + text.dynamic)
-            if any(name not in PURE_RESOLVERS for name in text.resolvers):
+            if any(name not in PURE_RESOLVERS and OmegaConf.has_resolver(name) for name in text.resolvers):
                 outside.add(keys)
         else:
             deps_of[keys] = []
