@@ -381,9 +381,13 @@ def test_vllm_version_option(capsys: pytest.CaptureFixture[str]) -> None:
     """Without a vLLM version P21's version-dependent part of a router-replay recipe is skipped; 0.32 runs it."""
     recipe = str(CLI / ".." / ".." / ".." / ".." / "shared" / "nemo_rl_recipes" / "recipes" / "llm")
     r3 = str(Path(recipe) / "grpo-qwen3-30ba3b-8n8g-megatron-cp2-r3.yaml")
-    assert "P21" in skipped_of(capsys, r3)
-    assert "P21" not in skipped_of(capsys, "--vllm-version", "0.32", r3)
-    assert "P21" in codes_of(capsys, "--vllm-version", "0.32", r3)
+    root = [
+        "--root",
+        str(Path(recipe).parents[1]),
+    ]  # the corpus is not a git work tree: its top folder is the root
+    assert "P21" in skipped_of(capsys, *root, r3)
+    assert "P21" not in skipped_of(capsys, *root, "--vllm-version", "0.32", r3)
+    assert "P21" in codes_of(capsys, *root, "--vllm-version", "0.32", r3)
 
 
 @pytest.mark.parametrize(

@@ -355,7 +355,7 @@ def test_recipe_error_carries_the_section_and_the_entrypoint(tmp_path: Path) -> 
     ]
     for path, kwargs, expected in cases:
         with pytest.raises(RecipeError) as info:
-            load_recipe(path, **kwargs)
+            load_recipe(path, root=Path(os.sep), **kwargs)  # the eval parent lies in the shared corpus
         assert (info.value.section, info.value.entrypoint) == expected
         assert info.value.details()["section"] == expected[0]
 
@@ -556,7 +556,7 @@ SAMPLES = sorted(SHARED.glob("**/*.yaml"))
 @pytest.mark.parametrize("path", SAMPLES, ids=[os.fspath(p.relative_to(SHARED)) for p in SAMPLES])
 def test_every_sample_recipe_loads_without_an_error(path: Path) -> None:
     """Every real recipe of ``../shared/nemo_rl_recipes`` loads with default options and no error issue."""
-    recipe = load_recipe(path)
+    recipe = load_recipe(path, root=SHARED)  # the corpus is not a git work tree: its top folder is the root
     assert all(issue.severity == "warning" for issue in recipe.issues)
     assert all(
         issue.code in KNOWN and issue.source is not None for issue in recipe.issues if not issue.missing
@@ -571,7 +571,7 @@ def test_the_sample_set_is_complete() -> None:
 def test_the_router_replay_recipe_fails_only_p21_on_vllm_0_32() -> None:
     """PREFLIGHT.md §7: with vLLM 0.32 the router-replay recipe fails P21 (prefix caching off), nothing else."""
     path = SHARED / "recipes" / "llm" / "grpo-qwen3-30ba3b-8n8g-megatron-cp2-r3.yaml"
-    issues = issues_of(path, preflight_options=PreflightOptions(vllm_version=(0, 32)))
+    issues = issues_of(path, root=SHARED, preflight_options=PreflightOptions(vllm_version=(0, 32)))
     errors = [issue for issue in issues if issue.severity == "error"]
     assert {issue.code for issue in errors} == {"P21"}
     assert all(issue.source is not None and issue.line is not None for issue in errors)

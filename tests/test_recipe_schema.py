@@ -76,7 +76,7 @@ def test_every_sample_file_as_written_validates(path: Path) -> None:
 def test_every_composed_sample_validates(path: Path) -> None:
     """Each sample's composed and resolved document has no schema error."""
     register_resolvers()
-    document = load_recipe(path, run_preflight=False).document
+    document = load_recipe(path, run_preflight=False, root=SAMPLES).document  # the corpus is not a work tree
     resolved = OmegaConf.to_container(OmegaConf.create(document), resolve=True)
     assert errors_of(resolved) == []
 
