@@ -27,7 +27,10 @@ pytestmark = pytest.mark.skipif(not FILES, reason="../shared/nemo_rl_recipes is 
 def resolved(path: Path) -> dict[str, Any]:
     """The composed recipe, resolved leaf by leaf as preflight receives it."""
     loader: Any = load_recipe  # run_preflight=False where load_recipe already runs preflight itself
-    keywords = {"run_preflight": False} if "run_preflight" in inspect.signature(loader).parameters else {}
+    keywords: dict[str, Any] = (
+        {"run_preflight": False} if "run_preflight" in inspect.signature(loader).parameters else {}
+    )
+    keywords["root"] = RECIPES  # the corpus is not a git work tree: its top folder is the root
     document = loader(path, **keywords).document
     container = OmegaConf.to_container(OmegaConf.create(document), resolve=True, throw_on_missing=False)
     assert isinstance(container, dict)
