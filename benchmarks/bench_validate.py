@@ -58,7 +58,7 @@ def validate(files: list[Path], *, preflight: bool) -> None:
     """``load_recipe`` every file; an invalid recipe (a ``RecipeError``) counts like a valid one."""
     for path in files:
         with contextlib.suppress(RecipeError):
-            load_recipe(path, run_preflight=preflight)
+            load_recipe(path, run_preflight=preflight, root=SAMPLES)
 
 
 def _time(run: Callable[[], Any]) -> float:

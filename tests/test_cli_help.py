@@ -63,7 +63,7 @@ VALIDATE_USAGE = """usage: rl-contracts validate [-h] [--section DOTTED] [--stri
                              [--entrypoint {grpo,grpo-gym,grpo-sc}] [--vllm-version X.Y]
                              [--ignore-tp-accuracy-check] [--model-config CONFIG.json]
                              [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]
-                             [--fix] [--unsafe-fixes] [--diff] [--baseline FILE]
+                             [--root DIR] [--fix] [--unsafe-fixes] [--diff] [--baseline FILE]
                              [--write-baseline FILE]
                              FILE [FILE ...]"""
 
@@ -105,6 +105,8 @@ options:
   --select CODES        report only these codes or families, comma-separated (P7,W; default: all)
   --ignore CODES        do not report these codes or families, comma-separated (wins over
                         --select)
+  --root DIR            folder that defaults parents may come from (default: the git work tree
+                        holding each recipe, else its folder); a parent outside it is refused (V7)
   --fix                 apply the safe fixes to the recipe files, then report what remains
   --unsafe-fixes        with --fix or --diff: apply the unsafe fixes too (removals of dead keys,
                         value changes)

@@ -63,9 +63,12 @@ def line_of(path: str, fragment: str) -> int:
 
 
 def child(tmp_path: Path, text: str, name: str = "r.yaml") -> str:
-    """Write a child recipe of base.yaml whose body is ``text`` (YAML) and return its path."""
+    """Write a child recipe of base.yaml whose body is ``text`` (YAML) and return its path (base.yaml is copied
+    beside it: a parent outside the recipe's folder would be refused as V7)."""
     path = tmp_path / name
-    path.write_text(f"defaults: {VALID}\n{text}", encoding="utf-8")
+    if not (tmp_path / "base.yaml").exists():
+        shutil.copyfile(VALID, tmp_path / "base.yaml")
+    path.write_text(f"defaults: base.yaml\n{text}", encoding="utf-8")
     return str(path)
 
 
@@ -327,11 +330,23 @@ def test_a_set_value_is_reported_at_set(capsys: pytest.CaptureFixture[str]) -> N
     assert f"::error file={shown_path(VALID)},title=rl-contracts C1::policy.generation.top_p: " in out
 
 
-def test_set_of_an_absent_key_is_a_load_error(capsys: pytest.CaptureFixture[str]) -> None:
-    """``KEY=VALUE`` for a key the recipe lacks is a V1 load error (exit 2) that suggests ``++``."""
-    status, [report] = run_json(capsys, "--set", "grpo.batch_multiplier=1.5", VALID)
-    assert (status, report["status"], report["issues"][0]["code"]) == (2, "error", "V1")
-    assert "use ++ to add it" in report["issues"][0]["reason"]
+def test_set_of_an_absent_key_is_k1_with_the_other_issues(capsys: pytest.CaptureFixture[str]) -> None:
+    """``KEY=VALUE`` for a key the recipe lacks is not applied and is K1 (exit 1, issue 24), suggesting ``++`` and
+    the close key, reported with the recipe's other issues."""
+    status, [report] = run_json(
+        capsys, "--set", "policy.generation.top_pp=0.5", "--set", "policy.generation.top_p=3", VALID
+    )
+    assert (status, report["status"]) == (1, "invalid")
+    issues = {issue["path"]: issue for issue in report["issues"]}
+    missing = issues["policy.generation.top_pp"]
+    assert (missing["code"], missing["source"], missing["value"]) == (
+        "K1",
+        "--set",
+        "policy.generation.top_pp=0.5",
+    )
+    assert "use ++ to add a key" in missing["reason"]
+    assert "did you mean 'top_p'?" in missing["reason"]
+    assert issues["policy.generation.top_p"]["code"] == "C1"
 
 
 def test_entrypoint_option(capsys: pytest.CaptureFixture[str]) -> None:

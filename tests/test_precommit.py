@@ -87,7 +87,9 @@ def run_entry(
 def trainer_repo(tmp_path: Path, generation: dict[str, Any]) -> Path:
     """A trainer repository with one recipe, configs/recipe.yaml, inheriting the test base recipe."""
     (tmp_path / "configs").mkdir()
-    recipe = {"defaults": str(BASE), "policy": {"generation": generation}}
+    (tmp_path / ".git").mkdir()  # a work tree: its recipes may inherit from any file inside it
+    shutil.copyfile(BASE, tmp_path / "base.yaml")
+    recipe = {"defaults": "../base.yaml", "policy": {"generation": generation}}
     (tmp_path / "configs" / "recipe.yaml").write_text(json.dumps(recipe), encoding="utf-8")
     return tmp_path
 

@@ -26,10 +26,14 @@ ENTRYPOINTS = {
 }
 
 
-def resolved(path: Path) -> dict[str, Any]:
-    """The composed recipe, resolved leaf by leaf as preflight receives it."""
+def resolved(path: Path, root: Path | None = None) -> dict[str, Any]:
+    """The composed recipe, resolved leaf by leaf as preflight receives it (``root``: where its parents may come
+    from, for a corpus outside a git work tree)."""
     loader: Any = load_recipe  # run_preflight=False where load_recipe already runs preflight itself
-    keywords = {"run_preflight": False} if "run_preflight" in inspect.signature(loader).parameters else {}
+    keywords: dict[str, Any] = (
+        {"run_preflight": False} if "run_preflight" in inspect.signature(loader).parameters else {}
+    )
+    keywords["root"] = root
     document = loader(path, **keywords).document
     container = OmegaConf.to_container(OmegaConf.create(document), resolve=True, throw_on_missing=False)
     assert isinstance(container, dict)
@@ -42,7 +46,7 @@ def test_real_recipe_passes_preflight(
 ) -> None:
     """Each real GRPO recipe gets no error, at its runner's entrypoint; only the R3 recipe fails P21 on 0.32."""
     path = corpus_recipe
-    report = preflight(resolved(path), PreflightOptions(vllm_version=version, environ={}))
+    report = preflight(resolved(path, recipe_corpus), PreflightOptions(vllm_version=version, environ={}))
     name = path.relative_to(recipe_corpus).as_posix()
     if name in OUT_OF_SCOPE:
         assert not report.in_scope

@@ -342,12 +342,17 @@ class RecipeError(ConfigContractError):
 
 
 class RecipeLoadError(ConfigContractError):
-    """A recipe that cannot be read: I/O error, YAML syntax error, non-mapping root, cycle or missing parent."""
+    """A recipe that cannot be read: I/O error, YAML syntax error, non-mapping root, cycle or missing parent.
 
-    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file", "line", "column")
+    ``code`` is the rule that refused it: ``V1`` (also when ``None``), ``V6`` a loading limit, ``V7`` a
+    ``defaults`` parent outside the root.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = ("path", "value", "file", "line", "column", "code")
     file: str | None
     line: int | None
     column: int | None
+    code: str | None
 
 
 class BaselineError(ConfigContractError):

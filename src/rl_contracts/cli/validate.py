@@ -2,8 +2,8 @@
 
 ``rl-contracts validate FILE... [--section DOTTED] [--strict] [--format human|json|github] [--json]
 [--set KEY=VALUE]... [--entrypoint grpo|grpo-gym|grpo-sc] [--vllm-version X.Y] [--ignore-tp-accuracy-check]
-[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES] [--fix]
-[--unsafe-fixes] [--diff] [--baseline FILE] [--write-baseline FILE]`` loads every
+[--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES] [--root DIR]
+[--fix] [--unsafe-fixes] [--diff] [--baseline FILE] [--write-baseline FILE]`` loads every
 recipe in argument order with :func:`~rl_contracts.config.load_recipe` (composition, schema, cross-field,
 reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`, :mod:`.sarif`);
 ``--fix``/``--diff`` are :mod:`.fixing`'s, ``--baseline``/``--write-baseline`` :mod:`.baselines`'.  Exit status: 2 when
@@ -62,12 +62,13 @@ def validate_files(
     preflight_options: PreflightOptions | None = None,
     select: Collection[str] = (),
     ignore: Collection[str] = (),
+    root: str | None = None,
 ) -> list[FileReport]:
     """Run :func:`~rl_contracts.config.load_recipe` on every file, in order, and report each outcome.
 
     Never raises for bad recipe content or unreadable files: a ``RecipeError`` becomes an ``"invalid"`` report, a
-    ``RecipeLoadError`` an ``"error"`` report with one ``V1`` issue whose path is empty (at the file and line of the
-    chain where reading failed).
+    ``RecipeLoadError`` an ``"error"`` report with one issue whose path is empty (at the file and line of the chain
+    where reading failed), coded as the error is (``V1``; ``V6`` a loading limit; ``V7`` a parent outside ``root``).
     """
     from ..config import ConfigIssue, load_recipe
     from .report import FileReport
@@ -84,6 +85,7 @@ def validate_files(
                 preflight_options=preflight_options,
                 select=select,
                 ignore=ignore,
+                root=root,
             )
         except RecipeError as exc:
             reports.append(
@@ -98,7 +100,7 @@ def validate_files(
             )
         except RecipeLoadError as exc:
             issue = ConfigIssue(
-                code="V1",
+                code=exc.code or "V1",
                 path="",
                 value=exc.value or "",
                 json_value=exc.value,
@@ -153,6 +155,7 @@ def run_validate(args: argparse.Namespace) -> int:
         "preflight_options": options,
         "select": args.select,
         "ignore": args.ignore,
+        "root": args.root,
     }
     if args.unsafe_fixes and not (args.fix or args.diff):
         print("rl-contracts validate: error: --unsafe-fixes needs --fix or --diff", file=sys.stderr)
@@ -402,6 +405,14 @@ def register(commands: Any) -> None:
         default=(),
         metavar="CODES",
         help="do not report these codes or families, comma-separated (wins over --select)",
+    )
+    validate.add_argument(
+        "--root",
+        metavar="DIR",
+        help=(
+            "folder that defaults parents may come from (default: the git work tree holding each recipe, else "
+            "its folder); a parent outside it is refused (V7)"
+        ),
     )
     add_fix_arguments(validate)
     add_baseline_arguments(validate)

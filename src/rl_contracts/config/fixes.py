@@ -216,7 +216,8 @@ def _findings(recipe: str, kwargs: dict[str, object]) -> tuple[tuple[ConfigIssue
     try:
         loaded = load_recipe(recipe, **kwargs)  # type: ignore[arg-type]
     except RecipeError as exc:
-        return tuple(exc.issues or ()), compose(Path(recipe)).document
+        root = kwargs["root"]
+        return tuple(exc.issues or ()), compose(Path(recipe), root=Path(str(root))).document
     return loaded.issues, loaded.document
 
 
@@ -230,6 +231,7 @@ def plan_fixes(
     preflight_options: PreflightOptions | None = None,
     select: Collection[str] = (),
     ignore: Collection[str] = (),
+    root: str | os.PathLike[str] | None = None,
     max_rounds: int = 8,
 ) -> FixPlan:
     """Compute every fix of the findings of ``files`` (validated as :func:`~rl_contracts.config.load_recipe`
@@ -237,7 +239,8 @@ def plan_fixes(
 
     Returns:
         :class:`FixPlan`; its ``changes`` name the user's files (as the chains name them), its findings the
-        recipes as given.  A recipe that cannot be read is listed in ``unreadable`` and left alone.
+        recipes as given.  A recipe that cannot be read, or whose parents lie outside ``root`` (as
+        :func:`~rl_contracts.config.load_recipe` defines it), is listed in ``unreadable`` and left alone.
     """
     kwargs: dict[str, object] = {
         "section": section,
@@ -248,12 +251,13 @@ def plan_fixes(
         "ignore": ignore,
     }
     with tempfile.TemporaryDirectory(prefix="rl-contracts-fix-") as folder:
+        kwargs["root"] = folder  # the private copies of every chain lie under it
         mirror = _Mirror(Path(folder))
         recipes: list[tuple[str, str]] = []
         unreadable: list[str] = []
         for recipe in files:
             try:
-                chain = compose(Path(recipe)).chain
+                chain = compose(Path(recipe), root=None if root is None else Path(root)).chain
             except RecipeLoadError:
                 unreadable.append(recipe)
                 continue

@@ -18,7 +18,7 @@ from ..._messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
 from .._internal.absent import ABSENT
 from .._internal.paths import Keys, dotted_path, is_under, lookup
-from ..rules.loading import V2, V4, V5
+from ..rules.loading import V4, V5
 from ..rules.refit_support import reload_refit_violation
 from ..rules.registry import code_of_error
 from ..rules.unknown_keys import K1, K2, P28, unknown_keys
@@ -118,7 +118,7 @@ def _locate(report: IssueReport, resolution: Resolution, section: Keys) -> dict[
     failed = resolution.failed_under([section])
     above = [failure for failure in failed if len(failure.keys) <= len(section)]
     for failure in above:
-        report.add(failure.keys, V2.code, failure.reason, "error", failure.raw, path=failure.path)
+        report.add(failure.keys, failure.code, failure.reason, "error", failure.raw, path=failure.path)
     if above:
         return None
     holder: Any = resolution.document
@@ -170,7 +170,7 @@ def check_section(
         report.add(backend_keys, V5.code, why, "warning", backend)
         return "skipped", None
     for failure in failed:
-        report.add(failure.keys, V2.code, failure.reason, "error", failure.raw, path=failure.path)
+        report.add(failure.keys, failure.code, failure.reason, "error", failure.raw, path=failure.path)
     if any(failure.keys == backend_keys for failure in failed):
         return "valid", None
     if backend is None:

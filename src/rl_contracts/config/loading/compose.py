@@ -5,6 +5,11 @@ Each file is parsed with ``OmegaConf.load`` (never ``yaml.safe_load``, which rea
 to right onto an empty base, the file itself last; a mapping marked ``_override_: true`` replaces the inherited
 value at any depth (markers are always removed); a ``???`` never replaces an inherited value.
 
+Untrusted input (README, "Security and limits"): each file is read by :mod:`.reading` (a regular file within
+:class:`~.limits.Limits`, UTF-8, nesting and alias expansion bounded) before OmegaConf sees it; each file of the
+``defaults`` graph is read and composed once, by real path, however often the graph reaches it; and every parent
+must lie under the root (:func:`find_root`, or ``root=``), else the load is refused with V7.
+
 Divergence: the reference honours ``_override_`` only on top-level sections and leaves ``_override_: false`` (and
 the markers of a file without ``defaults``) in the merged config; rl_contracts honours it at any depth and removes
 every marker.
@@ -14,6 +19,8 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +33,22 @@ from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 from ..._messages import render, render_list, render_name, type_name
 from ...errors import RecipeLoadError
 from .._internal.paths import dotted_path
+from .limits import DEFAULT_LIMITS, Limits
 from .parsing import kind, reason
+from .reading import compose_checked, read_text
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML (OmegaConf's parser) ships no type stubs
 
-__all__ = ["Composition", "compose", "plain"]
+__all__ = ["Composition", "compose", "find_root", "plain"]
 
 _MARKER = "_override_"
+# OmegaConf >= 2.4 caps alias expansion at 10,000 nodes and reports it as a YAML error at line 1; reading.py
+# bounds every file itself (Limits.nodes) before this call, on every OmegaConf version, so the cap is lifted here.
+_UNCAPPED: dict[str, Any] = (
+    {"max_yaml_expanded_nodes": None}
+    if "max_yaml_expanded_nodes" in inspect.signature(OmegaConf.load).parameters
+    else {}
+)
 _DEFAULTS = "defaults"
 
 
@@ -55,22 +71,18 @@ def _omegaconf_key(exc: BaseException) -> str | None:
     return key if isinstance(key, str) and key else None
 
 
-def _read(path: Path, named_by: Path | None) -> dict[Any, Any]:
-    """Parse one recipe file with ``OmegaConf.load`` into plain containers (interpolations unresolved)."""
+def _read(path: Path, named_by: Path | None, limits: Limits) -> dict[Any, Any]:
+    """Parse one recipe file with ``OmegaConf.load`` into plain containers (interpolations unresolved), after
+    :mod:`.reading`'s checks (a regular file within the limits, UTF-8, nesting and alias expansion bounded)."""
     file = os.fspath(path)
+    text = read_text(path, named_by, limits)
     try:
-        loaded = OmegaConf.load(path)
+        compose_checked(text, file, limits)
+        loaded = OmegaConf.load(io.StringIO(text), **_UNCAPPED)
     except (RecursionError, MemoryError):
         raise
-    except FileNotFoundError:
-        if named_by is not None:
-            raise RecipeLoadError(
-                f"{render_name(named_by)}: parent recipe '{render_name(file)}' named in defaults does not exist",
-                file=os.fspath(named_by),
-                path=_DEFAULTS,
-                value=render(file),
-            ) from None
-        raise RecipeLoadError(f"{render_name(file)}: no such file", file=file) from None
+    except RecipeLoadError:
+        raise
     except OSError as exc:
         # errno None: OmegaConf.load's own rejection of a scalar root ("Invalid loaded object type: int").
         if exc.errno is None:
@@ -206,48 +218,124 @@ def _merge(base: dict[Any, Any], over: dict[Any, Any], file: Path) -> dict[Any, 
     return merged_plain
 
 
-def _compose(
-    path: Path, ancestry: tuple[Path, ...], named_by: Path | None, chain: list[Path]
-) -> dict[Any, Any]:
-    """Load ``path`` and its ``defaults`` depth-first; parents merge left to right, the file itself last.
-
-    Appends every file to ``chain`` in merge order (a parent reached twice appears twice).
-    """
+def find_root(recipe: Path) -> Path:
+    """The folder a recipe's ``defaults`` may reach: the git work tree holding ``recipe`` (the nearest folder
+    above it with a ``.git`` entry, a folder or a worktree's file; git itself is not run), else the recipe's own
+    folder.  Both are real paths (symlinks resolved)."""
     try:
-        real = path.resolve()
-    except RecursionError:
-        raise
-    except (OSError, ValueError, RuntimeError) as exc:  # embedded NUL byte, symlink loop (Python < 3.13)
-        raise RecipeLoadError(
-            f"{render_name(path)}: cannot resolve the path: {reason(exc)}",
-            file=os.fspath(named_by or path),
-            path=_DEFAULTS if named_by else None,
-        ) from None
-    if real in ancestry:
-        cycle = [os.fspath(p) for p in (*ancestry, real)]
-        raise RecipeLoadError(
-            f"{render_name(path)}: defaults cycle: the file appears again in its own ancestry "
-            f"{render_list(cycle)}",
-            file=os.fspath(path),
-            path=_DEFAULTS,
-            value=render_list(cycle),
+        folder = recipe.resolve().parent
+    except (OSError, ValueError, RuntimeError):
+        folder = Path(os.path.abspath(recipe)).parent
+    for candidate in (folder, *folder.parents):
+        try:
+            if (candidate / ".git").exists():
+                return candidate
+        except (OSError, ValueError):
+            break
+    return folder
+
+
+@dataclass
+class _Composer:
+    """Composes one recipe: each file of its ``defaults`` graph is read and composed once (by real path),
+    however often the graph reaches it, and every parent must lie under ``root``."""
+
+    limits: Limits
+    root: Path
+    root_given: bool
+    done: dict[Path, tuple[dict[Any, Any], tuple[Path, ...]]]
+
+    def _outside(self, path: Path, real: Path, named_by: Path) -> RecipeLoadError:
+        where = (
+            "the folder given as root"
+            if self.root_given
+            else "the git work tree (else the folder) of the recipe"
         )
-    raw = _read(path, named_by)
-    parents = _parent_paths(raw.pop(_DEFAULTS, None), path) if _DEFAULTS in raw else []
-    composed: dict[Any, Any] = {}
-    for parent in parents:
-        composed = _merge(composed, _compose(parent, (*ancestry, real), path, chain), parent)
-    chain.append(path)
-    return _merge(composed, raw, path)
+        return RecipeLoadError(
+            f"{render_name(named_by)}: parent recipe '{render_name(path)}' named in defaults is outside "
+            f"{render_name(self.root)} ({where}); pass --root DIR (load_recipe(root=...)) naming a folder that "
+            "holds it if it is trusted",
+            file=os.fspath(named_by),
+            path=_DEFAULTS,
+            value=render_name(path),
+            code="V7",
+        )
+
+    def compose(
+        self, path: Path, ancestry: tuple[Path, ...], named_by: Path | None
+    ) -> tuple[dict[Any, Any], tuple[Path, ...]]:
+        """The composed document of ``path`` and its files in merge order (each file once, at its last place).
+
+        Loads ``path`` and its ``defaults`` depth-first; parents merge left to right, the file itself last.
+        """
+        try:
+            real = path.resolve()
+        except RecursionError:
+            raise
+        except (OSError, ValueError, RuntimeError) as exc:  # embedded NUL byte, symlink loop (Python < 3.13)
+            raise RecipeLoadError(
+                f"{render_name(path)}: cannot resolve the path: {reason(exc)}",
+                file=os.fspath(named_by or path),
+                path=_DEFAULTS if named_by else None,
+            ) from None
+        if real in ancestry:
+            cycle = [os.fspath(p) for p in (*ancestry, real)]
+            raise RecipeLoadError(
+                f"{render_name(path)}: defaults cycle: the file appears again in its own ancestry "
+                f"{render_list(cycle)}",
+                file=os.fspath(path),
+                path=_DEFAULTS,
+                value=render_list(cycle),
+            )
+        if named_by is not None and not real.is_relative_to(self.root):
+            raise self._outside(path, real, named_by)
+        if real in self.done:
+            return self.done[real]
+        raw = _read(path, named_by, self.limits)
+        parents = _parent_paths(raw.pop(_DEFAULTS, None), path) if _DEFAULTS in raw else []
+        composed: dict[Any, Any] = {}
+        chain: list[Path] = []
+        for parent in parents:
+            document, files = self.compose(parent, (*ancestry, real), path)
+            composed = _merge(composed, document, parent)
+            chain.extend(files)
+        chain.append(path)
+        result = _merge(composed, raw, path), _last_places(chain)
+        self.done[real] = result
+        return result
 
 
-def compose(path: Path) -> Composition:
+def _last_places(chain: list[Path]) -> tuple[Path, ...]:
+    """``chain`` with each file (by real path) kept only at its last place: provenance, which looks for the last
+    file that sets a value, finds the same one."""
+    seen: set[Path] = set()
+    kept: list[Path] = []
+    for path in reversed(chain):
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            kept.append(path)
+    return tuple(reversed(kept))
+
+
+def compose(path: Path, *, limits: Limits = DEFAULT_LIMITS, root: Path | None = None) -> Composition:
     """Compose the recipe at ``path`` with its ``defaults`` chain (SPEC §1.8 steps 1–4).
 
-    Raises ``RecipeLoadError`` for an I/O error, a YAML or interpolation syntax error (with ``.line`` and
-    ``.column`` for YAML), a non-mapping root, a bad ``defaults`` value or ``_override_`` marker, a ``defaults``
-    cycle (files compared by ``Path.resolve()``), a missing parent, or a list meeting a mapping in a merge.
+    Each file of the ``defaults`` graph is read and composed once, however often it is reached (a diamond costs
+    what its files cost).  A parent must lie under ``root`` (default :func:`find_root` of ``path``), compared by
+    real path.
+
+    Raises ``RecipeLoadError`` for an I/O error, a file that is not a regular file, not UTF-8 or holds a NUL byte,
+    a YAML or interpolation syntax error (with ``.line`` and ``.column`` for YAML), a non-mapping root, a bad
+    ``defaults`` value or ``_override_`` marker, a ``defaults`` cycle (files compared by ``Path.resolve()``), a
+    missing parent, or a list meeting a mapping in a merge (code V1); a file beyond ``limits`` (V6); a parent
+    outside the root (V7).
     """
-    chain: list[Path] = []
-    document = _compose(path, (), None, chain)
-    return Composition(document, tuple(chain))
+    given = root is not None
+    try:
+        top = Path(os.path.realpath(root)) if root is not None else find_root(path)
+    except (OSError, ValueError) as exc:
+        raise RecipeLoadError(f"{render_name(root)}: cannot resolve the root folder: {reason(exc)}") from None
+    composer = _Composer(limits, top, given, {})
+    document, chain = composer.compose(path, (), None)
+    return Composition(document, chain)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from ..._messages import render
 from ...errors import RecipeLoadError
 from .._internal.absent import ABSENT, MISSING_VALUE
-from .._internal.paths import Keys, dotted_path
+from .._internal.paths import Keys, dotted_path, lookup
 from ..rules.suggested_fix import SuggestedFix
 from .provenance import Provenance
 
-__all__ = ["ConfigIssue", "IssueReport", "json_value"]
+__all__ = ["OUTSIDE_VALUE", "ConfigIssue", "IssueReport", "json_value"]
 
 _JSON_CHARS = 2000
 
@@ -53,13 +54,14 @@ class ConfigIssue(BaseModel):
 
     @classmethod
     def for_load_error(cls, error: RecipeLoadError) -> ConfigIssue:
-        """The issue (code ``V1``, empty path) that reports a recipe that could not be read."""
+        """The issue (empty path; code ``V1``, or the error's ``code``) that reports a recipe that could not be
+        read."""
         return cls(
             path="",
             value=error.value or "",
             reason=error.message,
             severity="error",
-            code="V1",
+            code=error.code or "V1",
             source=error.file,
             line=error.line,
             json_value=error.value,
@@ -88,13 +90,24 @@ def json_value(value: object) -> JsonValue:
     return converted
 
 
+OUTSIDE_VALUE = "<value from outside the recipe>"
+"""Stands in for a value read from outside the recipe (the environment) wherever an issue would show it."""
+
+
 @dataclass
 class IssueReport:
-    """Collects the issues of one recipe, each with its code and provenance."""
+    """Collects the issues of one recipe, each with its code and provenance.
+
+    ``outside`` (:meth:`~.expansion.Analysis.is_outside`) marks the values derived from outside state (``oc.env``):
+    an issue at or above one shows the value as written in the recipe (``${oc.env:HF_HOME}/data``), never resolved,
+    and a V2 issue there does not quote OmegaConf's reason; each of ``secrets`` (their resolved texts) is replaced by :data:`OUTSIDE_VALUE` in every reason.
+    """
 
     document: dict[Any, Any]
     provenance: Provenance
     issues: list[ConfigIssue] = field(default_factory=list)
+    outside: Callable[[Keys], bool] | None = None
+    secrets: tuple[str, ...] = ()
 
     def add(
         self,
@@ -110,6 +123,13 @@ class IssueReport:
         """Add one issue at ``keys`` (``path`` when given: a preflight finding's own spelling) with its ``fix``;
         ``value`` :data:`~rl_contracts.config._internal.absent.ABSENT` marks a missing key."""
         missing = value is ABSENT
+        if not missing and self.outside is not None and self.outside(keys):
+            found, written = lookup(self.document, keys)
+            value = written if found else OUTSIDE_VALUE
+            if code == "V2":  # OmegaConf's reason may quote what the environment held (a key it looked up)
+                why = "cannot be resolved (the reason is not shown: the value reads outside the recipe)"
+        for secret in self.secrets:
+            why = why.replace(secret, OUTSIDE_VALUE)
         source, line = (None, None) if missing else self.provenance.locate(keys)
         self.issues.append(
             ConfigIssue(

@@ -22,12 +22,17 @@ from omegaconf import OmegaConf
 from ..._messages import render_list, render_name
 from ...checks import require_bool, require_collection
 from ...errors import ContractTypeError, RecipeError, RecipeLoadError
+from .._internal.paths import Keys, lookup
+from ..rules.loading import V6
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import code_selected
+from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import compose
+from .expansion import analyse
 from .issues import ConfigIssue, IssueReport
+from .limits import DEFAULT_LIMITS, Limits, budget_scope
 from .overrides import apply_overrides
 from .parsing import reason
 from .provenance import Provenance
@@ -66,6 +71,21 @@ def _codes(value: object, argument: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+_SECRET_CHARS = 4  # shorter resolved texts (a digit, "true") are too common to scrub from reasons
+
+
+def _secrets(resolved: dict[Any, Any], outside: Iterable[Keys]) -> tuple[str, ...]:
+    """The texts of the resolved values read from outside the recipe, longest first (scrubbed from reasons)."""
+    texts = set()
+    for keys in outside:
+        found, value = lookup(resolved, keys)
+        if found and isinstance(value, str | int | float) and not isinstance(value, bool):
+            text = str(value)
+            if len(text) >= _SECRET_CHARS:
+                texts.add(text)
+    return tuple(sorted(texts, key=len, reverse=True))
+
+
 def _sorted(issues: Iterable[ConfigIssue]) -> tuple[ConfigIssue, ...]:
     return tuple(sorted(issues, key=lambda issue: (issue.path, issue.reason)))
 
@@ -80,12 +100,15 @@ def load_recipe(
     run_preflight: bool = True,
     select: Collection[str] = (),
     ignore: Collection[str] = (),
+    root: str | os.PathLike[str] | None = None,
+    limits: Limits | None = None,
 ) -> LoadedRecipe:
     """Compose a recipe, validate its generation section, run preflight, and return it with its warnings.
 
     Composition as :func:`rl_contracts.config.loading.compose.compose` (SPEC §1.8); then ``overrides``
     (``key=value``, ``+key=value``, ``++key=value``, :mod:`.overrides`) apply in order (an issue at or below an
-    overridden key has the source ``"--set"`` and line ``None``); then the whole document is
+    overridden key has the source ``"--set"`` and line ``None``; a ``key=value`` whose key the recipe does not
+    have is not applied and is the error ``K1``, with a did-you-mean hint); then the whole document is
     resolved leaf by leaf with the ``add``, ``mul``, ``div`` and ``max`` resolvers (a failing leaf inside the
     section is an error issue ``V2``; elsewhere it only makes the preflight rules that read it skip).  The section
     (``section``; when ``None``: ``policy.generation``, else a top-level ``generation`` mapping) is validated as
@@ -105,10 +128,17 @@ def load_recipe(
             ``.skipped`` the skipped preflight rules; ``.section`` the section validated, as
             ``LoadedRecipe.section``; ``.entrypoint`` as ``LoadedRecipe.entrypoint``).
         RecipeLoadError: the recipe cannot be read (see :func:`~rl_contracts.config.loading.compose.compose`), or an
-            override is malformed or names a key it cannot set.
+            override is malformed or goes through a non-mapping; ``.code`` ``V6`` when it goes beyond ``limits``,
+            ``V7`` when a ``defaults`` parent lies outside ``root`` (default: the git work tree holding the recipe,
+            else its folder; see :func:`~rl_contracts.config.loading.compose.find_root`).
         ContractTypeError: ``path`` is not a ``str``/``PathLike``, ``section`` is not a ``str`` or ``None``,
             ``strict``/``run_preflight`` is not a ``bool``, ``overrides``/``select``/``ignore`` is not a
-            collection of ``str``, or ``preflight_options`` is not a ``PreflightOptions`` or ``None``.
+            collection of ``str``, ``preflight_options`` is not a ``PreflightOptions`` or ``None``, ``root`` is not
+            a path or ``None``, or ``limits`` is not a :class:`~.limits.Limits` or ``None``.
+
+    Interpolations are bounded before they are resolved (:mod:`.expansion`; a value beyond ``limits`` is the error
+    ``V6`` wherever it is), and a value read through ``oc.env`` (or another resolver reading outside state) is
+    shown in issues as written, never resolved.
 
     Example::
 
@@ -130,10 +160,34 @@ def load_recipe(
     file = os.fspath(path)
     if not isinstance(file, str):
         raise ContractTypeError.for_value("path", "a text path", file)
+    if root is not None and not isinstance(root, str | os.PathLike):
+        raise ContractTypeError.for_value("root", "a str, os.PathLike or None", root)
+    if limits is not None and not isinstance(limits, Limits):
+        raise ContractTypeError.for_value("limits", "a Limits or None", limits)
+    bounds = DEFAULT_LIMITS if limits is None else limits
     register_resolvers()
-    composition = compose(Path(file))
+    with budget_scope(bounds):
+        return _load(
+            file, section, strict, texts, preflight_options, run_preflight, selected, ignored, root, bounds
+        )
+
+
+def _load(
+    file: str,
+    section: str | None,
+    strict: bool,
+    texts: tuple[str, ...],
+    preflight_options: PreflightOptions | None,
+    run_preflight: bool,
+    selected: tuple[str, ...],
+    ignored: tuple[str, ...],
+    root: str | os.PathLike[str] | None,
+    limits: Limits,
+) -> LoadedRecipe:
+    """:func:`load_recipe` once its arguments are checked, with the resolvers' budget in place."""
+    composition = compose(Path(file), limits=limits, root=None if root is None else Path(root))
     composed = composition.document
-    overridden = apply_overrides(composed, texts, file)
+    overridden, unapplied = apply_overrides(composed, texts, file, limits)
     try:
         document = OmegaConf.create(composed)
     except (RecursionError, MemoryError):
@@ -142,12 +196,24 @@ def load_recipe(
         raise RecipeLoadError(
             f"{render_name(file)}: cannot build the composed document: {reason(exc)}", file=file
         ) from None
-    resolution = resolve_document(document)
-    report = IssueReport(composed, Provenance(composition.chain, overridden))
+    analysis = analyse(composed, limits)
+    resolution = resolve_document(document, analysis.refused)
+    report = IssueReport(
+        composed,
+        Provenance(composition.chain, (*overridden, *(missing.keys for missing in unapplied))),
+        outside=analysis.is_outside,
+        secrets=_secrets(resolution.document, analysis.outside),
+    )
     chosen = section if section is not None else default_section(composed, resolution)
     status, config = check_section(
         report, resolution, chosen or DEFAULT_SECTION, explicit=section is not None, strict=strict
     )
+    for missing in unapplied:
+        report.add(missing.keys, K1.code, missing.reason, "error", missing.override.text)
+    reported = {issue.path for issue in report.issues}
+    for failure in resolution.failures:  # a refused value is an error wherever it is, not only in the section
+        if failure.code == V6.code and failure.path not in reported:
+            report.add(failure.keys, V6.code, failure.reason, "error", failure.raw, path=failure.path)
     skipped: tuple[SkippedRule, ...] = ()
     entrypoint: Entrypoint | None = None
     if run_preflight:

@@ -1,6 +1,6 @@
 """Trainer-style overrides (``--set``), applied to a composed recipe before resolution (PREFLIGHT.md §1).
 
-An override is ``key=value`` (the key must exist), ``+key=value`` (it must not) or ``++key=value`` (set either
+An override is ``key=value`` (the key must exist, else it is not applied and is reported as K1), ``+key=value`` (it must not) or ``++key=value`` (set either
 way, creating missing mappings on the way), as the trainers' Hydra-style parser has them.  ``key`` is dotted; a
 segment of digits indexes a list.  ``value`` is YAML, read as OmegaConf reads a recipe (``1e-8`` is a float,
 ``${...}`` an interpolation); an empty value is the empty string, as in Hydra.  A mapping value merges into an
@@ -9,7 +9,8 @@ existing mapping; anything else replaces the value.
 
 from __future__ import annotations
 
-import importlib
+import difflib
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,11 +18,10 @@ from typing import Any, Literal
 from ..._messages import render, render_name
 from ...errors import ContractTypeError, RecipeLoadError
 from .._internal.paths import Keys, dotted_path
-from .parsing import RecipeLoader
+from .limits import DEFAULT_LIMITS, Limits
+from .reading import load_yaml_value
 
-_yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
-
-__all__ = ["Override", "apply_overrides", "parse_override"]
+__all__ = ["Override", "Unapplied", "apply_overrides", "parse_override"]
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,12 @@ def _bad(file: str, text: str, why: str, path: str | None = None) -> RecipeLoadE
     )
 
 
-def parse_override(text: str, file: str) -> Override:
-    """Parse one ``[+|++]key=value`` override; ``RecipeLoadError`` (naming ``file``) when it is malformed."""
+def parse_override(text: str, file: str, limits: Limits = DEFAULT_LIMITS) -> Override:
+    """Parse one ``[+|++]key=value`` override; ``RecipeLoadError`` (naming ``file``) when it is malformed, its key
+    holds a control character, or its value goes beyond ``limits`` (V6).
+
+    A key segment of ASCII digits indexes a list; any other segment (``"²"``, whose ``isdigit()`` is true) is a
+    mapping key."""
     if not isinstance(text, str):
         raise ContractTypeError.for_value("overrides[i]", "a str such as 'key=value'", text)
     key, equals, written = text.partition("=")
@@ -57,14 +61,16 @@ def parse_override(text: str, file: str) -> Override:
     parts = key.split(".")
     if not all(parts):
         raise _bad(file, text, f"has an empty segment in its key {render(key)}")
+    if any(unicodedata.category(char) == "Cc" for char in key):
+        raise _bad(file, text, "has a control character in its key")
     try:
-        value = "" if not written else _yaml.load(written, Loader=RecipeLoader)
-    except (RecursionError, MemoryError):
+        value = "" if not written else load_yaml_value(written, file, limits)
+    except (RecursionError, MemoryError, RecipeLoadError):
         raise
     except Exception as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise _bad(file, text, f"has a value that is not YAML ({render_name(problem)})", key) from None
-    keys = tuple(int(part) if part.isdigit() else part for part in parts)
+    keys = tuple(int(part) if part.isascii() and part.isdigit() else part for part in parts)
     return Override(text, mode, keys, value)
 
 
@@ -77,7 +83,27 @@ def _merged(old: object, new: object) -> object:
     return new
 
 
-def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
+@dataclass(frozen=True)
+class Unapplied:
+    """A ``key=value`` override whose key the recipe does not have: not applied, reported as K1 at ``keys`` (the
+    first missing key on its path) with ``reason``."""
+
+    override: Override
+    keys: Keys
+    reason: str
+
+
+def _missing(holder: dict[Any, Any], key: object, where: str) -> str:
+    present = [name for name in holder if isinstance(name, str)]
+    close = difflib.get_close_matches(key, present, n=1, cutoff=0.8) if isinstance(key, str) else []
+    hint = f"; did you mean '{render_name(close[0])}'?" if close else ""
+    return (
+        f"override --set {render_name(where)}=... names a key the recipe does not have, so it is not applied "
+        f"(use ++ to add a key){hint}"
+    )
+
+
+def _apply(document: dict[Any, Any], override: Override, file: str) -> Unapplied | None:
     holder: Any = document
     for depth, key in enumerate(override.keys[:-1]):
         if isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder):
@@ -91,9 +117,7 @@ def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
         if key not in holder or holder[key] is None:
             if override.mode != "force":
                 where = dotted_path(override.keys[: depth + 1], document)
-                raise _bad(
-                    file, override.text, f"names {where}, which the recipe does not have; use ++ to add it"
-                )
+                return Unapplied(override, override.keys[: depth + 1], _missing(holder, key, where))
             holder[key] = {}
         holder = holder[key]
     last = override.keys[-1]
@@ -102,28 +126,37 @@ def _apply(document: dict[Any, Any], override: Override, file: str) -> None:
         if not 0 <= last < len(holder):
             raise _bad(file, override.text, f"indexes past the end of a list of {len(holder)}", path)
         holder[last] = _merged(holder[last], override.value)
-        return
+        return None
     if not isinstance(holder, dict):
         raise _bad(file, override.text, "sets a key of a value that is not a mapping", path)
     present = last in holder
     if override.mode == "set" and not present:
-        raise _bad(
-            file, override.text, f"names {path}, which the recipe does not have; use ++ to add it", path
-        )
+        return Unapplied(override, override.keys, _missing(holder, last, path))
     if override.mode == "add" and present:
         raise _bad(
             file, override.text, f"adds {path}, which the recipe already has; use ++ to replace it", path
         )
     holder[last] = _merged(holder[last], override.value) if present else override.value
+    return None
 
 
-def apply_overrides(document: dict[Any, Any], overrides: Sequence[str], file: str) -> tuple[Keys, ...]:
-    """Apply ``overrides`` in order to ``document`` (changed in place); return the keys they set.
+def apply_overrides(
+    document: dict[Any, Any], overrides: Sequence[str], file: str, limits: Limits = DEFAULT_LIMITS
+) -> tuple[tuple[Keys, ...], tuple[Unapplied, ...]]:
+    """Apply ``overrides`` in order to ``document`` (changed in place); return the keys they set and the
+    ``key=value`` overrides whose key the recipe does not have (not applied; ``load_recipe`` reports them as K1
+    with the rest of the issues, as a misspelled key in a file is).
 
-    Raises ``RecipeLoadError`` (``.file`` = ``file``, ``.path`` the key) for a malformed override, a ``key=value``
-    whose key is absent, a ``+key=value`` whose key is present, or a key that goes through a non-mapping.
+    Raises ``RecipeLoadError`` (``.file`` = ``file``, ``.path`` the key) for a malformed override, a ``+key=value``
+    whose key is present, or a key that goes through a non-mapping.
     """
-    parsed = [parse_override(text, file) for text in overrides]
+    parsed = [parse_override(text, file, limits) for text in overrides]
+    unapplied = []
+    applied = []
     for override in parsed:
-        _apply(document, override, file)
-    return tuple(override.keys for override in parsed)
+        missing = _apply(document, override, file)
+        if missing is None:
+            applied.append(override.keys)
+        else:
+            unapplied.append(missing)
+    return tuple(applied), tuple(unapplied)

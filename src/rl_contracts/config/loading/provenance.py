@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from .._internal.paths import Keys
+from .limits import DEFAULT_LIMITS
 from .parsing import RecipeLoader
+from .reading import read_text
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
 
@@ -69,7 +71,7 @@ def _index(node: Any, line: int, loader: Any, depth: int = 0) -> _Entry:
 def _read_index(path: Path) -> _Entry | None:
     """The value tree of one file with its lines; ``None`` when the file cannot be read again."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, None, DEFAULT_LIMITS)
         loader = RecipeLoader(text)
         try:
             root = loader.get_single_node()
@@ -84,7 +86,7 @@ def _read_index(path: Path) -> _Entry | None:
 
 def _alternatives(key: object) -> tuple[object, ...]:
     """``key`` and the spelling a dotted path may have lost: ``"5"`` for ``5`` and back."""
-    if isinstance(key, str) and key.isdigit():
+    if isinstance(key, str) and key.isascii() and key.isdigit():
         return key, int(key)
     if isinstance(key, int) and not isinstance(key, bool):
         return key, str(key)

@@ -8,7 +8,7 @@ in a list its place keeps :data:`UNRESOLVED` so later indices keep their positio
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -16,32 +16,92 @@ import omegaconf
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from .._internal.paths import Keys, dotted_path
+from .limits import active_budget
 from .parsing import reason
 
 __all__ = [
     "UNRESOLVED",
     "Failure",
     "Resolution",
+    "ResolverLimitError",
     "register_resolvers",
     "resolve_document",
     "version_at_least",
 ]
 
 
+class ResolverLimitError(ValueError):
+    """A resolver call whose result would go beyond :class:`~.limits.Limits` (rule V6)."""
+
+
+def _size(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | bytes | list | tuple | dict) else None
+
+
+def _check_result(name: str, result: Any) -> Any:
+    """``result`` after the active budget's bounds: integer magnitude, length, and the load's total length."""
+    budget = active_budget()
+    limits = budget.limits
+    if (
+        isinstance(result, int)
+        and not isinstance(result, bool)
+        and result.bit_length() > limits.resolver_bits
+    ):
+        raise ResolverLimitError(
+            f"{name} would return an integer of {result.bit_length():,} bits (limit {limits.resolver_bits} bits: "
+            "Limits.resolver_bits)"
+        )
+    size = _size(result)
+    if size is not None:
+        _charge(name, size)
+    return result
+
+
+def _charge(name: str, size: int) -> None:
+    budget = active_budget()
+    limits = budget.limits
+    if size > limits.resolver_chars:
+        raise ResolverLimitError(
+            f"{name} would return {size:,} characters or items (limit {limits.resolver_chars:,}: "
+            "Limits.resolver_chars)"
+        )
+    if budget.resolver_chars_used + size > limits.resolver_chars:
+        raise ResolverLimitError(
+            f"the resolvers of this recipe would return more than {limits.resolver_chars:,} characters or items "
+            "in all (Limits.resolver_chars)"
+        )
+    budget.resolver_chars_used += size
+
+
 def _add(a: Any, b: Any) -> Any:
-    return a + b
+    sizes = (_size(a), _size(b))
+    if sizes[0] is not None and sizes[1] is not None:
+        _charge("add", sizes[0] + sizes[1])
+        return a + b
+    return _check_result("add", a + b)
 
 
 def _mul(a: Any, b: Any) -> Any:
-    return a * b
+    for seq, times in ((a, b), (b, a)):
+        size = _size(seq)
+        if size is not None and isinstance(times, int):
+            _charge("mul", size * max(times, 0))
+            return a * b
+    bits = active_budget().limits.resolver_bits
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > bits + 1:
+        raise ResolverLimitError(
+            f"mul would return an integer of about {a.bit_length() + b.bit_length():,} bits (limit {bits} bits: "
+            "Limits.resolver_bits)"
+        )
+    return _check_result("mul", a * b)
 
 
 def _div(a: Any, b: Any) -> Any:
-    return a / b
+    return _check_result("div", a / b)
 
 
 def _max(a: Any, b: Any) -> Any:
-    return max(a, b)
+    return _check_result("max", max(a, b))
 
 
 _RESOLVERS = {"add": _add, "mul": _mul, "div": _div, "max": _max}
@@ -86,12 +146,14 @@ UNRESOLVED: Final[Any] = _Unresolved()
 
 @dataclass(frozen=True)
 class Failure:
-    """One leaf that did not resolve: its keys, dotted path, the value as written and OmegaConf's reason."""
+    """One leaf that did not resolve: its keys, dotted path, the value as written, OmegaConf's reason, and its
+    code (``V2``; ``V6`` when a loading limit refused it)."""
 
     keys: Keys
     path: str
     raw: object
     reason: str
+    code: str = "V2"
 
 
 @dataclass(frozen=True)
@@ -119,17 +181,20 @@ class Resolution:
 class _Walk:
     """Resolves every leaf of a container on its own, collecting the failures."""
 
-    def __init__(self) -> None:
+    def __init__(self, refused: Mapping[Keys, str]) -> None:
+        self.refused = refused
         self.failures: list[Failure] = []
         # each failing container as written, converted once; holding the node keeps its id unique
         self._written: dict[int, tuple[DictConfig | ListConfig, Any]] = {}
 
-    def fail(self, keys: Keys, path: str, node: DictConfig | ListConfig, key: Any, why: str) -> Any:
+    def fail(
+        self, keys: Keys, path: str, node: DictConfig | ListConfig, key: Any, why: str, code: str = "V2"
+    ) -> Any:
         if id(node) not in self._written:
             self._written[id(node)] = (node, OmegaConf.to_container(node))
         written = self._written[id(node)][1]
         raw = written[key] if isinstance(written, dict | list) else None
-        self.failures.append(Failure(keys, path, raw, why))
+        self.failures.append(Failure(keys, path, raw, why, code))
         return UNRESOLVED
 
     def container(self, node: DictConfig | ListConfig, keys: Keys, path: str, stack: tuple[int, ...]) -> Any:
@@ -146,13 +211,20 @@ class _Walk:
         self, node: DictConfig | ListConfig, key: Any, keys: Keys, path: str, stack: tuple[int, ...]
     ) -> Any:
         here = (*keys, key)
+        if here in self.refused:
+            return self.fail(here, path, node, key, self.refused[here], "V6")
         if OmegaConf.is_missing(node, key):
             return self.fail(here, path, node, key, "mandatory value is missing (???)")
         try:
             value = node[key]
-        except (RecursionError, MemoryError):
+        except MemoryError:
             raise
+        except RecursionError:
+            return self.fail(here, path, node, key, "its interpolations nest too deep to resolve", "V6")
         except Exception as exc:
+            limited = _limit_cause(exc)
+            if limited is not None:
+                return self.fail(here, path, node, key, limited, "V6")
             return self.fail(here, path, node, key, reason(exc))
         if isinstance(value, DictConfig | ListConfig):
             if id(value) in stack:
@@ -161,18 +233,35 @@ class _Walk:
         return value
 
 
-def resolve_document(document: DictConfig) -> Resolution:
+def _limit_cause(exc: BaseException) -> str | None:
+    """The message of the :class:`ResolverLimitError` behind an OmegaConf error, if one is."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ResolverLimitError):
+            return reason(current)
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def resolve_document(document: DictConfig, refused: Mapping[Keys, str] | None = None) -> Resolution:
     """Resolve every leaf of ``document``; never raises for a leaf that fails (it is recorded instead).
 
-    A document without failures resolves in one OmegaConf pass; otherwise each leaf is resolved on its own.
-    Raises only ``RecursionError``/``MemoryError``.
+    A document without failures resolves in one OmegaConf pass; otherwise each leaf is resolved on its own.  A
+    leaf at a key of ``refused`` (keys -> reason, :func:`~.expansion.analyse`) is not resolved: it fails with
+    code V6, as does a leaf whose resolver call goes beyond the active :class:`~.limits.Budget`.
+    Raises only ``MemoryError``.
     """
     try:
+        if refused:
+            raise LookupError("refused values resolve leaf by leaf")
         resolved = OmegaConf.to_container(document, resolve=True, throw_on_missing=True)
     except MemoryError:
         raise
     except Exception:
-        walk = _Walk()
+        active_budget().resolver_chars_used = 0  # the leaf-by-leaf pass resolves again
+        walk = _Walk(refused or {})
         plain = walk.container(document, (), "", (id(document),))
         return Resolution(plain, tuple(walk.failures))
     return Resolution(resolved, ())  # type: ignore[arg-type]

@@ -1,16 +1,18 @@
-"""The loading rules (V1–V5): a recipe that cannot be read or resolved, a section that breaks the schema, is
-missing or is not validated.
+"""The loading rules (V1–V7): a recipe that cannot be read or resolved, a section that breaks the schema, is
+missing or is not validated, a recipe beyond a loading limit (V6) or with a parent outside its root (V7).
 
 They are raised by the loading stage (:mod:`rl_contracts.config.loading`): V1 by composition and overrides (a
 :class:`~rl_contracts.errors.RecipeLoadError`), V2, V4 and V5 by the section check, V3 by the section's schema
-(every pydantic line error without a rule of its own, and a key given in both spellings).
+(every pydantic line error without a rule of its own, and a key given in both spellings); V6 by reading, composing
+and resolving (a ``RecipeLoadError``, or an error issue for a value whose resolution goes beyond a limit), V7 by
+composition (a ``RecipeLoadError``).
 """
 
 from __future__ import annotations
 
 from .rule import Rule
 
-__all__ = ["V1", "V2", "V3", "V4", "V5"]
+__all__ = ["V1", "V2", "V3", "V4", "V5", "V6", "V7"]
 
 V1 = Rule(
     "V1",
@@ -116,5 +118,47 @@ policy:
     fix=(
         "Nothing to fix for a recipe that is not a vLLM generation recipe; use `--select`/`--ignore V5` to "
         "silence it."
+    ),
+)
+V6 = Rule(
+    "V6",
+    "loading-limit-exceeded",
+    summary="the recipe goes beyond a loading limit (size, nesting, alias expansion, interpolation, resolver result)",
+    reference="never",
+    what_it_checks=(
+        "Every bound of rl_contracts.config.loading.limits.Limits before the work it bounds: the file size "
+        "(4 MiB), the nesting of mappings and lists (32 levels), the YAML nodes of a file after alias expansion "
+        "(100,000), what the interpolations of the document expand to (10,000,000 characters and references), "
+        "and the results of the add, mul, div and max resolvers (1,000,000 characters, 256-bit integers)."
+    ),
+    why_it_matters=(
+        "Recipes reach rl-contracts validate from pull requests, forks included. A 500-byte file of nested "
+        "aliases, doubling interpolations or ${mul:ab,500000000} would otherwise take gigabytes or hours, or "
+        "overflow Python's stack, in the CI job that checks it."
+    ),
+    example="a: ${mul:ab,500000000}\n",
+    fix=(
+        "Write the values out instead of generating them; a recipe that honestly needs more can be loaded with "
+        "load_recipe(limits=Limits(...)) naming larger bounds."
+    ),
+)
+V7 = Rule(
+    "V7",
+    "parent-outside-root",
+    summary="a defaults parent lies outside the recipe's repository (the --root folder)",
+    reference="never",
+    what_it_checks=(
+        "Each parent a defaults list names, compared by real path (symlinks resolved), lies inside the root: the "
+        "git work tree holding the recipe given (the nearest folder above it with a .git entry), else that "
+        "recipe's folder, or the folder given as --root DIR (load_recipe(root=...))."
+    ),
+    why_it_matters=(
+        "An interpolation of a parent's value is printed in issues, so a pull request naming a credentials file "
+        "outside the repository as a parent would print its content into the CI log."
+    ),
+    example="defaults: /home/runner/.aws/credentials.yaml\n",
+    fix=(
+        "Keep parents inside the repository, or pass --root DIR naming a trusted folder that holds them "
+        "(NeMo RL's recipes use ../../grpo_math_1B.yaml, inside their repository)."
     ),
 )

@@ -1,0 +1,270 @@
+"""What each value of a composed recipe expands to once resolved, computed before OmegaConf resolves anything.
+
+OmegaConf resolves ``${a}`` by resolving ``a`` again each time it is named, so ten levels of
+``'${.prev}${.prev}...'`` or a mapping that names another twice per level expand a small file into gigabytes
+and hours.  :func:`analyse` reads the interpolations of the plain document once, follows every reference
+(absolute ``${a.b}``, relative ``${.x}``/``${..x}``, ``oc.select``), and computes per value, memoised so the pass is
+linear in the document: its *expansion* (the characters of its literal text plus, per reference, 1 and the
+expansion of what it names; a mapping or list the sum of its values) and its reference *height*.  Values beyond
+:class:`~.limits.Limits` are refused before resolution (V6).
+
+It also marks the values that read *outside state*: a registered resolver other than the document's own
+(``oc.env``, ``oc.decode`` or any a caller registered; an unregistered name only fails) or a reference to such a
+value.  Issues show these as written (the
+expression), never resolved (README, "Secrets and files outside the repository").
+
+Limitation: a reference whose key is itself an interpolation (``${a.${b}}``) cannot be followed before
+resolution; it counts as one reference (its inner interpolation is counted).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from omegaconf import OmegaConf
+
+from .._internal.paths import Keys
+from .limits import Limits
+
+__all__ = ["PURE_RESOLVERS", "Analysis", "analyse"]
+
+PURE_RESOLVERS: Final[frozenset[str]] = frozenset(
+    {"add", "mul", "div", "max", "oc.select", "oc.dict.keys", "oc.dict.values", "oc.create"}
+)
+"""Resolvers that read only the document (and their arguments); any other one reads outside state."""
+
+_HOPS = 8  # references followed through a value that is one interpolation, when looking a path up
+_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What :func:`analyse` found: the values refused (keys -> reason) and the keys of the values derived from
+    outside state."""
+
+    refused: dict[Keys, str]
+    outside: frozenset[Keys]
+
+    def is_outside(self, keys: Keys) -> bool:
+        """Whether the value at ``keys``, or one below it, came from outside state."""
+        n = len(keys)
+        return any(found[:n] == keys for found in self.outside)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """The interpolations of one string: literal length, node references, resolver names."""
+
+    literal: int
+    references: tuple[str, ...]
+    resolvers: tuple[str, ...]
+    dynamic: int
+
+
+def _scan(text: str) -> _Text:
+    """Split ``text`` into its literal characters and its ``${...}`` interpolations (nested ones included)."""
+    starts: list[int] = []
+    literal = 0
+    references: list[str] = []
+    resolvers: list[str] = []
+    dynamic = 0
+    i = 0
+    while i < len(text):
+        if text.startswith("\\${", i):
+            literal += 0 if starts else 3
+            i += 3
+            continue
+        if text.startswith("${", i):
+            starts.append(i)
+            i += 2
+            continue
+        if text[i] == "}" and starts:
+            start = starts.pop()
+            inner = text[start + 2 : i]
+            head = inner.split("${", 1)[0]
+            if ":" in head:
+                name = head.split(":", 1)[0].strip()
+                resolvers.append(name)
+                if name == "oc.select":
+                    first = inner.split(":", 1)[1].split(",", 1)[0].strip()
+                    if first and "${" not in first:
+                        references.append(first)
+            elif "${" in inner:
+                dynamic += 1
+            else:
+                references.append(inner.strip())
+            i += 1
+            continue
+        if not starts:
+            literal += 1
+        i += 1
+    return _Text(literal, tuple(references), tuple(resolvers), dynamic)
+
+
+def _interpolated(value: object) -> bool:
+    return isinstance(value, str) and "${" in value
+
+
+class _Document:
+    """Looks reference keys up in the plain document."""
+
+    def __init__(self, document: dict[Any, Any]) -> None:
+        self.document = document
+
+    def _step(self, holder: Any, part: str, keys: Keys) -> tuple[Any, Keys] | None:
+        if isinstance(holder, dict):
+            if part in holder:
+                return holder[part], (*keys, part)
+            if part.isascii() and part.isdigit() and int(part) in holder:
+                return holder[int(part)], (*keys, int(part))
+            return None
+        if isinstance(holder, list) and part.isascii() and part.isdigit() and int(part) < len(holder):
+            return holder[int(part)], (*keys, int(part))
+        return None
+
+    def value_at(self, keys: Keys) -> tuple[bool, Any]:
+        holder: Any = self.document
+        for key in keys:
+            if (isinstance(holder, dict) and key in holder) or (
+                isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder)
+            ):
+                holder = holder[key]
+            else:
+                return False, None
+        return True, holder
+
+    def target(self, reference: str, where: Keys, hops: int = 0) -> Keys | None:
+        """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names, or ``None``."""
+        dots = len(reference) - len(reference.lstrip("."))
+        rest = reference[dots:]
+        if dots == 0:
+            keys: Keys = ()
+        else:
+            keys = where[:-1]
+            if dots - 1 > len(keys):
+                return None
+            keys = keys[: len(keys) - (dots - 1)]
+        found, holder = self.value_at(keys)
+        if not found:
+            return None
+        for index, name in _PART.findall(rest):
+            if _interpolated(holder) and hops < _HOPS:
+                inner = holder.strip()
+                if inner.startswith("${") and inner.endswith("}") and inner.count("${") == 1:
+                    followed = self.target(inner[2:-1].strip(), keys, hops + 1)
+                    if followed is None:
+                        return None
+                    keys = followed
+                    holder = self.value_at(keys)[1]
+            step = self._step(holder, index or name, keys)
+            if step is None:
+                return None
+            holder, keys = step
+        return keys
+
+
+def _children(value: Any, keys: Keys) -> Iterator[Keys]:
+    if isinstance(value, dict):
+        yield from ((*keys, key) for key in value)
+    elif isinstance(value, list):
+        yield from ((*keys, index) for index in range(len(value)))
+
+
+def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
+    """Expansion, height and outside-state marks of every value of ``document`` (see the module docstring).
+
+    Refuses (``Analysis.refused``, keys -> reason): a value whose expansion exceeds ``limits.expansion``
+    characters or ``limits.references`` references (a mapping or list only when none of its values does); a
+    string whose references chain deeper than ``4 * limits.depth``; and, once the expansions of the interpolated
+    strings (in document order) add up to more than either limit, every further interpolated string.  Linear in
+    the size of ``document``.
+    """
+    lookup = _Document(document)
+    caps = (limits.expansion + 1, limits.references + 1)
+    height_cap = 4 * limits.depth
+    cost: dict[Keys, tuple[int, int]] = {}
+    height: dict[Keys, int] = {}
+    outside: set[Keys] = set()
+    deps_of: dict[Keys, list[Keys]] = {}
+    base: dict[Keys, tuple[int, int]] = {}
+    state: dict[Keys, int] = {}  # 1 in progress, 2 done
+    order: list[Keys] = []  # interpolated strings in document order
+
+    def expand(keys: Keys, value: Any) -> None:
+        if isinstance(value, dict | list):
+            deps_of[keys] = list(_children(value, keys))
+            base[keys] = (0, 0)
+        elif _interpolated(value):
+            text = _scan(value)
+            targets = [lookup.target(reference, keys) for reference in text.references]
+            deps_of[keys] = [target for target in targets if target is not None]
+            base[keys] = (text.literal, len(text.references) + len(text.resolvers) + text.dynamic)
+            if any(name not in PURE_RESOLVERS and OmegaConf.has_resolver(name) for name in text.resolvers):
+                outside.add(keys)
+        else:
+            deps_of[keys] = []
+            base[keys] = (len(value) if isinstance(value, str) else 1, 0)
+
+    def over(pair: tuple[int, int]) -> bool:
+        return pair[0] >= caps[0] or pair[1] >= caps[1]
+
+    stack: list[tuple[Keys, Any, bool]] = [((), document, False)]
+    while stack:
+        keys, value, done = stack.pop()
+        if done:
+            chars, refs = base[keys]
+            tallest, marked = 0, keys in outside
+            for dep in deps_of[keys]:
+                if state.get(dep) != 2:  # a reference cycle: OmegaConf reports it
+                    continue
+                chars = min(caps[0], chars + cost[dep][0])
+                refs = min(caps[1], refs + cost[dep][1])
+                tallest = max(tallest, height[dep])
+                marked = marked or dep in outside
+            cost[keys] = (chars, refs)
+            height[keys] = tallest + 1
+            if marked:
+                outside.add(keys)
+            state[keys] = 2
+            continue
+        if state.get(keys):
+            continue
+        state[keys] = 1
+        expand(keys, value)
+        if _interpolated(value):
+            order.append(keys)
+        stack.append((keys, value, True))
+        for dep in reversed(deps_of[keys]):
+            if not state.get(dep):
+                found, dep_value = lookup.value_at(dep)
+                if found:
+                    stack.append((dep, dep_value, False))
+    too_much = (
+        f"more than {limits.expansion:,} characters (Limits.expansion) or {limits.references:,} references "
+        "(Limits.references)"
+    )
+    refused: dict[Keys, str] = {}
+    for keys, pair in cost.items():
+        if not keys or not over(pair):
+            if keys and height[keys] > height_cap and keys in order:
+                refused[keys] = (
+                    f"its interpolations refer to values referring to values more than {height_cap} levels deep "
+                    f"(limit {height_cap} levels: 4 x Limits.depth)"
+                )
+            continue
+        _, value = lookup.value_at(keys)
+        if isinstance(value, dict | list) and any(
+            over(cost.get(child, (0, 0))) for child in _children(value, keys)
+        ):
+            continue
+        refused[keys] = f"once its interpolations are resolved it expands to {too_much}"
+    chars_total = refs_total = 0
+    for keys in order:
+        chars_total += cost[keys][0]
+        refs_total += cost[keys][1]
+        if (chars_total >= caps[0] or refs_total >= caps[1]) and keys not in refused:
+            refused[keys] = f"the interpolations of the document expand to {too_much} in all"
+    return Analysis(refused, frozenset(outside))

@@ -1,0 +1,242 @@
+"""Reading one recipe file safely: a regular file within the size limit, UTF-8 without NUL bytes, and YAML whose
+nesting and alias expansion stay within :class:`~.limits.Limits` — all checked before OmegaConf builds anything.
+
+The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` before a byte is read, so a FIFO, a device or a
+directory is refused at once instead of blocking or reading forever.  The YAML is composed into PyYAML nodes with
+:class:`~.parsing.RecipeLoader` (the C parser when available) and walked without recursion: a mapping or list
+nested deeper than ``limits.depth``, more than ``limits.nodes`` nodes after alias expansion (whatever OmegaConf
+version is installed: 2.3 has no bound of its own), or a recursive alias is refused with rule V6 (V1 for the
+recursive alias).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from ..._messages import render, render_name
+from ...errors import RecipeLoadError
+from .limits import Limits
+from .parsing import RecipeLoader
+
+_yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
+
+__all__ = ["check_nodes", "compose_checked", "load_yaml_value", "read_text"]
+
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+)
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _limit_error(file: str, what: str, limit: str, **attributes: Any) -> RecipeLoadError:
+    return RecipeLoadError(f"{render_name(file)}: {what} (limit {limit})", file=file, code="V6", **attributes)
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of ``offset`` in ``data``."""
+    line = data.count(b"\n", 0, offset) + 1
+    return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+
+
+def read_text(path: Path, named_by: Path | None, limits: Limits) -> str:
+    """The text of the recipe file at ``path`` (``named_by``: the file whose ``defaults`` names it).
+
+    Raises ``RecipeLoadError``: V1 when the file is missing, unreadable, not a regular file, not UTF-8 or holds
+    a NUL byte (with its line and column); V6 when it is larger than ``limits.file_bytes``.
+    """
+    file = os.fspath(path)
+    try:
+        fd = os.open(file, _OPEN_FLAGS)
+    except FileNotFoundError:
+        if named_by is not None:
+            raise RecipeLoadError(
+                f"{render_name(named_by)}: parent recipe '{render_name(file)}' named in defaults does not exist",
+                file=os.fspath(named_by),
+                path="defaults",
+                value=render(file),
+            ) from None
+        raise RecipeLoadError(f"{render_name(file)}: no such file", file=file) from None
+    except (OSError, ValueError) as exc:  # ELOOP, EACCES, ENAMETOOLONG; ValueError: an embedded NUL
+        why = getattr(exc, "strerror", None) or type(exc).__name__
+        raise RecipeLoadError(
+            f"{render_name(file)}: cannot read the file: {render_name(why)}", file=file
+        ) from None
+    try:
+        info = os.fstat(fd)
+        for test, what in _KINDS:
+            if test(info.st_mode):
+                raise RecipeLoadError(
+                    f"{render_name(file)}: cannot read the file: it is {what}, not a regular file", file=file
+                )
+        if not stat.S_ISREG(info.st_mode):
+            raise RecipeLoadError(f"{render_name(file)}: cannot read the file: not a regular file", file=file)
+        if info.st_size > limits.file_bytes:
+            raise _limit_error(file, f"the file has {info.st_size:,} bytes", f"{limits.file_bytes:,} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limits.file_bytes:
+            chunk = os.read(fd, min(1 << 20, limits.file_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise RecipeLoadError(
+            f"{render_name(file)}: cannot read the file: {render_name(why)}", file=file
+        ) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limits.file_bytes:  # grew while being read
+        raise _limit_error(
+            file, "the file grew beyond the size limit while read", f"{limits.file_bytes:,} bytes"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _position(data, exc.start)
+        raise RecipeLoadError(
+            f"{render_name(file)}: the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, "
+            f"column {column})",
+            file=file,
+            line=line,
+            column=column,
+        ) from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line, column = _position(data, nul)
+        raise RecipeLoadError(
+            f"{render_name(file)}: the file holds a NUL byte at line {line}, column {column} (not YAML text)",
+            file=file,
+            line=line,
+            column=column,
+        )
+    return text
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, _yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    if isinstance(node, _yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def check_nodes(root: Any, file: str, limits: Limits) -> None:
+    """Refuse a composed YAML node graph beyond ``limits`` (iteratively, so any depth is safe).
+
+    Raises ``RecipeLoadError``: V6 for nesting deeper than ``limits.depth`` mappings and lists, or more than
+    ``limits.nodes`` nodes once aliases are expanded; V1 for a recursive alias (a node inside itself).  The
+    line is where the offending node starts.
+    """
+    # expanded size and height per node id (aliases share a node object; the graph keeps every id alive)
+    sizes: dict[int, int] = {}
+    heights: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, level, done = stack.pop()
+        key = id(node)
+        if done:
+            children = _children(node)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            heights[key] = 1 + max((heights[id(child)] for child in children), default=0)
+            on_stack.discard(key)
+            if sizes[key] > limits.nodes:
+                line = node.start_mark.line + 1
+                raise _limit_error(
+                    file,
+                    f"YAML aliases and values expand to more than {limits.nodes:,} nodes (the mapping or list at "
+                    f"line {line})",
+                    f"{limits.nodes:,} nodes",
+                    line=line,
+                )
+            continue
+        if key in sizes:
+            if level - 1 + heights[key] > limits.depth and _children(node):
+                line = node.start_mark.line + 1
+                raise _limit_error(
+                    file,
+                    f"mappings and lists nest deeper than {limits.depth} levels at line {line}",
+                    f"{limits.depth} levels",
+                    line=line,
+                )
+            continue
+        if key in on_stack:
+            line = node.start_mark.line + 1
+            raise RecipeLoadError(
+                f"{render_name(file)}: a YAML alias at line {line} refers to a mapping or list that contains it",
+                file=file,
+                line=line,
+            )
+        children = _children(node)
+        if children and level > limits.depth:
+            line = node.start_mark.line + 1
+            raise _limit_error(
+                file,
+                f"mappings and lists nest deeper than {limits.depth} levels at line {line}",
+                f"{limits.depth} levels",
+                line=line,
+            )
+        on_stack.add(key)
+        stack.append((node, level, True))
+        stack.extend((child, level + 1, False) for child in reversed(children))
+
+
+def compose_checked(text: str, file: str, limits: Limits) -> Any:
+    """The YAML node graph of ``text`` after :func:`check_nodes`; ``None`` for an empty document.
+
+    Raises PyYAML's errors for bad YAML, and ``RecipeLoadError`` V6 for nesting beyond what the parser itself
+    accepts (libyaml stops at 1,000 flow levels; the pure-Python parser recurses).
+    """
+    loader = RecipeLoader(text)
+    try:
+        try:
+            root = loader.get_single_node()
+        except RecursionError:
+            raise _limit_error(
+                file, "mappings and lists nest too deep to parse", f"{limits.depth} levels"
+            ) from None
+        except _yaml.MarkedYAMLError as exc:
+            if "maximum nesting depth" in str(exc.problem or ""):
+                mark = exc.problem_mark
+                raise _limit_error(
+                    file,
+                    "mappings and lists nest deeper than the YAML parser allows",
+                    f"{limits.depth} levels",
+                    line=None if mark is None else mark.line + 1,
+                ) from None
+            raise
+    finally:
+        loader.dispose()
+    if root is not None:
+        check_nodes(root, file, limits)
+    return root
+
+
+def load_yaml_value(text: str, file: str, limits: Limits) -> Any:
+    """The Python value of a YAML text (a ``--set`` value) read as :class:`RecipeLoader` reads it, after
+    :func:`check_nodes`.  Raises PyYAML's errors for bad YAML and ``RecipeLoadError`` beyond ``limits``."""
+    loader = RecipeLoader(text)
+    try:
+        try:
+            root = loader.get_single_node()
+        except RecursionError:
+            raise _limit_error(file, "the value nests too deep to parse", f"{limits.depth} levels") from None
+        if root is None:
+            return None
+        check_nodes(root, file, limits)
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
