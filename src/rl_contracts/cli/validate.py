@@ -22,8 +22,9 @@ from typing import Any
 from rich.console import Console
 
 from ..config import DEFAULT_SECTION, ConfigIssue, load_recipe
+from ..config.loading.issues import json_value
 from ..config.rules.preflight import PreflightOptions, installed_vllm_version, parse_vllm_version
-from ..config.rules.registry import RULES as CODES
+from ..config.rules.registry import check_patterns
 from ..errors import ContractError, RecipeError, RecipeLoadError
 from .report import FileReport, exit_status, github_commands, json_report, print_human
 
@@ -89,7 +90,7 @@ def validate_files(
                 code="V1",
                 path="",
                 value=exc.value or "",
-                json_value=exc.value,
+                json_value=json_value(exc.value),
                 missing=False,
                 reason=exc.message,
                 severity="error",
@@ -226,19 +227,16 @@ def code_list(text: str) -> list[str]:
 
     Fail closed: a pattern that matches no code of :data:`~rl_contracts.config.rules.registry.RULES` is a usage error,
     so a mistyped ``--ignore`` never hides the wrong findings and a mistyped ``--select`` never selects nothing.
+    Each pattern is checked by :func:`~rl_contracts.config.rules.registry.check_patterns`, as ``load_recipe``'s
+    ``select``/``ignore`` are.
     """
     patterns = [part.strip() for part in text.split(",") if part.strip()]
     if not patterns:
         raise argparse.ArgumentTypeError(f"expected codes such as P7,W or families such as P, got {text!r}")
-    known = [code.code for code in CODES]
-    for pattern in patterns:
-        family = pattern.isalpha() and any(code.rstrip("0123456789") == pattern for code in known)
-        if pattern not in known and not family:
-            raise argparse.ArgumentTypeError(
-                f"unknown code {pattern!r}: expected codes or families listed by 'rl-contracts rules' "
-                f"(such as P7 or P)"
-            )
-    return patterns
+    try:
+        return list(check_patterns(patterns, "--select/--ignore"))
+    except ContractError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 class _Codes(argparse.Action):

@@ -23,7 +23,7 @@ from ..._messages import render_list, render_name
 from ...checks import require_bool, require_collection
 from ...errors import ContractTypeError, RecipeError, RecipeLoadError
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
-from ..rules.registry import code_selected
+from ..rules.registry import check_patterns, code_selected
 from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import compose
@@ -109,6 +109,8 @@ def load_recipe(
         ContractTypeError: ``path`` is not a ``str``/``PathLike``, ``section`` is not a ``str`` or ``None``,
             ``strict``/``run_preflight`` is not a ``bool``, ``overrides``/``select``/``ignore`` is not a
             collection of ``str``, or ``preflight_options`` is not a ``PreflightOptions`` or ``None``.
+        ConfigContractError: a ``select``/``ignore`` pattern is empty or names no code or family (``"Q9"``,
+            ``"p"``), as :func:`~rl_contracts.config.rules.registry.check_patterns` (the CLI's own check).
 
     Example::
 
@@ -122,7 +124,7 @@ def load_recipe(
     require_bool(strict, "strict")
     require_bool(run_preflight, "run_preflight")
     texts = _codes(overrides, "overrides")
-    selected, ignored = _codes(select, "select"), _codes(ignore, "ignore")
+    selected, ignored = check_patterns(select, "select"), check_patterns(ignore, "ignore")
     if preflight_options is not None and not isinstance(preflight_options, PreflightOptions):
         raise ContractTypeError.for_value(
             "preflight_options", "a PreflightOptions or None", preflight_options
