@@ -252,6 +252,23 @@ LINE SEPARATOR, a bidi override, NUL, Unicode digits (``"²".isdigit()`` but ``i
 segments, dots, index brackets, an interpolation opener and GitHub's own escape."""
 
 
+_WHOLE_KEYS: Final[tuple[str, ...]] = (
+    "²",
+    "١٢",
+    "0",
+    "-1",
+    "1" * 5000,
+    "",
+    " ",
+    "a.b",
+    "[0]",
+    "${x}",
+    "_override_",
+)
+"""Whole keys that look like list indices, numbers, paths or markers: Unicode digits, a 1,000-digit ASCII int (YAML keys are at most 1,024 characters),
+the empty key, a dotted key, an index, an interpolation and the merge marker."""
+
+
 def _hostile_text() -> st.SearchStrategy[str]:
     """Text mixing :data:`_HOSTILE_FRAGMENTS` with arbitrary characters."""
     return st.lists(
@@ -266,7 +283,7 @@ def control_key_recipes(draw: st.DrawFn) -> HostileRecipe:
     body = ""
     for _ in range(draw(st.integers(1, 3))):
         place = draw(st.sampled_from(_PLACES))
-        key = draw(_hostile_text())
+        key = draw(st.one_of(_hostile_text(), st.sampled_from(_WHOLE_KEYS)))
         value = draw(st.one_of(st.integers(-3, 3).map(str), _hostile_text().map(_quoted)))
         body += _nested((*place, _quoted(key)), value)
     return _recipe("keys", body, "hostile keys")
