@@ -163,12 +163,18 @@ def _uses_reward_model(reader: Reader) -> bool:
 
 def reward_model(reader: Reader) -> tuple[bool, int, int]:
     """*RM*: whether some ``data.{train,validation,default}`` entry has ``env_name: reward_model``, and then
-    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required), else ``(False, 0, 0)``.  A list entry
+    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required, each an int >= 0 on its own: the trainer
+    ignores the node count on one node and the GPU count on several, so 0 is valid, but a negative count would
+    add nodes or GPUs to the policy), else ``(False, 0, 0)``.  A list entry
     that did not resolve could be a reward-model dataset, so it makes the reading rule skip."""
     if not _uses_reward_model(reader):
         return False, 0, 0
     base = "env.reward_model.resources"
-    return True, reader.count(f"{base}.num_nodes"), reader.count(f"{base}.gpus_per_node")
+    return (
+        True,
+        reader.count(f"{base}.num_nodes", minimum=0),
+        reader.count(f"{base}.gpus_per_node", minimum=0),
+    )
 
 
 @dataclass(frozen=True)
