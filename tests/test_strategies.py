@@ -11,8 +11,10 @@ import copy
 import inspect
 import json
 import math
+import tempfile
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -32,6 +34,7 @@ from rl_contracts.codec import decode_routed_experts, encode_routed_experts
 from rl_contracts.config import (
     VllmConfig,
     assert_reload_refit_config_supported,
+    load_recipe,
     normalize_vllm_refit_config,
 )
 from rl_contracts.config.rules.preflight import PreflightOptions, preflight
@@ -60,8 +63,10 @@ from rl_contracts.routed_experts import as_routed_experts_tensor, pad_and_align_
 from rl_contracts.splice import resolve_terminator_token_ids, splice_prefix_tokens
 from rl_contracts.testing import strategies as strategies_module
 from rl_contracts.testing.strategies import (
+    BASE_RECIPE,
     BREAKABLE_RULES,
     CROSS_FIELD_RULES,
+    HOSTILE_KINDS,
     MALFORMATIONS,
     MEDIA_TOKENS,
     ROLLOUT_FAULTS,
@@ -72,6 +77,7 @@ from rl_contracts.testing.strategies import (
     TOKEN_CONTAINER_KINDS,
     BrokenRolloutGeneration,
     EngineFleetStep,
+    HostileRecipe,
     RolloutGeneration,
     Spelling,
     aggregated_counter_pairs,
@@ -82,23 +88,29 @@ from rl_contracts.testing.strategies import (
     broken_rule_vllm_configs,
     carry_dtypes,
     chat_exchanges,
+    control_key_recipes,
     counter_keys,
     counter_snapshots,
     counter_values,
+    deep_recipes,
+    diamond_recipes,
     engine_fleet_steps,
     envelope_tensors,
+    extreme_number_recipes,
     generation_batches,
     hostile_chat_exchanges,
     hostile_generation_batches,
     hostile_logprobs,
     hostile_placeholder_maps,
     hostile_placeholder_ranges,
+    hostile_recipes,
     hostile_route_arguments,
     hostile_route_values,
     hostile_routed_chat_exchanges,
     hostile_splices,
     hostile_token_ids,
     hostile_tool_call_histories,
+    interpolation_recipes,
     json_values,
     malformed_span_lists,
     media_prompts,
@@ -912,3 +924,87 @@ def test_span_forms_read_back_as_the_same_spans() -> None:
         return frozenset(type(form).__name__ for form in forms)
 
     assert len(set().union(*_outcomes(strategy, outcome))) >= 3
+
+
+# --- hostile recipes -------------------------------------------------------------------------------------------
+
+
+def _top(recipe: HostileRecipe) -> str:
+    return dict(recipe.files)[recipe.top]
+
+
+def test_base_recipe_of_the_hostile_recipes_is_valid(tmp_path: Path) -> None:
+    """BASE_RECIPE, the parent of every hostile recipe, passes every check (so each finding is the attack's)."""
+    path = tmp_path / "base.yaml"
+    path.write_text(BASE_RECIPE)
+    assert load_recipe(path).status == "valid"
+
+
+def test_deep_recipes_nest_as_deep_as_drawn() -> None:
+    """Each deep recipe's top file holds one flow collection nested at least 100 levels, lists and maps both."""
+
+    def shape(recipe: HostileRecipe) -> tuple[str, bool]:
+        text = _top(recipe)
+        depth = max(text.count("["), text.count("{a: "))
+        return recipe.kind, depth >= 100
+
+    assert set(_outcomes(deep_recipes(max_depth=500), shape, examples=20)) == {("depth", True)}
+
+
+def test_extreme_number_recipes_hold_extreme_numbers() -> None:
+    """Each numbers recipe sets at least one size or factor to a non-finite, huge, negative or zero number."""
+    extreme = ("inf", "nan", "0x", "-", "e308", "e-324", str(2**63)[:6], ": 0")
+
+    def has_extreme(recipe: HostileRecipe) -> tuple[str, bool]:
+        return recipe.kind, any(marker in _top(recipe) for marker in extreme)
+
+    assert set(_outcomes(extreme_number_recipes(), has_extreme, examples=30)) == {("numbers", True)}
+
+
+def test_control_key_recipes_hold_quoted_hostile_keys() -> None:
+    """Each keys recipe writes its keys as double-quoted YAML scalars, and over many draws they hold control
+    characters (as escapes), workflow commands and Unicode digits."""
+    texts = _outcomes(control_key_recipes(), lambda recipe: (recipe.kind, _top(recipe)), examples=60)
+    assert {kind for kind, _ in texts} == {"keys"}
+    joined = "".join(text for _, text in texts)
+    assert all(marker in joined for marker in ("\\n::error", "\\u001b", "\\u00b2", '""'))
+
+
+def test_interpolation_recipes_interpolate() -> None:
+    """Each interpolation recipe holds a doubling chain or a resolver call."""
+
+    def interpolates(recipe: HostileRecipe) -> tuple[str, bool]:
+        text = _top(recipe)
+        return recipe.kind, "${.l" in text or any(f"${{{op}:" in text for op in ("mul", "add", "div", "max"))
+
+    assert set(_outcomes(interpolation_recipes(), interpolates, examples=30)) == {("interpolation", True)}
+
+
+def test_diamond_recipes_list_each_parent_twice(tmp_path: Path) -> None:
+    """Every file of a diamond but the base lists its parent twice, and the files written are the files given."""
+
+    def check(recipe: HostileRecipe) -> bool:
+        directory = Path(tempfile.mkdtemp(dir=tmp_path))
+        if recipe.write(directory) != directory / recipe.top:
+            return False
+        for name, text in recipe.files:
+            if (directory / name).read_text() != text:
+                return False
+            if name != "base.yaml":
+                first = text.splitlines()[0]
+                parent = first.removeprefix("defaults: [").split(",")[0]
+                if first != f"defaults: [{parent}, {parent}]":
+                    return False
+        return True
+
+    assert set(_outcomes(diamond_recipes(max_levels=4), check, examples=10)) == {True}
+
+
+def test_hostile_recipes_draw_the_kinds_asked_for() -> None:
+    """hostile_recipes() draws every class; restricted to some classes it draws only those; no class is an
+    error."""
+    kinds = _outcomes(hostile_recipes(), lambda recipe: recipe.kind, examples=80)
+    assert set(kinds) == set(HOSTILE_KINDS)
+    assert set(_outcomes(hostile_recipes(("keys",)), lambda recipe: recipe.kind, examples=10)) == {"keys"}
+    with pytest.raises(ValueError, match="kinds"):
+        hostile_recipes(())

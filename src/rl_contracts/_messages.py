@@ -8,12 +8,15 @@ Internal: library modules compose every message with :func:`shorten`, :func:`ren
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable
 
 __all__ = [
+    "CONTROL_CHARACTERS",
     "MAX_LIST_ITEMS",
     "MAX_MESSAGE_CHARS",
     "MAX_VALUE_CHARS",
+    "printable",
     "render",
     "render_list",
     "render_name",
@@ -87,3 +90,30 @@ def render_list(items: Iterable[object], *, total: int | None = None) -> str:
         count = len(head) + sum(1 for _ in iterator)
     body = "[" + ", ".join(render(item) for item in head) + "]"
     return body if count <= MAX_LIST_ITEMS else f"{body} ... ({count} total)"
+
+
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+"""What :func:`printable` escapes: C0 (NUL, BEL, BS, TAB, LF, CR, ESC, ...), DEL, C1 (NEL, CSI, ...), the line and
+paragraph separators and the bidirectional controls (which make a terminal show text in another order)."""
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    character = match.group()
+    named = _NAMED.get(character)
+    if named is not None:
+        return named
+    code = ord(character)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character of :data:`CONTROL_CHARACTERS` written as a Python escape (``\\n``,
+    ``\\r``, ``\\t``, ``\\x1b``, ``\\u2028``), so that text from a recipe can never end an output line, start
+    a new one, move the cursor or send a terminal sequence.  Other characters, backslashes included, are kept.
+
+    >>> printable("key\\n::error::x\\x1b[31m")
+    'key\\\\n::error::x\\\\x1b[31m'
+    """
+    return CONTROL_CHARACTERS.sub(_escaped, text)

@@ -12,6 +12,12 @@
 - **github**: one ``::error``/``::warning`` workflow command per issue at its source file and line, one
   ``::notice`` per skipped rule, then the summary line.
 
+Recipe text (keys, values, reasons, file names) is escaped in every format, so that it can never start an output
+line, a terminal sequence or a workflow command: human output writes control characters as Python escapes
+(:func:`~rl_contracts._messages.printable`), JSON is ASCII with JSON's escapes, and github keeps GitHub's own
+escaping (``%25``, ``%0D``, ``%0A``; ``%3A``, ``%2C`` in properties) and writes other control characters as
+``\\xNN``.
+
 Paths shown (human, github) are normalised (``a/b/../c.yaml`` is ``a/c.yaml``) and relative to the working
 directory when below it; JSON keeps the paths as ``load_recipe`` reports them.
 
@@ -30,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._messages import printable
 from ..config.loading.issues import ConfigIssue
 from ..config.loading.provenance import OVERRIDE_SOURCE
 from ..config.rules.preflight import SkippedRule
@@ -186,16 +193,22 @@ def _where(issue: ConfigIssue, report: FileReport) -> str:
 
 
 def json_report(reports: Sequence[FileReport]) -> str:
-    """The JSON array of every file's object, indented by 2."""
-    return json.dumps([report.as_json() for report in reports], indent=2)
+    """The JSON array of every file's object, indented by 2.
+
+    ASCII only (``ensure_ascii``): every control character, and every non-ASCII one, of a key or value is a
+    ``\\uXXXX`` (or ``\\n``) escape inside its string, so no line of the output can begin with recipe text.
+    """
+    return json.dumps([report.as_json() for report in reports], indent=2, ensure_ascii=True)
 
 
 # ---------------------------------------------------------------------------------------------- github
 
 
 def _escape_data(text: str) -> str:
-    """A workflow command's message, escaped as GitHub's runner reads it back (``%``, CR and LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message, escaped as GitHub's runner reads it back (``%``, CR and LF), then every other
+    control character as :func:`~rl_contracts._messages.printable` writes it (ESC, BEL, NEL, U+2028, ...), so recipe
+    text can neither end the command's line nor colour or move the log viewer's output."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:
@@ -214,7 +227,8 @@ def github_commands(reports: Sequence[FileReport]) -> list[str]:
     An issue is ``::error file={source},line={line},title=rl-contracts {code}::{path}: {reason}`` (``::warning``
     for a warning; no ``line`` when it is unknown; the recipe given when the source is unknown or ``--set``); a
     skipped rule is a ``::notice`` on the recipe given.  Property values and messages are escaped per GitHub's
-    workflow-command rules (``%``, CR, LF; and ``:``, ``,`` in properties).
+    workflow-command rules (``%``, CR, LF; and ``:``, ``,`` in properties), and other control characters as
+    ``\\xNN``, so each command is one line that starts with ``::`` and the library's own command name.
     """
     lines = []
     for report in reports:
@@ -249,11 +263,22 @@ class _Row:
 
 
 def _rows(report: FileReport) -> list[_Row]:
+    """The table rows of a report, every cell that can hold recipe text escaped with :func:`printable`."""
     rows = [
-        _Row(issue.severity, issue.code, issue.path, _where(issue, report), issue.value, issue.reason)
+        _Row(
+            issue.severity,
+            printable(issue.code),
+            printable(issue.path),
+            printable(_where(issue, report)),
+            printable(issue.value),
+            printable(issue.reason),
+        )
         for issue in report.issues
     ]
-    rows.extend(_Row(_SKIPPED, rule.code, rule.path or "", "", "", rule.reason) for rule in report.skipped)
+    rows.extend(
+        _Row(_SKIPPED, rule.code, printable(rule.path or ""), "", "", printable(rule.reason))
+        for rule in report.skipped
+    )
     return rows
 
 
@@ -266,11 +291,11 @@ def _header_parts(report: FileReport) -> list[tuple[str, str | None]]:
     parts: list[tuple[str, str | None]] = [
         (f"{report.status.upper():<8}", _STYLES[report.status]),
         (" ", None),
-        (report.file, "bold"),
+        (printable(report.file), "bold"),
     ]
     if report.status == "error":
         return parts
-    parts.append((f"  [{report.section}]", "dim"))
+    parts.append((f"  [{printable(report.section)}]", "dim"))
     counts = [_count(n, noun) for n, noun in ((report.errors, "error"), (report.warnings, "warning")) if n]
     if report.skipped:
         counts.append(f"{_count(len(report.skipped), 'rule')} skipped")
@@ -374,7 +399,7 @@ def _print_report(console: Console, report: FileReport) -> None:
     console.print(_header(report))
     if report.status == "error":
         for issue in report.issues:
-            console.print(Padding(Text(issue.reason, style=_STYLES["error"]), (0, 0, 0, 2)))
+            console.print(Padding(Text(printable(issue.reason), style=_STYLES["error"]), (0, 0, 0, 2)))
         return
     if rows:
         wide = console.width >= _TABLE_MIN_WIDTH

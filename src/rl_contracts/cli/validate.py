@@ -71,6 +71,7 @@ def validate_files(
     where reading failed), coded as the error is (``V1``; ``V6`` a loading limit; ``V7`` a parent outside ``root``).
     """
     from ..config import ConfigIssue, load_recipe
+    from ..config.loading.issues import json_value
     from .report import FileReport
 
     reports = []
@@ -103,7 +104,7 @@ def validate_files(
                 code=exc.code or "V1",
                 path="",
                 value=exc.value or "",
-                json_value=exc.value,
+                json_value=json_value(exc.value),
                 missing=False,
                 reason=exc.message,
                 severity="error",
@@ -252,21 +253,18 @@ def code_list(text: str) -> list[str]:
 
     Fail closed: a pattern that matches no code of :data:`~rl_contracts.config.rules.registry.RULES` is a usage error,
     so a mistyped ``--ignore`` never hides the wrong findings and a mistyped ``--select`` never selects nothing.
+    Each pattern is checked by :func:`~rl_contracts.config.rules.registry.check_patterns`, as ``load_recipe``'s
+    ``select``/``ignore`` are.
     """
-    from ..config.rules.registry import RULES as CODES
+    from ..config.rules.registry import check_patterns
 
     patterns = [part.strip() for part in text.split(",") if part.strip()]
     if not patterns:
         raise argparse.ArgumentTypeError(f"expected codes such as P7,W or families such as P, got {text!r}")
-    known = [code.code for code in CODES]
-    for pattern in patterns:
-        family = pattern.isalpha() and any(code.rstrip("0123456789") == pattern for code in known)
-        if pattern not in known and not family:
-            raise argparse.ArgumentTypeError(
-                f"unknown code {pattern!r}: expected codes or families listed by 'rl-contracts rules' "
-                f"(such as P7 or P)"
-            )
-    return patterns
+    try:
+        return list(check_patterns(patterns, "--select/--ignore"))
+    except ContractError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 class _Codes(argparse.Action):

@@ -14,6 +14,7 @@ from rl_contracts.config.rules.preflight import preflight
 from rl_contracts.config.rules.registry import (
     FAMILIES,
     RULE_MODULES,
+    check_patterns,
     code_of_error,
     code_selected,
     rule_for,
@@ -21,7 +22,7 @@ from rl_contracts.config.rules.registry import (
 )
 from rl_contracts.config.rules.registry import RULES as CODES
 from rl_contracts.config.rules.rule import Rule
-from rl_contracts.errors import ConfigContractError
+from rl_contracts.errors import ConfigContractError, ContractTypeError
 from rl_contracts.testing.strategies import minimal_vllm_generation
 
 
@@ -117,3 +118,27 @@ def test_the_old_preflight_module_still_imports_and_warns() -> None:
     with pytest.warns(DeprecationWarning, match="rl_contracts.config.rules.preflight"):
         old = importlib.import_module("rl_contracts.config.preflight")
     assert old.preflight is preflight
+
+
+@pytest.mark.parametrize("pattern", ["Q9", "", "p", "P99", "p7", " P7", "PW", "P-", "V0"])
+def test_check_patterns_refuses_what_names_no_code(pattern: str) -> None:
+    """A pattern that is empty, lowercase, unknown or not a whole family is a ConfigContractError naming it."""
+    with pytest.raises(ConfigContractError) as caught:
+        check_patterns(["P7", pattern], "select")
+    assert caught.value.path == "select"
+    assert caught.value.value == repr(pattern)
+    assert f"unknown code {pattern!r}" in caught.value.message
+
+
+@pytest.mark.parametrize("patterns", [("P7", "W", "N1"), tuple(FAMILIES), tuple(rule.code for rule in CODES)])
+def test_check_patterns_keeps_codes_and_families(patterns: tuple[str, ...]) -> None:
+    """Every code of the registry and every family is accepted and returned in order."""
+    assert check_patterns(list(patterns), "ignore") == patterns
+
+
+@pytest.mark.parametrize("patterns", ["P7", b"P7", [7], None])
+def test_check_patterns_needs_a_collection_of_strings(patterns: object) -> None:
+    """A bare string, bytes, None or a non-string item is a ContractTypeError naming the argument."""
+    with pytest.raises(ContractTypeError) as caught:
+        check_patterns(patterns, "ignore")
+    assert str(caught.value.argument).startswith("ignore")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from ..._messages import render
+from ..._messages import MAX_VALUE_CHARS, render, shorten
 from ...errors import RecipeLoadError
 from .._internal.absent import ABSENT, MISSING_VALUE
 from .._internal.paths import Keys, dotted_path, lookup
@@ -29,8 +29,9 @@ class ConfigIssue(BaseModel):
     ``path`` is the full dotted path from the document root, a mapping key written ``.key`` (an int key too:
     ``.5``) and a list index ``[i]`` (``policy.generation.stop_token_ids[2]``); a load error reported by the CLI
     has an empty ``path``.  ``value`` is ``shorten(repr(v), 200)`` or ``"<missing>"``; ``json_value`` is the same
-    value as JSON (JSON values unchanged, anything else its ``repr`` string, ``None`` when missing or when its JSON
-    text would exceed 2,000 characters, then the shortened ``repr``); ``missing`` marks an absent key.  ``code`` is
+    value as JSON (JSON values unchanged, anything else its ``repr`` string, ``None`` when missing; bounded as
+    :func:`json_value` says: a string to 200 characters, a container to 2,000 characters of JSON, else the
+    shortened ``repr``); ``missing`` marks an absent key.  ``code`` is
     its stable code (:data:`rl_contracts.config.rules.registry.RULES`).  ``source`` is the file of the ``defaults``
     chain that last set the value at ``path`` and ``line`` its 1-based line there; a value a ``--set`` override
     wrote (at or below the overridden key) has the source ``"--set"`` (:data:`.provenance.OVERRIDE_SOURCE`) and
@@ -64,27 +65,48 @@ class ConfigIssue(BaseModel):
             code=error.code or "V1",
             source=error.file,
             line=error.line,
-            json_value=error.value,
+            json_value=json_value(error.value),
         )
 
 
+class _TooLarge(Exception):
+    """A container whose JSON text would exceed the bound whatever its elements are."""
+
+
 def json_value(value: object) -> JsonValue:
-    """``value`` as JSON: JSON values unchanged, other values (or parts) as their ``repr``; bounded."""
+    """``value`` as JSON: JSON values unchanged, other values (or parts) as their ``repr``; bounded.
+
+    A string is shortened to 200 characters (``...`` at the end), like :attr:`ConfigIssue.value`; a list or
+    mapping whose JSON text would exceed 2,000 characters, or nested deeper than 32 levels, is its shortened
+    ``repr`` instead.  Work is bounded too: a container of more than 1,000 elements is never walked.
+
+    >>> json_value("x" * 300)[-5:], json_value(list(range(5000)))[-3:]
+    ('xx...', '...')
+    """
 
     def convert(item: object, depth: int) -> JsonValue:
-        if item is None or isinstance(item, bool | str):
+        if item is None or isinstance(item, bool):
             return item
+        if isinstance(item, str):
+            return shorten(item, MAX_VALUE_CHARS)
         if isinstance(item, int):
             return item if abs(item) < 2**63 else render(item)
         if isinstance(item, float):
             return item if math.isfinite(item) else repr(item)
+        if isinstance(item, list | dict) and len(item) > _JSON_CHARS // 2:
+            raise _TooLarge  # each element takes at least two characters ("0,")
         if depth < 32 and isinstance(item, list):
             return [convert(element, depth + 1) for element in item]
         if depth < 32 and isinstance(item, dict) and all(isinstance(key, str) for key in item):
-            return {key: convert(element, depth + 1) for key, element in item.items()}
+            return {
+                shorten(key, MAX_VALUE_CHARS): convert(element, depth + 1) for key, element in item.items()
+            }
         return render(item)
 
-    converted = convert(value, 0)
+    try:
+        converted = convert(value, 0)
+    except _TooLarge:
+        return render(value)
     if isinstance(converted, list | dict) and len(json.dumps(converted)) > _JSON_CHARS:
         return render(value)
     return converted

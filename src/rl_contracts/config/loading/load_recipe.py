@@ -25,7 +25,7 @@ from ...errors import ContractTypeError, RecipeError, RecipeLoadError
 from .._internal.paths import Keys, lookup
 from ..rules.loading import V6
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
-from ..rules.registry import code_selected
+from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
@@ -135,6 +135,8 @@ def load_recipe(
             ``strict``/``run_preflight`` is not a ``bool``, ``overrides``/``select``/``ignore`` is not a
             collection of ``str``, ``preflight_options`` is not a ``PreflightOptions`` or ``None``, ``root`` is not
             a path or ``None``, or ``limits`` is not a :class:`~.limits.Limits` or ``None``.
+        ConfigContractError: a ``select``/``ignore`` pattern is empty or names no code or family (``"Q9"``,
+            ``"p"``), as :func:`~rl_contracts.config.rules.registry.check_patterns` (the CLI's own check).
 
     Interpolations are bounded before they are resolved (:mod:`.expansion`; a value beyond ``limits`` is the error
     ``V6`` wherever it is), and a value read through ``oc.env`` (or another resolver reading outside state) is
@@ -152,7 +154,7 @@ def load_recipe(
     require_bool(strict, "strict")
     require_bool(run_preflight, "run_preflight")
     texts = _codes(overrides, "overrides")
-    selected, ignored = _codes(select, "select"), _codes(ignore, "ignore")
+    selected, ignored = check_patterns(select, "select"), check_patterns(ignore, "ignore")
     if preflight_options is not None and not isinstance(preflight_options, PreflightOptions):
         raise ContractTypeError.for_value(
             "preflight_options", "a PreflightOptions or None", preflight_options

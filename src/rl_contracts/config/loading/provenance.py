@@ -84,11 +84,18 @@ def _read_index(path: Path) -> _Entry | None:
         return None
 
 
+_MAX_DIGITS = 18
+
+
 def _alternatives(key: object) -> tuple[object, ...]:
-    """``key`` and the spelling a dotted path may have lost: ``"5"`` for ``5`` and back."""
-    if isinstance(key, str) and key.isascii() and key.isdigit():
+    """``key`` and the spelling a dotted path may have lost: ``"5"`` for ``5`` and back.
+
+    Only ASCII digit strings of at most 18 digits, and ints of that size, have another spelling: ``"²"`` is a
+    digit to :meth:`str.isdigit` but not to ``int()``, and ``str()`` of an int of thousands of digits raises.
+    """
+    if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= _MAX_DIGITS:
         return key, int(key)
-    if isinstance(key, int) and not isinstance(key, bool):
+    if isinstance(key, int) and not isinstance(key, bool) and abs(key) < 10**_MAX_DIGITS:
         return key, str(key)
     return (key,)
 

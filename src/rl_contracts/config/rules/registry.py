@@ -19,12 +19,24 @@ from typing import Final
 
 from pydantic_core import ErrorDetails
 
+from ..._messages import render
+from ...checks import require_collection
+from ...errors import ConfigContractError, ContractTypeError
 from .._internal.violations import rule_code
 from . import loading, refit_support, refit_transport, section, unknown_keys
 from .preflight import cluster, generation, grpo, policy, runtime, scripts
 from .rule import FAMILIES, Rule
 
-__all__ = ["FAMILIES", "RULES", "RULE_MODULES", "code_of_error", "code_selected", "rule_for", "rules_in"]
+__all__ = [
+    "FAMILIES",
+    "RULES",
+    "RULE_MODULES",
+    "check_patterns",
+    "code_of_error",
+    "code_selected",
+    "rule_for",
+    "rules_in",
+]
 
 RULE_MODULES: Final[tuple[types.ModuleType, ...]] = (
     loading,
@@ -90,3 +102,33 @@ def code_selected(code: str, *, select: Iterable[str] = (), ignore: Iterable[str
     """
     selected = tuple(select)
     return (not selected or _matches(code, selected)) and not _matches(code, ignore)
+
+
+_CODE_FAMILIES: Final[frozenset[str]] = frozenset(rule.code.rstrip("0123456789") for rule in RULES)
+
+
+def check_patterns(patterns: object, argument: str) -> tuple[str, ...]:
+    """``patterns`` as a tuple after checking each is a code of :data:`RULES` (``P7``) or a family that has codes
+    (``P``): the one check of ``--select``/``--ignore`` and of ``load_recipe``'s ``select``/``ignore``.
+
+    Fail closed: a mistyped ignore would hide the wrong findings, a mistyped select would select nothing.
+
+    Raises:
+        ContractTypeError: ``patterns`` is not a collection (a bare string included) of ``str``.
+        ConfigContractError: a pattern is empty, or matches no code (``Q9``, ``p``, ``P99``); ``path`` is
+            ``argument``, ``value`` the pattern.
+    """
+    items = require_collection(patterns, argument, "a collection of code strings such as ['P', 'W2']")
+    checked: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ContractTypeError.for_value(f"{argument}[i]", "a code string such as 'P7'", item)
+        if item not in _BY_CODE and item not in _CODE_FAMILIES:
+            shown = render(item)
+            raise ConfigContractError(
+                f"unknown code {shown}: expected codes or families listed by 'rl-contracts rules' (such as P7 or P)",
+                path=argument,
+                value=shown,
+            )
+        checked.append(item)
+    return tuple(checked)

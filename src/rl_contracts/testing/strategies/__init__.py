@@ -7,6 +7,8 @@ from .chat import *  # noqa: F403
 from .chat import __all__ as _chat
 from .config import *  # noqa: F403
 from .config import __all__ as _config
+from .hostile_recipes import *  # noqa: F403
+from .hostile_recipes import __all__ as _hostile_recipes
 from .metrics import *  # noqa: F403
 from .metrics import __all__ as _metrics
 from .prompts import *  # noqa: F403
@@ -22,4 +24,15 @@ from .splice import __all__ as _splice
 from .weights import *  # noqa: F403
 from .weights import __all__ as _weights
 
-__all__ = [*_chat, *_config, *_metrics, *_prompts, *_recipes, *_rollouts, *_routes, *_splice, *_weights]
+__all__ = [
+    *_chat,
+    *_config,
+    *_hostile_recipes,
+    *_metrics,
+    *_prompts,
+    *_recipes,
+    *_rollouts,
+    *_routes,
+    *_splice,
+    *_weights,
+]

@@ -273,7 +273,7 @@ def check_single_controller_accounting(context: Context) -> None:
         )
         ok = False
     gen_node_gpus = reader.opt_integer(f"{_RES}.gpus_per_node")
-    gen_nodes = reader.opt_integer(f"{_RES}.num_nodes") or 1
+    gen_nodes = reader.opt_count(f"{_RES}.num_nodes", minimum=0) or 1
     if gen_node_gpus is None or gen_node_gpus <= 0:
         context.error(
             f"{_RES}.gpus_per_node",

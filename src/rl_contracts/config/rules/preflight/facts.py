@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..._internal.paths import join
-from .reader import Reader, Unresolved, WrongShape
+from .reader import MAX_RECIPE_INT, Reader, Unresolved, WrongShape
 from .report import Entrypoint
 
 __all__ = [
@@ -135,12 +135,12 @@ def train_parallel(reader: Reader) -> TrainParallel | None:
     if megatron(reader):
         base = "policy.megatron_cfg"
         names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
-        tp, pp, cp = (reader.integer(f"{base}.{name}", 1) for name in names)
+        tp, pp, cp = (reader.count(f"{base}.{name}", 1) for name in names)
         return TrainParallel(tp, pp, cp, *(f"{base}.{name}" for name in names))
     if dtensor(reader):
         base = "policy.dtensor_cfg"
-        tp = reader.integer(f"{base}.tensor_parallel_size", 1)
-        cp = reader.integer(f"{base}.context_parallel_size", 1)
+        tp = reader.count(f"{base}.tensor_parallel_size", 1)
+        cp = reader.count(f"{base}.context_parallel_size", 1)
         return TrainParallel(tp, 1, cp, f"{base}.tensor_parallel_size", "", f"{base}.context_parallel_size")
     return None
 
@@ -163,12 +163,18 @@ def _uses_reward_model(reader: Reader) -> bool:
 
 def reward_model(reader: Reader) -> tuple[bool, int, int]:
     """*RM*: whether some ``data.{train,validation,default}`` entry has ``env_name: reward_model``, and then
-    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required), else ``(False, 0, 0)``.  A list entry
+    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required, each an int >= 0 on its own: the trainer
+    ignores the node count on one node and the GPU count on several, so 0 is valid, but a negative count would
+    add nodes or GPUs to the policy), else ``(False, 0, 0)``.  A list entry
     that did not resolve could be a reward-model dataset, so it makes the reading rule skip."""
     if not _uses_reward_model(reader):
         return False, 0, 0
     base = "env.reward_model.resources"
-    return True, reader.integer(f"{base}.num_nodes"), reader.integer(f"{base}.gpus_per_node")
+    return (
+        True,
+        reader.count(f"{base}.num_nodes", minimum=0),
+        reader.count(f"{base}.gpus_per_node", minimum=0),
+    )
 
 
 @dataclass(frozen=True)
@@ -230,7 +236,8 @@ def teachers(reader: Reader) -> tuple[Teacher, ...]:
 
 
 def _teacher_int(number: object, path: str) -> int:
-    """A teacher's node or GPU count: an int (never a bool), else a shape finding at ``path``."""
-    if not isinstance(number, int) or isinstance(number, bool):
-        raise WrongShape(path, number, "an int")
+    """A teacher's node or GPU count: an int (never a bool) from 1 to :data:`~.reader.MAX_RECIPE_INT`, else a
+    shape finding at ``path`` (checked on its own, so a negative count never offsets another)."""
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= MAX_RECIPE_INT:
+        raise WrongShape(path, number, f"an int between 1 and {MAX_RECIPE_INT}")
     return number

@@ -218,9 +218,9 @@ ENGINE_ARGUMENTS = (
 
 def _executor_backend(context: Context) -> str | None:
     reader = context.reader
-    tp = reader.integer(f"{VLLM_CFG}.tensor_parallel_size")
-    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
-    ep = reader.integer(f"{VLLM_CFG}.expert_parallel_size")
+    tp = reader.count(f"{VLLM_CFG}.tensor_parallel_size")
+    pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
+    ep = reader.count(f"{VLLM_CFG}.expert_parallel_size")
     if tp * pp > 1:
         return "ray"
     if ep > tp:
@@ -326,9 +326,9 @@ def check_vllm_placement(context: Context) -> None:
         context.skip("needs the cluster layout, which P13/P25 could not compute")
         return
     split = context.split
-    tp = reader.integer(f"{VLLM_CFG}.tensor_parallel_size")
-    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
-    ep = reader.integer(f"{VLLM_CFG}.expert_parallel_size")
+    tp = reader.count(f"{VLLM_CFG}.tensor_parallel_size")
+    pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
+    ep = reader.count(f"{VLLM_CFG}.expert_parallel_size")
     mp = tp * pp
     world = split.gen_nodes * split.gen_gpn
     arithmetic = f"{split.gen_nodes} x {split.gen_gpn} = {world} generation GPUs, TP({tp}) x PP({pp}) = {mp}"
@@ -421,7 +421,7 @@ def check_routed_experts(context: Context) -> None:
     reader = context.reader
     if not (is_vllm(reader) and routed_experts_enabled(reader)):
         return
-    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
+    pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
     if pp != 1:
         context.error(
             f"{VLLM_CFG}.pipeline_parallel_size",
@@ -430,7 +430,7 @@ def check_routed_experts(context: Context) -> None:
             "experts only without pipeline parallelism; set it to 1.",
         )
     for name in ("decode_context_parallel_size", "prefill_context_parallel_size"):
-        size = reader.integer(f"{VLLM_KWARGS}.{name}", 1)
+        size = reader.count(f"{VLLM_KWARGS}.{name}", 1)
         if size > 1:
             context.error(
                 f"{VLLM_KWARGS}.{name}",
@@ -617,9 +617,9 @@ def check_nccl_reshard(context: Context) -> None:
         fail(
             f"{mc}.fp8_cfg.fp8_param", True, "fp8_cfg.fp8_param false unless the generation precision is fp8"
         )
-    tp = reader.integer(f"{VLLM_CFG}.tensor_parallel_size")
-    ep = reader.integer(f"{VLLM_CFG}.expert_parallel_size")
-    pp = reader.integer(f"{VLLM_CFG}.pipeline_parallel_size")
+    tp = reader.count(f"{VLLM_CFG}.tensor_parallel_size")
+    ep = reader.count(f"{VLLM_CFG}.expert_parallel_size")
+    pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
     if ep not in (1, tp):
         fail(f"{VLLM_CFG}.expert_parallel_size", ep, f"vLLM expert_parallel_size 1 or TP ({tp})")
     if pp != 1:
@@ -663,6 +663,7 @@ def check_context_length(context: Context) -> None:
         context.warning(
             f"{VLLM_CFG}.max_model_len",
             model_len,
-            f"policy.max_total_sequence_length={total} > vllm_cfg.max_model_len={model_len}: sequences longer "
-            f"than {model_len} tokens are truncated; raise max_model_len or lower max_total_sequence_length.",
+            f"policy.max_total_sequence_length={render(total)} > vllm_cfg.max_model_len={render(model_len)}: "
+            f"sequences longer than {render(model_len)} tokens are truncated; raise max_model_len or lower "
+            "max_total_sequence_length.",
         )

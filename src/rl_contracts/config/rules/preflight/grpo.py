@@ -3,12 +3,15 @@ NeMo-Gym prerequisites (P5-P12)."""
 
 from __future__ import annotations
 
+import math
+
 from ...._messages import render
 from ..._internal.absent import ABSENT
 from ..rule import Rule
 from ..suggested_fix import SuggestedFix
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context, check
 from .facts import GENERATION, VLLM_CFG, gym, is_async, is_vllm, megatron
+from .reader import MAX_RECIPE_INT
 
 __all__ = [
     "P5",
@@ -154,6 +157,17 @@ grpo:
 )
 
 
+def _scaled(n: int, d: int, multiplier: float) -> tuple[int, int] | None:
+    """``(int(n * multiplier), int(d * multiplier))`` as the trainer computes them, or None when the multiplier is
+    not positive or a product leaves the signed 64-bit range (the trainer's ``int()`` raises or overflows)."""
+    if multiplier <= 0:
+        return None
+    products = (n * multiplier, d * multiplier)
+    if not all(math.isfinite(p) and abs(p) <= MAX_RECIPE_INT for p in products):
+        return None
+    return int(products[0]), int(products[1])
+
+
 @check(P7, entries=LEGACY_ENTRIES)
 def check_prompt_batching(context: Context) -> None:
     """Without ``grpo.use_dynamic_sampling``, ``batch_multiplier`` must be 1.  With
@@ -173,11 +187,21 @@ def check_prompt_batching(context: Context) -> None:
         )
     if not reader.flag("data.use_multiple_dataloader"):
         return
-    n = reader.integer("grpo.num_prompts_per_step")
+    n = reader.count("grpo.num_prompts_per_step")
     d = reader.integer("data.num_prompts_per_dataloader")
     scale = ""
     if dynamic:
-        n, d = int(n * multiplier), int(d * multiplier)
+        scaled = _scaled(n, d, multiplier)
+        if scaled is None:
+            context.error(
+                "grpo.batch_multiplier",
+                multiplier,
+                f"grpo.batch_multiplier={render(multiplier)} scales num_prompts_per_step={n} and "
+                f"num_prompts_per_dataloader={d} out of range (it must be > 0 and keep both below "
+                f"{MAX_RECIPE_INT}); lower it.",
+            )
+            return
+        n, d = scaled
         scale = f" (both scaled by grpo.batch_multiplier={render(multiplier)})"
     if d <= 0 or n % d != 0:
         context.error(
@@ -279,8 +303,8 @@ def check_forced_on_policy_ratio(context: Context) -> None:
     reader = context.reader
     if not reader.flag("loss_fn.force_on_policy_ratio"):
         return
-    n = reader.integer("grpo.num_prompts_per_step")
-    g = reader.integer("grpo.num_generations_per_prompt")
+    n = reader.count("grpo.num_prompts_per_step")
+    g = reader.count("grpo.num_generations_per_prompt")
     gbs = reader.integer("policy.train_global_batch_size")
     if gbs != n * g:
         context.error(

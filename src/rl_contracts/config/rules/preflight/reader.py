@@ -13,6 +13,7 @@ trainer's ``.get(...) or {}`` does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, TypeGuard
 
@@ -20,6 +21,7 @@ from ..._internal.absent import ABSENT
 from ..._internal.paths import is_under, join, split_path
 
 __all__ = [
+    "MAX_RECIPE_INT",
     "REQUIRED",
     "TRAINER_DEFAULTS",
     "MissingKey",
@@ -39,6 +41,12 @@ class Required:
 
 REQUIRED: Final = Required()
 """A read's default meaning "the trainer indexes this key directly": absent raises :class:`MissingKey`."""
+
+MAX_RECIPE_INT: Final = 2**63 - 1
+"""The largest magnitude an int read by a rule may have (signed 64-bit, what the trainer's tensors and vLLM hold).
+
+A larger int (YAML allows hex ints of any length, and resolvers multiply) is a finding of the reading rule, so
+every rule's arithmetic and message works on ints of at most 19 digits."""
 
 _PG = "policy.generation"
 _VC = "policy.generation.vllm_cfg"
@@ -107,6 +115,29 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_IN_RANGE = "within the signed 64-bit range (at most 2**63 - 1 in magnitude)"
+
+
+def _checked_int(path: str, found: object, expected: str) -> int:
+    """``found`` when it is an int (never a bool) of magnitude at most :data:`MAX_RECIPE_INT`, else WrongShape."""
+    if not _is_int(found):
+        raise WrongShape(path, found, expected)
+    if abs(found) > MAX_RECIPE_INT:
+        raise WrongShape(path, found, f"{expected}, {_IN_RANGE}")
+    return found
+
+
+def _checked_number(path: str, found: object, expected: str) -> float:
+    """``found`` when it is a finite float or an int as :func:`_checked_int`, else WrongShape."""
+    if isinstance(found, float):
+        if not math.isfinite(found):
+            raise WrongShape(path, found, f"{expected}, finite (not .inf, -.inf or .nan)")
+        return found
+    if not _is_number(found):
+        raise WrongShape(path, found, expected)
+    return _checked_int(path, found, expected)
 
 
 class Reader:
@@ -205,36 +236,41 @@ class Reader:
         return found is not ABSENT and bool(found)
 
     def integer(self, path: str, default: int | Required = REQUIRED) -> int:
-        """An int (never a bool)."""
-        found = self._get(path, default)
-        if not _is_int(found):
-            raise WrongShape(path, found, "an int")
-        return found
+        """An int (never a bool) of magnitude at most :data:`MAX_RECIPE_INT`."""
+        return _checked_int(path, self._get(path, default), "an int")
 
     def opt_integer(self, path: str) -> int | None:
-        """An int or null; absent reads as null."""
+        """An int (as :meth:`integer`) or null; absent reads as null."""
         found = self._get(path, None)
         if found is None:
             return None
-        if not _is_int(found):
-            raise WrongShape(path, found, "an int or null")
+        return _checked_int(path, found, "an int or null")
+
+    def count(self, path: str, default: int | Required = REQUIRED, *, minimum: int = 1) -> int:
+        """A size or count: an int (as :meth:`integer`) of at least ``minimum``, checked on its own so that no
+        combination of out-of-range sizes (two negative factors whose product is positive) cancels out."""
+        found = self.integer(path, default)
+        if found < minimum:
+            raise WrongShape(path, found, f"an int >= {minimum}")
+        return found
+
+    def opt_count(self, path: str, *, minimum: int = 1) -> int | None:
+        """A size or count (as :meth:`count`) or null; absent reads as null."""
+        found = self.opt_integer(path)
+        if found is not None and found < minimum:
+            raise WrongShape(path, found, f"an int >= {minimum} or null")
         return found
 
     def number(self, path: str, default: float | Required = REQUIRED) -> float:
-        """An int or a float (never a bool)."""
-        found = self._get(path, default)
-        if not _is_number(found):
-            raise WrongShape(path, found, "a number")
-        return found
+        """A finite int or float (never a bool, NaN or an infinity; an int as :meth:`integer`)."""
+        return _checked_number(path, self._get(path, default), "a number")
 
     def opt_number(self, path: str) -> float | None:
-        """A number or null; absent reads as null."""
+        """A number (as :meth:`number`) or null; absent reads as null."""
         found = self._get(path, None)
         if found is None:
             return None
-        if not _is_number(found):
-            raise WrongShape(path, found, "a number or null")
-        return found
+        return _checked_number(path, found, "a number or null")
 
     def text(self, path: str, default: str | Required = REQUIRED) -> str:
         """A string."""

@@ -212,9 +212,9 @@ def check_single_controller_batch(context: Context) -> None:
     and not ``force_on_policy_ratio``; an enabled checkpoint with a non-null ``metric_name`` needs it to start
     with ``train:``; a non-zero KL penalty excludes skipping reference logprobs."""
     reader = context.reader
-    n = reader.integer("grpo.num_prompts_per_step")
-    g = reader.integer("grpo.num_generations_per_prompt")
-    groups = reader.integer("async_rl.min_groups_for_streaming_train")
+    n = reader.count("grpo.num_prompts_per_step")
+    g = reader.count("grpo.num_generations_per_prompt")
+    groups = reader.count("async_rl.min_groups_for_streaming_train")
     if n < groups:
         context.error(
             "grpo.num_prompts_per_step",
