@@ -31,6 +31,8 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.RecipeError, (errors.ConfigContractError, ValueError)),
     (errors.RecipeLoadError, (errors.ConfigContractError, ValueError)),
     (errors.WeightVersionError, (ValueError,)),
+    (errors.LogprobContractError, (ValueError,)),
+    (errors.LogprobMismatchError, (errors.LogprobContractError, ValueError)),
 ]
 
 

@@ -26,6 +26,8 @@ __all__ = [
     "ContractTypeError",
     "CounterSnapshotError",
     "EnvelopeError",
+    "LogprobContractError",
+    "LogprobMismatchError",
     "PlaceholderRemapError",
     "PlaceholderTypeError",
     "PromptFormatError",
@@ -293,6 +295,50 @@ class WeightVersionError(ContractError, ValueError):
     start: int | None
     end: int | None
     token_count: int | None
+
+
+class LogprobContractError(ContractError, ValueError):
+    """Malformed logprob, mask or importance-sampling inputs for the agreement functions (SPEC §9.1, §9.4).
+
+    ``argument`` names the input at fault (``"generation_logprobs"``, ``"learner_logprobs"``, ``"mask"`` or an
+    option); for a bad value, ``sequence_index``/``token_index`` give the first offending ``[b, t]`` (row-major)
+    and ``generation_logprob``/``learner_logprob`` the two values there.  ``exceeded`` and ``report`` are set by
+    :class:`LogprobMismatchError` only.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        "argument",
+        "sequence_index",
+        "token_index",
+        "generation_logprob",
+        "learner_logprob",
+        "exceeded",
+        "report",
+    )
+    argument: str | None
+    sequence_index: int | None
+    token_index: int | None
+    generation_logprob: float | None
+    learner_logprob: float | None
+    exceeded: tuple[str, ...] | None
+    report: Any
+
+
+class LogprobMismatchError(LogprobContractError):
+    """The engine's and the learner's logprobs disagree beyond a bound (SPEC §9.3).
+
+    ``exceeded`` holds the names of the bounds that failed, ``report`` the ``MismatchReport``, the ``*_index`` and
+    ``*_logprob`` attributes the worst token, ``cause`` one of ``"shift"``, ``"uniform"``, ``"isolated"`` or
+    ``"numerics"``, and ``affected_sequences`` the counted sequences whose own mismatch exceeds the limit.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        *LogprobContractError.attribute_names,
+        "cause",
+        "affected_sequences",
+    )
+    cause: str | None
+    affected_sequences: tuple[int, ...] | None
 
 
 def _is_library_class(cls: type[BaseException]) -> bool:
