@@ -302,7 +302,8 @@ class LogprobContractError(ContractError, ValueError):
 
     ``argument`` names the input at fault (``"generation_logprobs"``, ``"learner_logprobs"``, ``"mask"`` or an
     option); for a bad value, ``sequence_index``/``token_index`` give the first offending ``[b, t]`` (row-major)
-    and ``generation_logprob``/``learner_logprob`` the two values there.  ``exceeded`` and ``report`` are set by
+    and ``generation_logprob``/``learner_logprob`` the two values there (``None`` for a NaN, which the message
+    shows: NaN never equals itself, so it would not survive a pickle round-trip as equal).  ``exceeded`` and ``report`` are set by
     :class:`LogprobMismatchError` only.
     """
 

@@ -339,6 +339,16 @@ def _value_at(tensor: torch.Tensor, b: int, t: int) -> float:
     return float(tensor[b, t])
 
 
+def _format_value(value: float) -> str:
+    """A logprob in a message: 8 significant digits (a float32's precision and a little more)."""
+    return f"{value:.8g}"
+
+
+def _attribute(value: float) -> float | None:
+    """A value as an error attribute: NaN becomes ``None`` (NaN != NaN would break equality after a pickle)."""
+    return None if math.isnan(value) else value
+
+
 def _located(
     message: str,
     argument: str,
@@ -351,12 +361,12 @@ def _located(
     where = f"[{t}]" if one_dimensional else f"[{b}, {t}]"
     g, lp = _value_at(batch_g, b, t), _value_at(batch_l, b, t)
     return LogprobContractError(
-        message.format(where=where, g=render(g), l=render(lp)),
+        message.format(where=where, g=_format_value(g), l=_format_value(lp)),
         argument=argument,
         sequence_index=b,
         token_index=t,
-        generation_logprob=g,
-        learner_logprob=lp,
+        generation_logprob=_attribute(g),
+        learner_logprob=_attribute(lp),
     )
 
 
@@ -478,8 +488,8 @@ def _counted(
             argument="mask",
             sequence_index=b,
             token_index=t,
-            generation_logprob=_value_at(g, b, t),
-            learner_logprob=_value_at(lp, b, t),
+            generation_logprob=_attribute(_value_at(g, b, t)),
+            learner_logprob=_attribute(_value_at(lp, b, t)),
         )
     return mask != 0
 
@@ -1022,13 +1032,13 @@ def _token_ratios(batch: _Batch, dtype: torch.dtype) -> torch.Tensor:
         where = f"[{t}]" if batch.one_dimensional else f"[{b}, {t}]"
         raise LogprobContractError(
             f"the importance weight at {where} is not finite in {render_name(dtype).removeprefix('torch.')}: "
-            f"exp(learner {render(lp)} - vLLM {render(g)}) = exp({render(lp - g)}) overflows (the reference "
+            f"exp(learner {_format_value(lp)} - vLLM {_format_value(g)}) = exp({_format_value(lp - g)}) overflows (the reference "
             "silently replaces it by 0); the learner and the engine disagree by far too much to correct",
             argument="learner_logprobs",
             sequence_index=b,
             token_index=t,
-            generation_logprob=g,
-            learner_logprob=lp,
+            generation_logprob=_attribute(g),
+            learner_logprob=_attribute(lp),
         )
     return ratio
 

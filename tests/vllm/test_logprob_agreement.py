@@ -4,7 +4,7 @@ vLLM samples with the tiny local models; the "learner" recomputes the logprobs o
 transformers on the same safetensors in float32, as a trainer's ``prev_logprobs`` pass does.  The cases of issue 22:
 
 (a) agreement passes with the default bounds and with a tight bound measured here (``TIGHT``);
-(b) a learner whose weights moved while the engine kept the old ones (a refit that did not apply) fails "uniform";
+(b) a learner one optimizer step ahead of the engine (a refit that did not apply) fails "uniform";
 (c) with ``logprobs_mode="processed_logprobs"`` at temperature 0.7 a learner that ignores the temperature fails and
     one that applies it passes; with ``raw_logprobs`` the reverse;
 (d) learner logprobs off by one position fail "shift";
@@ -13,16 +13,17 @@ transformers on the same safetensors in float32, as a trainer's ``prev_logprobs`
     that lowers it.
 
 The shipped dense model is degenerate for logprobs (its tied N(0, 1) embeddings make every sampled token's
-probability 1.0 in float32), so (a)-(e) run on ``soft_dense``: the same model with its tied embeddings scaled by
-``SOFT_EMBEDDING_SCALE`` (sampled-token logprobs around -0.9, so temperature and context matter), written to a
-temporary directory.  (a) also runs on the MoE engine.  Each case prints its figures (``logprob agreement: ...``)
-to the terminal, past pytest's capture.
+probability 1.0 in float32), so the processed-logprobs cases run on ``soft_dense``: the same model with its tied
+embeddings scaled by ``SOFT_EMBEDDING_SCALE`` (sampled-token logprobs around -0.9, so temperature and context
+matter), written to a temporary directory and served by one more in-process engine with
+``logprobs_mode="processed_logprobs"``.  The raw-logprobs cases, (b) and (f) use the session's MoE engine (raw
+logprobs, its default; its near-uniform random weights make every token sensitive to a weight change).  Each case
+prints its figures (``logprob agreement: ...``) to the terminal, past pytest's capture.
 """
 
 from __future__ import annotations
 
 import copy
-import gc
 import os
 import shutil
 import warnings
@@ -49,8 +50,8 @@ pytestmark = pytest.mark.vllm
 
 TEMPERATURE = 0.7
 SOFT_EMBEDDING_SCALE = 0.07
-PERTURBATION = 0.05
-"""Relative Gaussian noise on every learner weight in (b): the learner moved, the engine did not."""
+LEARNING_RATE = 1e-3
+"""The Adam step the learner takes in (b) and the engine never receives."""
 CHANGED_SEQUENCE = 5
 TIGHT = MismatchBounds(
     max_mult_prob_error=1.00001,
@@ -137,7 +138,7 @@ def _rollout(llm: Any) -> Rollout:
     return Rollout(prompt_ids, token_ids, generation, mask, routes)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def soft_dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The dense model with its tied embeddings scaled by ``SOFT_EMBEDDING_SCALE``, saved with its tokenizer."""
     source = _model_dir("dense")
@@ -152,22 +153,41 @@ def soft_dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@pytest.fixture(scope="module")
-def rollouts(soft_dense: Path) -> dict[str, Rollout]:
-    """One rollout of ``PROMPTS`` per ``logprobs_mode`` on ``soft_dense``; each engine is freed after its rollout."""
-    result = {}
-    for mode in ("processed_logprobs", "raw_logprobs"):
-        llm = LLM(model=str(soft_dense), logprobs_mode=mode, **_ENGINE_ARGS)
-        result[mode] = _rollout(llm)
-        del llm
-        gc.collect()
-    return result
+_KEEP_ALIVE: list[Any] = []
+"""Engines created here live until the process ends: on 0.32 freeing an in-process engine tears down vLLM's global
+parallel state, which breaks every other engine of the session."""
+
+
+@pytest.fixture(scope="session")
+def soft_engine(soft_dense: Path) -> Any:
+    """An in-process ``LLM`` on ``soft_dense`` with ``logprobs_mode="processed_logprobs"`` (NeMo RL's default)."""
+    llm = LLM(model=str(soft_dense), logprobs_mode="processed_logprobs", **_ENGINE_ARGS)
+    _KEEP_ALIVE.append(llm)
+    return llm
 
 
 @pytest.fixture(scope="module")
-def learner(soft_dense: Path) -> Any:
-    """The learner: transformers on ``soft_dense``'s weights, float32."""
+def soft_rollout(soft_engine: Any) -> Rollout:
+    """``PROMPTS`` sampled at ``TEMPERATURE`` on ``soft_dense``, processed logprobs."""
+    return _rollout(soft_engine)
+
+
+@pytest.fixture(scope="module")
+def moe_rollout(moe_llm: Any) -> Rollout:
+    """``PROMPTS`` sampled at ``TEMPERATURE`` on the MoE engine, raw logprobs (its default), routes on 0.30."""
+    return _rollout(moe_llm)
+
+
+@pytest.fixture(scope="module")
+def soft_learner(soft_dense: Path) -> Any:
+    """The learner of ``soft_dense``: transformers on the same weights, float32."""
     return _load(soft_dense)
+
+
+@pytest.fixture(scope="module")
+def moe_learner() -> Any:
+    """The learner of the MoE model: transformers on the same weights, float32."""
+    return _load(_model_dir("moe"))
 
 
 def learner_logprobs(
@@ -215,93 +235,91 @@ def _failure(
     return error
 
 
-@pytest.mark.parametrize(
-    ("mode", "temperature"), [("processed_logprobs", TEMPERATURE), ("raw_logprobs", 1.0)]
-)
+CASES = {
+    "soft_dense processed_logprobs": ("soft_rollout", "soft_learner", TEMPERATURE),
+    "moe raw_logprobs": ("moe_rollout", "moe_learner", 1.0),
+}
+"""Each engine, with the learner temperature that matches its logprobs_mode."""
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_a_agreement_passes_default_and_tight_bounds(
-    rollouts: dict[str, Rollout],
-    learner: Any,
-    mode: str,
-    temperature: float,
-    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest, case: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """(a) The learner with the engine's semantics agrees within the default and the tight bound."""
-    rollout = rollouts[mode]
-    learned = learner_logprobs(learner, rollout, temperature=temperature)
+    rollout_name, learner_name, temperature = CASES[case]
+    rollout: Rollout = request.getfixturevalue(rollout_name)
+    learned = learner_logprobs(request.getfixturevalue(learner_name), rollout, temperature=temperature)
     report = check_logprob_agreement(rollout.generation, learned, rollout.mask)
     assert check_logprob_agreement(rollout.generation, learned, rollout.mask, bounds=TIGHT) == report
     assert report.tokens == sum(MAX_TOKENS)
     assert report.sequences == len(PROMPTS)
     assert report.outside_band == 0.0
-    _show(capsys, f"(a) soft_dense {mode}, learner temperature {temperature}", report)
-
-
-def test_a_agreement_on_the_moe_engine(moe_llm: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """(a) On the MoE engine (raw logprobs), a transformers learner without temperature agrees tightly."""
-    rollout = _rollout(moe_llm)
-    learned = learner_logprobs(_load(_model_dir("moe")), rollout)
-    report = check_logprob_agreement(rollout.generation, learned, rollout.mask, bounds=TIGHT)
-    assert report.tokens == sum(MAX_TOKENS)
-    _show(capsys, "(a) moe raw_logprobs, learner temperature 1", report)
+    _show(capsys, f"(a) {case}, learner temperature {temperature}", report)
 
 
 def test_b_weights_that_were_not_refit_fail_uniform(
-    rollouts: dict[str, Rollout], learner: Any, capsys: pytest.CaptureFixture[str]
+    moe_rollout: Rollout, moe_learner: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """(b) A learner whose weights moved (the engine never got them) fails in every sequence: cause "uniform"."""
-    moved = copy.deepcopy(learner)
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for parameter in moved.parameters():
-            noise = torch.randn(parameter.shape, generator=generator)
-            parameter.add_(noise * PERTURBATION * parameter.abs().mean())
-    rollout = rollouts["processed_logprobs"]
-    learned = learner_logprobs(moved, rollout, temperature=TEMPERATURE)
+    """(b) The learner took an optimizer step the engine never received (a refit that did not apply): every
+    sequence disagrees, cause "uniform"."""
+    stepped = copy.deepcopy(moe_learner)
+    optimizer = torch.optim.Adam(stepped.parameters(), lr=LEARNING_RATE)
+    logprobs = []
+    for prompt, tokens in zip(moe_rollout.prompt_ids, moe_rollout.token_ids, strict=True):
+        logits = stepped(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1 : -1]
+        logprobs.append(torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(tokens)[:, None])[:, 0])
+    loss = -torch.cat(logprobs).mean()  # a policy-gradient step with every advantage positive
+    torch.autograd.backward(loss)
+    optimizer.step()
+    stepped.eval()
+    learned = learner_logprobs(stepped, moe_rollout)
     error = _failure(
         capsys,
-        f"(b) learner weights moved by {PERTURBATION:.0%} noise",
-        lambda: check_logprob_agreement(rollout.generation, learned, rollout.mask),
+        f"(b) learner one Adam step (lr {LEARNING_RATE}) ahead of the engine",
+        lambda: check_logprob_agreement(moe_rollout.generation, learned, moe_rollout.mask),
     )
     assert error.cause == "uniform"
     assert "max_mult_prob_error" in (error.exceeded or ())
     assert len(error.affected_sequences or ()) >= 0.9 * len(PROMPTS)
+    assert error.report is not None
+    assert error.report.mean_diff is not None
+    assert error.report.mean_diff > 0  # the step raised the sampled tokens' probability
 
 
 @pytest.mark.parametrize(
-    ("mode", "good", "bad"),
-    [("processed_logprobs", TEMPERATURE, 1.0), ("raw_logprobs", 1.0, TEMPERATURE)],
+    ("case", "good", "bad"),
+    [("soft_dense processed_logprobs", TEMPERATURE, 1.0), ("moe raw_logprobs", 1.0, TEMPERATURE)],
 )
 def test_c_temperature_semantics_follow_logprobs_mode(
-    rollouts: dict[str, Rollout],
-    learner: Any,
-    mode: str,
-    good: float,
-    bad: float,
-    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest, case: str, good: float, bad: float, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """(c) processed_logprobs at 0.7 needs the learner to apply the temperature; raw_logprobs needs it not to."""
-    rollout = rollouts[mode]
+    rollout_name, learner_name, _ = CASES[case]
+    rollout: Rollout = request.getfixturevalue(rollout_name)
+    learner = request.getfixturevalue(learner_name)
     passing = check_logprob_agreement(
         rollout.generation, learner_logprobs(learner, rollout, temperature=good), rollout.mask
     )
-    _show(capsys, f"(c) {mode}, learner temperature {good}", passing)
+    _show(capsys, f"(c) {case} at temperature {TEMPERATURE}, learner temperature {good}", passing)
     wrong = learner_logprobs(learner, rollout, temperature=bad)
     error = _failure(
         capsys,
-        f"(c) {mode}, learner temperature {bad}",
+        f"(c) {case} at temperature {TEMPERATURE}, learner temperature {bad}",
         lambda: check_logprob_agreement(rollout.generation, wrong, rollout.mask),
     )
+    assert error.cause == "uniform"
     assert error.report is not None
     assert error.report.mult_prob_error is not None
     assert error.report.mult_prob_error > 1.05
 
 
 def test_d_logprobs_off_by_one_position_fail_shift(
-    rollouts: dict[str, Rollout], learner: Any, capsys: pytest.CaptureFixture[str]
+    soft_rollout: Rollout, soft_learner: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """(d) Learner logprobs with an unsliced leading entry (one position late) fail with cause "shift"."""
-    rollout = rollouts["processed_logprobs"]
-    learned = learner_logprobs(learner, rollout, temperature=TEMPERATURE)
+    rollout = soft_rollout
+    learned = learner_logprobs(soft_learner, rollout, temperature=TEMPERATURE)
     late = torch.cat([torch.zeros(learned.shape[0], 1), learned[:, :-1]], dim=1)  # learner[t + 1] is token t
     error = _failure(
         capsys,
@@ -313,14 +331,14 @@ def test_d_logprobs_off_by_one_position_fail_shift(
 
 
 def test_e_one_changed_prompt_fails_isolated(
-    rollouts: dict[str, Rollout], learner: Any, capsys: pytest.CaptureFixture[str]
+    soft_rollout: Rollout, soft_learner: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """(e) One sequence recomputed on a prompt whose last token changed fails "isolated" and names that sequence."""
-    rollout = rollouts["processed_logprobs"]
+    rollout = soft_rollout
     prompt = rollout.prompt_ids[CHANGED_SEQUENCE]
     other = next(token for token in prompt if token != prompt[-1])
     learned = learner_logprobs(
-        learner, rollout, temperature=TEMPERATURE, prompts={CHANGED_SEQUENCE: [*prompt[:-1], other]}
+        soft_learner, rollout, temperature=TEMPERATURE, prompts={CHANGED_SEQUENCE: [*prompt[:-1], other]}
     )
     error = _failure(
         capsys,
@@ -369,10 +387,12 @@ class _RouterTap:
 
 
 @pytest.mark.vllm_releases("0.30")
-def test_f_routing_agreement_of_the_learner_router(moe_llm: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_f_routing_agreement_of_the_learner_router(
+    moe_rollout: Rollout, moe_learner: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     """(f) The learner router's top-k equals vLLM's replayed routes per layer; a perturbed router agrees less."""
-    rollout = _rollout(moe_llm)
-    model = _load(_model_dir("moe"))
+    rollout = moe_rollout
+    model = moe_learner
     top_k = int(model.config.num_experts_per_tok)
     width = max(len(p) + len(t) for p, t in zip(rollout.prompt_ids, rollout.token_ids, strict=True))
 
@@ -422,10 +442,10 @@ def test_f_routing_agreement_of_the_learner_router(moe_llm: Any, capsys: pytest.
     )
 
 
-def test_padding_values_never_matter(rollouts: dict[str, Rollout], learner: Any) -> None:
+def test_padding_values_never_matter(soft_rollout: Rollout, soft_learner: Any) -> None:
     """Real rollouts padded with NaN (learner) and 0 (vLLM) give the same report as the same rows trimmed."""
-    rollout = rollouts["processed_logprobs"]
-    learned = learner_logprobs(learner, rollout, temperature=TEMPERATURE)
+    rollout = soft_rollout
+    learned = learner_logprobs(soft_learner, rollout, temperature=TEMPERATURE)
     padded = logprob_mismatch(rollout.generation, learned, rollout.mask)
     flat_g = torch.cat([rollout.generation[i, : len(t)] for i, t in enumerate(rollout.token_ids)])
     flat_l = torch.cat([learned[i, : len(t)] for i, t in enumerate(rollout.token_ids)])
