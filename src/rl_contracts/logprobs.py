@@ -94,10 +94,18 @@ def _real(value: object) -> float:
     """A finite real number (int or float, never a bool) as a ``float``; ``ValueError`` otherwise (pydantic)."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise ValueError(f"expected a finite real number, got {type_name(value)}")
-    number = float(value)
+    number = _as_float(value)
     if not math.isfinite(number):
         raise ValueError(f"expected a finite real number, got {number}")
     return number
+
+
+def _as_float(value: float | np.integer[Any] | np.floating[Any]) -> float:
+    """``float(value)``, with ints beyond the float range read as ±inf (rejected as not finite by callers)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _at_least_one(value: float) -> float:
@@ -393,7 +401,7 @@ def _number(value: object, argument: str) -> float:
     """A real number (int or float, not a bool) as a float, else ``ContractTypeError``."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise ContractTypeError.for_value(argument, "a real number (int or float, not bool)", value)
-    return float(value)
+    return _as_float(value)
 
 
 def _checked_batch(

@@ -7,6 +7,8 @@ from .chat import *  # noqa: F403
 from .chat import __all__ as _chat
 from .config import *  # noqa: F403
 from .config import __all__ as _config
+from .logprobs import *  # noqa: F403
+from .logprobs import __all__ as _logprobs
 from .metrics import *  # noqa: F403
 from .metrics import __all__ as _metrics
 from .prompts import *  # noqa: F403
@@ -20,4 +22,4 @@ from .splice import __all__ as _splice
 from .weights import *  # noqa: F403
 from .weights import __all__ as _weights
 
-__all__ = [*_chat, *_config, *_metrics, *_prompts, *_recipes, *_routes, *_splice, *_weights]
+__all__ = [*_chat, *_config, *_logprobs, *_metrics, *_prompts, *_recipes, *_routes, *_splice, *_weights]
