@@ -564,7 +564,7 @@ def _checked_values(
             flat,
             one_dimensional,
         )
-    dropped = int(minus_inf.sum())
+    dropped = int(torch.count_nonzero(minus_inf))
     if dropped:
         live = live & ~minus_inf
         counted = live
@@ -582,7 +582,9 @@ def _finished(
     if counted is None or bool(counted.all()):
         full = torch.ones(g.shape, dtype=torch.bool, device=g.device) if counted is None else counted
         return _Batch(g, lp, full, None, int(g.numel()), dropped, clean, one_dimensional)
-    return _Batch(g, lp, counted, ~counted, int(counted.sum()), dropped, clean, one_dimensional)
+    return _Batch(
+        g, lp, counted, ~counted, int(torch.count_nonzero(counted)), dropped, clean, one_dimensional
+    )
 
 
 def _check_kl_type(kl_type: object) -> str:
@@ -611,13 +613,39 @@ def _check_band(band: object) -> tuple[float, float]:
 # Statistics (SPEC §9.2)
 
 
+_CHUNK_ELEMENTS: Final = 1 << 18
+"""Elements per chunk of row-wise work whose temporaries would otherwise be input-sized (2 MB in float64)."""
+
+
+def _chunk_rows(columns: int) -> int:
+    """Rows per chunk of about ``_CHUNK_ELEMENTS`` elements (at least one)."""
+    return max(1, _CHUNK_ELEMENTS // max(columns, 1))
+
+
 def _differences(batch: _Batch) -> torch.Tensor:
-    """Δ = l - g in float64 (exact for any input dtype), 0 at uncounted positions; a new contiguous tensor."""
-    d = batch.learner.to(torch.float64, memory_format=torch.contiguous_format, copy=True)
-    d.sub_(batch.generation)
+    """Δ = l - g in float64 (exact for any input dtype), 0 at uncounted positions; a new contiguous tensor.
+
+    Converted chunk by chunk: a mixed-dtype ``sub_`` would otherwise cast all of g to float64 at once.
+    """
+    rows, columns = batch.shape
+    d = torch.empty((rows, columns), dtype=torch.float64, device=batch.generation.device)
+    step = _chunk_rows(columns)
+    for start in range(0, rows, step):
+        part = d[start : start + step]
+        part.copy_(batch.learner[start : start + step])
+        part.sub_(batch.generation[start : start + step])
     if batch.uncounted is not None:
         d.masked_fill_(batch.uncounted, 0.0)  # also clears whatever junk an uncounted position holds
     return d
+
+
+def _row_counts(flags: torch.Tensor) -> torch.Tensor:
+    """Per-row True counts of a bool ``[B, T]`` tensor (int64 ``[B]``), without an input-sized int64 cast."""
+    rows, columns = int(flags.shape[0]), int(flags.shape[1])
+    step = _chunk_rows(columns)
+    if step >= rows:
+        return flags.sum(dim=1)
+    return torch.cat([flags[start : start + step].sum(dim=1) for start in range(0, rows, step)])
 
 
 def _order_statistics(values: torch.Tensor, ranks: list[int]) -> list[float]:
@@ -634,10 +662,10 @@ def _order_statistics(values: torch.Tensor, ranks: list[int]) -> list[float]:
     return [float(v) for v in picked.tolist()]
 
 
-def _quantiles(absolute: torch.Tensor, batch: _Batch) -> list[float]:
-    """``torch.quantile``'s linear-interpolation p50, p95, p99 of |Δ| over counted tokens."""
-    n, total = batch.tokens, absolute.numel()
-    work = absolute.clone()
+def _quantiles(work: torch.Tensor, batch: _Batch) -> list[float]:
+    """``torch.quantile``'s linear-interpolation p50, p95, p99 of |Δ| over counted tokens; ``work`` holds |Δ| and
+    is overwritten (it is reordered in place)."""
+    n, total = batch.tokens, work.numel()
     if batch.uncounted is not None:
         work.masked_fill_(batch.uncounted, -1.0)  # below every |Δ|: ranks shift by the uncounted count
     offset = total - n
@@ -677,9 +705,9 @@ class _Figures:
 
 def _figures(batch: _Batch, kl_type: str, band: tuple[float, float]) -> _Figures:
     rows, columns = batch.shape
-    seq_counts = batch.counted.sum(dim=1)
+    seq_counts = _row_counts(batch.counted)
     has_tokens = seq_counts > 0
-    sequences = int(has_tokens.sum())
+    sequences = int(torch.count_nonzero(has_tokens))
     n = batch.tokens
     if n == 0:
         report = MismatchReport.model_validate(
@@ -701,7 +729,6 @@ def _figures(batch: _Batch, kl_type: str, band: tuple[float, float]) -> _Figures
     if a_max == 0.0 and batch.uncounted is not None:
         flat = _first(batch.counted)
     worst_b, worst_t = _position(flat, columns)
-    p50, p95, p99 = _quantiles(a, batch)
 
     # JS divergence: ½k3(l - M) + ½k3(g - M) with M = logaddexp(l, g) - log 2 is exactly log cosh(Δ / 2).
     work = torch.mul(a, 0.5)
@@ -711,12 +738,13 @@ def _figures(batch: _Batch, kl_type: str, band: tuple[float, float]) -> _Figures
         work.clamp_(max=_COSH_LIMIT)
     js = (float(work.cosh_().log_().sum()) + beyond) / n
 
-    # mult_prob_error: exp(|Δ|), per sequence and overall (a is no longer needed: exponentiate in place).
-    e = a.exp_()
+    # mult_prob_error: exp(|Δ|), per sequence and overall; then a is reordered in place for the quantiles.
+    e = torch.exp(a, out=work)
     if batch.uncounted is not None:
         e.masked_fill_(batch.uncounted, 0.0)
     seq_sums = e.sum(dim=1)
-    del e, a
+    p50, p95, p99 = _quantiles(a, batch)
+    del a
     mult = float(seq_sums.sum()) / n
     seq_mult = torch.where(has_tokens, seq_sums / seq_counts.clamp_min(1), math.nan)
     counted_seq = seq_mult[has_tokens]
@@ -735,7 +763,9 @@ def _figures(batch: _Batch, kl_type: str, band: tuple[float, float]) -> _Figures
     token_ess = min(s1 * s1 / (n * s2), 1.0)
     ratio_mean = _exp(d_max + math.log(s1 / n))
     log_low, log_high = math.log(band[0]), math.log(band[1])
-    outside = int(((d > log_high) | (d < log_low)).sum()) / n  # uncounted Δ = 0 lies inside any band
+    outside = (
+        int(torch.count_nonzero((d > log_high) | (d < log_low))) / n
+    )  # uncounted Δ = 0 lies inside any band
 
     sum_d = float(d.sum())
     gen_kl, policy_kl = _kls(d, work, kl_type, sum_d, n)
@@ -894,7 +924,7 @@ def _exceeded(report: MismatchReport, bounds: MismatchBounds) -> list[tuple[str,
 
 def _shifted_mult_error(g: torch.Tensor, lp: torch.Tensor, joint: torch.Tensor) -> float | None:
     """mult_prob_error of two aligned slices over their jointly counted tokens (``None`` when there is none)."""
-    count = int(joint.sum())
+    count = int(torch.count_nonzero(joint))
     if count == 0:
         return None
     d = lp.to(torch.float64, memory_format=torch.contiguous_format, copy=True)
@@ -1054,7 +1084,7 @@ def _token_ratios(batch: _Batch, dtype: torch.dtype) -> torch.Tensor:
 def _sequence_log_ratios(batch: _Batch) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ and count of (l - g) over each sequence's counted tokens, in float64: ``([B], [B])``."""
     d = _differences(batch)
-    return d.sum(dim=1), batch.counted.sum(dim=1)
+    return d.sum(dim=1), _row_counts(batch.counted)
 
 
 def importance_weights(
@@ -1189,7 +1219,7 @@ def truncated_importance_weights(
             outside = (ratio > upper) | (ratio < floor)
             if batch.uncounted is not None:
                 outside &= batch.counted
-            out_of_bounds = int(outside.sum()) / n if n else 0.0
+            out_of_bounds = int(torch.count_nonzero(outside)) / n if n else 0.0
             weights = ratio.clamp_(min=floor, max=upper)
             if batch.uncounted is not None:
                 weights.masked_fill_(batch.uncounted, 0.0)
@@ -1197,15 +1227,15 @@ def truncated_importance_weights(
             kept = (ratio >= (lower or 0.0)) & (ratio <= upper)
             if batch.uncounted is not None:
                 kept &= batch.counted
-            out_of_bounds = (n - int(kept.sum())) / n if n else 0.0
+            out_of_bounds = (n - int(torch.count_nonzero(kept))) / n if n else 0.0
             weights = ratio.mul_(kept)
         else:
             sums, counts = _sequence_log_ratios(batch)
             geometric = torch.exp(sums / counts.clamp_min(1))
             has_tokens = counts > 0
             kept_sequences = ((geometric >= (lower or 0.0)) & (geometric <= upper)) | ~has_tokens
-            counted_sequences = int(has_tokens.sum())
-            dropped = counted_sequences - int((kept_sequences & has_tokens).sum())
+            counted_sequences = int(torch.count_nonzero(has_tokens))
+            dropped = counted_sequences - int(torch.count_nonzero(kept_sequences & has_tokens))
             out_of_bounds = dropped / counted_sequences if counted_sequences else 0.0
             weights = ratio.mul_(kept_sequences.unsqueeze(1))
     if batch.one_dimensional:
@@ -1241,8 +1271,8 @@ def sequence_logprob_error_mask(
         e = d.abs_().exp_()
         if batch.uncounted is not None:
             e.masked_fill_(batch.uncounted, 0.0)
-        counts = batch.counted.sum(dim=1)
+        counts = _row_counts(batch.counted)
         has_tokens = counts > 0
         seq_mult = torch.where(has_tokens, e.sum(dim=1) / counts.clamp_min(1), math.nan)
         keep = (seq_mult <= limit) | ~has_tokens
-    return SequenceErrorMask(keep=keep, seq_mult_prob_error=seq_mult, masked=int((~keep).sum()))
+    return SequenceErrorMask(keep=keep, seq_mult_prob_error=seq_mult, masked=int(torch.count_nonzero(~keep)))
