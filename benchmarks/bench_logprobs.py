@@ -197,7 +197,7 @@ def main() -> None:
         + ", ".join(
             f"{name} {a:.9g} vs {b:.9g}"
             for name, a, b in zip(("mult", "gen_kl", "policy_kl", "js"), ours, expected, strict=True)
-        )  # type: ignore[str-format]
+        )
     )
     same = bool(torch.equal(weights.weights[counted], reference_weights[0][counted]))
     print(
