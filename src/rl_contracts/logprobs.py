@@ -16,6 +16,7 @@ imports torch and numpy when it is imported, and never imports vLLM.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -256,7 +257,6 @@ class _Batch:
     generation: torch.Tensor
     learner: torch.Tensor
     counted: torch.Tensor
-    uncounted: torch.Tensor | None
     tokens: int
     dropped: int
     clean: bool
@@ -264,7 +264,12 @@ class _Batch:
 
     @property
     def all_counted(self) -> bool:
-        return self.uncounted is None
+        return self.tokens == self.counted.numel()
+
+    @functools.cached_property
+    def uncounted(self) -> torch.Tensor | None:
+        """``~counted``, or ``None`` when every position counts (computed once, when first needed)."""
+        return None if self.all_counted else ~self.counted
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -483,11 +488,11 @@ def _counted(
         return mask
     if mask.dtype in (torch.uint16, torch.uint32, torch.uint64):  # torch compares these only after a widening
         mask = mask.to(torch.int64)  # a uint64 above 2**63 wraps negative: still no 0/1
-    if mask.numel() == 0:
-        return mask != 0
-    binary = (mask == 0) | (mask == 1)
-    if not bool(binary.all()):
-        flat = _first(~binary)
+    ones = mask == 1
+    if int(torch.count_nonzero(mask)) != int(
+        torch.count_nonzero(ones)
+    ):  # a value other than 0 and 1, NaN included
+        flat = _first((mask != 0) & ~ones)
         b, t = _position(flat, shape[-1])
         where = f"[{t}]" if one_dimensional else f"[{b}, {t}]"
         raise LogprobContractError(
@@ -499,7 +504,7 @@ def _counted(
             generation_logprob=_attribute(_value_at(g, b, t)),
             learner_logprob=_attribute(_value_at(lp, b, t)),
         )
-    return mask != 0
+    return ones
 
 
 def _clean(tensor: torch.Tensor, tolerance: float, *, allow_neg_inf: bool) -> bool:
@@ -522,7 +527,7 @@ def _checked_values(
     g_name, l_name = names
     if g.numel() == 0:
         empty = torch.zeros(g.shape, dtype=torch.bool, device=g.device)
-        return _Batch(g, lp, empty, None, 0, 0, True, one_dimensional)
+        return _Batch(g, lp, empty, 0, 0, True, one_dimensional)
     if _clean(g, tolerance, allow_neg_inf=False) and _clean(lp, tolerance, allow_neg_inf=False):
         return _finished(g, lp, counted, 0, True, one_dimensional)
     live = torch.ones(g.shape, dtype=torch.bool, device=g.device) if counted is None else counted
@@ -579,12 +584,10 @@ def _finished(
     clean: bool,
     one_dimensional: bool,
 ) -> _Batch:
-    if counted is None or bool(counted.all()):
-        full = torch.ones(g.shape, dtype=torch.bool, device=g.device) if counted is None else counted
-        return _Batch(g, lp, full, None, int(g.numel()), dropped, clean, one_dimensional)
-    return _Batch(
-        g, lp, counted, ~counted, int(torch.count_nonzero(counted)), dropped, clean, one_dimensional
-    )
+    if counted is None:
+        full = torch.ones(g.shape, dtype=torch.bool, device=g.device)
+        return _Batch(g, lp, full, int(g.numel()), dropped, clean, one_dimensional)
+    return _Batch(g, lp, counted, int(torch.count_nonzero(counted)), dropped, clean, one_dimensional)
 
 
 def _check_kl_type(kl_type: object) -> str:
@@ -1056,29 +1059,38 @@ def _weight_dtype(batch: _Batch) -> torch.dtype:
     )
 
 
-def _token_ratios(batch: _Batch, dtype: torch.dtype) -> torch.Tensor:
-    """exp(l - g) in ``dtype`` (as the reference computes it), 0 at uncounted positions; raises on overflow."""
-    ratio = batch.learner.to(dtype, copy=True) if batch.learner.dtype != dtype else batch.learner.clone()
-    ratio.sub_(batch.generation)
+def _token_ratios(batch: _Batch, dtype: torch.dtype, *, zero_uncounted: bool = True) -> torch.Tensor:
+    """exp(l - g) in ``dtype`` (as the reference computes it); raises when a counted ratio overflows.
+
+    Uncounted positions hold 0 with ``zero_uncounted``; otherwise whatever the padding gives (callers mask them).
+    """
+    lp, g = batch.learner, batch.generation
+    ratio = torch.sub(lp, g) if lp.dtype == g.dtype == dtype else lp.to(dtype, copy=True).sub_(g)
     ratio.exp_()
-    if batch.uncounted is not None:
-        ratio.masked_fill_(batch.uncounted, 0.0)
+    uncounted = batch.uncounted
+    if uncounted is not None and (zero_uncounted or not batch.clean):
+        ratio.masked_fill_(uncounted, 0.0)  # junk at padding never reaches the overflow check
     if ratio.numel() and not bool(torch.isfinite(ratio.max())):
-        flat = _first(ratio == math.inf)
-        b, t = _position(flat, batch.shape[1])
-        g, lp = _value_at(batch.generation, b, t), _value_at(batch.learner, b, t)
-        where = f"[{t}]" if batch.one_dimensional else f"[{b}, {t}]"
-        raise LogprobContractError(
-            f"the importance weight at {where} is not finite in {render_name(dtype).removeprefix('torch.')}: "
-            f"exp(learner {_format_value(lp)} - vLLM {_format_value(g)}) = exp({_format_value(lp - g)}) overflows (the reference "
-            "silently replaces it by 0); the learner and the engine disagree by far too much to correct",
-            argument="learner_logprobs",
-            sequence_index=b,
-            token_index=t,
-            generation_logprob=_attribute(g),
-            learner_logprob=_attribute(lp),
-        )
+        overflow = (ratio == math.inf) & batch.counted
+        if bool(overflow.any()):
+            _raise_overflow(batch, dtype, _first(overflow))
     return ratio
+
+
+def _raise_overflow(batch: _Batch, dtype: torch.dtype, flat: int) -> None:
+    b, t = _position(flat, batch.shape[1])
+    g, lp = _value_at(batch.generation, b, t), _value_at(batch.learner, b, t)
+    where = f"[{t}]" if batch.one_dimensional else f"[{b}, {t}]"
+    raise LogprobContractError(
+        f"the importance weight at {where} is not finite in {render_name(dtype).removeprefix('torch.')}: "
+        f"exp(learner {_format_value(lp)} - vLLM {_format_value(g)}) = exp({_format_value(lp - g)}) overflows (the "
+        "reference silently replaces it by 0); the learner and the engine disagree by far too much to correct",
+        argument="learner_logprobs",
+        sequence_index=b,
+        token_index=t,
+        generation_logprob=_attribute(g),
+        learner_logprob=_attribute(lp),
+    )
 
 
 def _sequence_log_ratios(batch: _Batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1211,7 +1223,7 @@ def truncated_importance_weights(
     batch = _checked_batch(generation_logprobs, learner_logprobs, mask)
     dtype = _weight_dtype(batch)
     with torch.no_grad():
-        ratio = _token_ratios(batch, dtype)
+        ratio = _token_ratios(batch, dtype, zero_uncounted=checked_kind != "icepop")
         n = batch.tokens
         kept_sequences: torch.Tensor | None = None
         if checked_kind == "tis":
@@ -1225,10 +1237,10 @@ def truncated_importance_weights(
                 weights.masked_fill_(batch.uncounted, 0.0)
         elif checked_kind == "icepop":
             kept = (ratio >= (lower or 0.0)) & (ratio <= upper)
-            if batch.uncounted is not None:
+            if not batch.all_counted:
                 kept &= batch.counted
             out_of_bounds = (n - int(torch.count_nonzero(kept))) / n if n else 0.0
-            weights = ratio.mul_(kept)
+            weights = torch.where(kept, ratio, torch.zeros((), dtype=dtype, device=ratio.device))
         else:
             sums, counts = _sequence_log_ratios(batch)
             geometric = torch.exp(sums / counts.clamp_min(1))
