@@ -15,7 +15,8 @@ Compared, in one run:
 
 Each time is the median over three rotating blocks of per-block medians.  Peak extra memory is measured in a fresh
 subprocess per candidate: the high-water mark of the resident set (``VmHWM``) after one call, minus its value after
-the inputs were built (in place, no temporaries) and the code path warmed on a small batch.
+the inputs were built (in place, no temporaries) and the code path warmed on a small batch, with glibc's mmap
+threshold fixed at 128 KiB (``FIXED_MMAP_THRESHOLD``) so that freed buffers are returned at once.
 
 Goals: the full report <= 2.5x the reference block; the weights <= 1.5x the reference's; peak extra memory <= 4
 input-sized float64 buffers (4 x 16.8 MB).
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import statistics
 import subprocess
@@ -37,6 +39,10 @@ import torch
 from rl_contracts.logprobs import logprob_mismatch, truncated_importance_weights
 
 SHAPE = (512, 4096)
+FIXED_MMAP_THRESHOLD = {"MALLOC_MMAP_THRESHOLD_": "131072"}
+"""glibc setting of the memory subprocess: a fixed threshold keeps every large buffer in its own mapping, returned
+on free, so the high-water mark counts live buffers only (glibc's dynamic threshold would keep freed 16.8 MB
+buffers on the heap and count them again)."""
 LOW, HIGH = 0.5, 2.0
 _LOG2 = math.log(2.0)
 
@@ -134,7 +140,12 @@ def block_medians(
 def peak_extra_bytes(name: str) -> int:
     """Run this file with ``--memory NAME`` in a fresh interpreter and return the peak extra bytes it reports."""
     result = subprocess.run(
-        [sys.executable, __file__, "--memory", name], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, __file__, "--memory", name],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env={**os.environ, **FIXED_MMAP_THRESHOLD},
     )
     return int(result.stdout.strip().splitlines()[-1])
 
