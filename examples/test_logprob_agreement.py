@@ -77,7 +77,7 @@ def test_disagreeing_batches_are_refused_with_a_cause(batch: LogprobBatch) -> No
     outcome = _attempt(*_as_2d(batch))
     if isinstance(outcome, Exception):
         assert isinstance(outcome, LogprobMismatchError)
-        assert outcome.cause in ("shift", "uniform", "isolated", "numerics")
+        assert outcome.likely_cause in ("shift", "uniform", "isolated", "numerics")
         assert outcome.exceeded
         assert set(outcome.exceeded) <= {"max_mult_prob_error", "max_seq_mult_prob_error"}
     else:

@@ -618,7 +618,7 @@ def test_cause_uniform_when_every_sequence_disagrees() -> None:
     g, lp = _uniform_offset((10, 8), 0.2)
     with pytest.raises(LogprobMismatchError) as info:
         check_logprob_agreement(g, lp)
-    assert info.value.cause == "uniform"
+    assert info.value.likely_cause == "uniform"
     assert info.value.affected_sequences == tuple(range(10))
     assert "every sequence disagrees" in str(info.value)
 
@@ -630,7 +630,7 @@ def test_cause_isolated_when_one_sequence_in_ten_disagrees() -> None:
     lp[7] -= 2.0
     with pytest.raises(LogprobMismatchError) as info:
         check_logprob_agreement(g, lp)
-    assert info.value.cause == "isolated"
+    assert info.value.likely_cause == "isolated"
     assert info.value.affected_sequences == (7,)
     assert "validate_rollout_prompt" in str(info.value)
 
@@ -642,7 +642,7 @@ def test_cause_numerics_when_half_the_sequences_disagree() -> None:
     lp[::2] -= 0.2
     with pytest.raises(LogprobMismatchError) as info:
         check_logprob_agreement(g, lp)
-    assert info.value.cause == "numerics"
+    assert info.value.likely_cause == "numerics"
     assert info.value.affected_sequences == (0, 2, 4, 6, 8)
 
 
@@ -660,7 +660,7 @@ def test_cause_shift_in_either_direction(
     g = -torch.rand(6, 30, generator=torch.Generator().manual_seed(2)) * 5
     with pytest.raises(LogprobMismatchError) as info:
         check_logprob_agreement(g, shifted(g))
-    assert info.value.cause == "shift"
+    assert info.value.likely_cause == "shift"
     assert direction in str(info.value)
 
 
@@ -673,7 +673,7 @@ def test_shift_is_checked_over_jointly_counted_tokens_only() -> None:
     lp[:, 10] = NAN
     with pytest.raises(LogprobMismatchError) as info:
         check_logprob_agreement(g, lp, mask)
-    assert info.value.cause == "shift"
+    assert info.value.likely_cause == "shift"
 
 
 def test_sequence_limit_falls_back_to_the_mult_bound_then_to_1_05() -> None:
@@ -738,7 +738,7 @@ def test_mismatch_errors_carry_the_report_through_pickle() -> None:
         check_logprob_agreement(g, lp)
     clone = pickle.loads(pickle.dumps(info.value))
     assert clone.report == info.value.report
-    assert clone.cause == "uniform"
+    assert clone.likely_cause == "uniform"
     assert set(info.value.details()) == {"error", "message", *type(info.value).attribute_names}
 
 

@@ -1004,7 +1004,7 @@ def _mismatch_error(figures: _Figures, bounds: MismatchBounds, failed: list[Any]
         learner_logprob=l_worst,
         exceeded=tuple(bound for bound, *_ in failed),
         report=report,
-        cause=cause,
+        likely_cause=cause,
         affected_sequences=affected,
     )
 
@@ -1029,7 +1029,7 @@ def check_logprob_agreement(
         LogprobMismatchError: a bound does not hold.  The message gives each exceeded bound with its value and
             limit, the token and sequence counts, how many (and which) sequences exceed, the worst token
             (``sequence 3, token 41: vLLM -0.021, learner -2.750``) and the likely cause; the attributes carry
-            ``exceeded``, ``report``, ``cause`` (``"shift"``, ``"uniform"``, ``"isolated"`` or ``"numerics"``),
+            ``exceeded``, ``report``, ``likely_cause`` (``"shift"``, ``"uniform"``, ``"isolated"`` or ``"numerics"``),
             ``affected_sequences`` and the worst token's position and values.  The cause rules, in order: a
             shift by one position lowers the error to below a quarter of its excess over 1; at least 90% of the
             sequences exceed; at most 10% exceed; otherwise numerics.

@@ -232,7 +232,9 @@ def _failure(
     error = info.value
     assert_contract_error(error)
     with capsys.disabled():
-        print(f"\nlogprob agreement: {case}: cause={error.cause} exceeded={error.exceeded}\n  {error}")
+        print(
+            f"\nlogprob agreement: {case}: likely_cause={error.likely_cause} exceeded={error.exceeded}\n  {error}"
+        )
     return error
 
 
@@ -280,7 +282,7 @@ def test_b_weights_that_were_not_refit_fail_uniform(
         f"(b) learner one Adam step (lr {LEARNING_RATE}) ahead of the engine",
         lambda: check_logprob_agreement(moe_rollout.generation, learned, moe_rollout.mask),
     )
-    assert error.cause == "uniform"
+    assert error.likely_cause == "uniform"
     assert "max_mult_prob_error" in (error.exceeded or ())
     assert len(error.affected_sequences or ()) >= 0.9 * len(PROMPTS)
     assert error.report is not None
@@ -309,7 +311,7 @@ def test_c_temperature_semantics_follow_logprobs_mode(
         f"(c) {case} at temperature {TEMPERATURE}, learner temperature {bad}",
         lambda: check_logprob_agreement(rollout.generation, wrong, rollout.mask),
     )
-    assert error.cause == "uniform"
+    assert error.likely_cause == "uniform"
     assert error.report is not None
     assert error.report.mult_prob_error is not None
     assert error.report.mult_prob_error > 1.05
@@ -327,7 +329,7 @@ def test_d_logprobs_off_by_one_position_fail_shift(
         "(d) learner one position late",
         lambda: check_logprob_agreement(rollout.generation, late, rollout.mask),
     )
-    assert error.cause == "shift"
+    assert error.likely_cause == "shift"
     assert "learner[t + 1] matches vLLM[t]" in str(error)
 
 
@@ -346,7 +348,7 @@ def test_e_one_changed_prompt_fails_isolated(
         f"(e) sequence {CHANGED_SEQUENCE} recomputed on a changed prompt",
         lambda: check_logprob_agreement(rollout.generation, learned, rollout.mask),
     )
-    assert error.cause == "isolated"
+    assert error.likely_cause == "isolated"
     assert error.affected_sequences == (CHANGED_SEQUENCE,)
     assert error.sequence_index == CHANGED_SEQUENCE
     rest = torch.arange(len(PROMPTS)) != CHANGED_SEQUENCE
