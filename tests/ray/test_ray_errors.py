@@ -27,6 +27,7 @@ from rl_contracts.chat import attach_token_information_to_chat_response_choices
 from rl_contracts.codec import decode_routed_experts
 from rl_contracts.config import assert_reload_refit_config_supported, load_recipe, normalize_vllm_refit_config
 from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError, ContractTypeError, contract_error
+from rl_contracts.logprobs import check_logprob_agreement, logprob_mismatch
 from rl_contracts.metrics import CounterSnapshot
 from rl_contracts.multimodal import placeholder_range_bounds, remap_multimodal_placeholders
 from rl_contracts.prompts import format_prompt_for_vllm_generation, validate_rollout_prompt
@@ -87,6 +88,12 @@ FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
     errors.RecipeLoadError: lambda: load_recipe(RECIPES / "broken" / "missing_parent.yaml"),
     errors.WeightVersionError: lambda: check_weight_versions(
         SimpleNamespace(index=0, token_ids=[4, 5], weight_versions=None), allowed={"7"}
+    ),
+    errors.LogprobContractError: lambda: logprob_mismatch(
+        torch.tensor([[float("nan")]]), torch.tensor([[-1.0]])
+    ),
+    errors.LogprobMismatchError: lambda: check_logprob_agreement(
+        torch.full((2, 4), -1.0), torch.full((2, 4), -2.0)
     ),
 }
 
