@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -146,7 +147,7 @@ def test_float32_and_float64_inputs_of_the_same_values_agree(batch: LogprobBatch
 def test_every_malformation_names_its_input_and_position(case: MalformedLogprobBatch) -> None:
     """Each malformation of §9.1 raises its class naming the input and, for a bad value, the first [b, t]; the same
     holds for the check, the importance weights and the sequence mask."""
-    calls = [
+    calls: list[Callable[[], object]] = [
         lambda: logprob_mismatch(case.generation, case.learner, case.mask),
         lambda: check_logprob_agreement(case.generation, case.learner, case.mask),
         lambda: importance_weights(case.learner, case.generation, case.mask),

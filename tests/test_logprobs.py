@@ -38,6 +38,18 @@ def _batch(seed: int = 0, shape: tuple[int, int] = (5, 9), noise: float = 0.1) -
     return g, lp, mask
 
 
+def _k1(x: torch.Tensor) -> torch.Tensor:
+    return -x
+
+
+def _k2(x: torch.Tensor) -> torch.Tensor:
+    return x * x / 2
+
+
+def _k3(x: torch.Tensor) -> torch.Tensor:
+    return torch.exp(x) - 1 - x
+
+
 def _expected(
     g: torch.Tensor, lp: torch.Tensor, mask: torch.Tensor, band: tuple[float, float] = (0.8, 1.25)
 ) -> dict[str, float]:
@@ -45,7 +57,6 @@ def _expected(
     counted = mask.bool()
     gc, lc = g.double()[counted], lp.double()[counted]
     d = lc - gc
-    k3 = lambda x: torch.exp(x) - 1 - x  # noqa: E731
     mixture = torch.logaddexp(lc, gc) - math.log(2)
     r = torch.exp(d)
     per_sequence = [
@@ -63,9 +74,9 @@ def _expected(
         "seq_mult_prob_error_max": float(max(per_sequence)),
         "seq_mult_prob_error_min": float(min(per_sequence)),
         "seq_mult_prob_error_mean": float(sum(per_sequence) / len(per_sequence)),
-        "gen_kl": float(k3(d).mean()),
-        "policy_kl": float(k3(-d).mean()),
-        "js_divergence": float((0.5 * k3(lc - mixture) + 0.5 * k3(gc - mixture)).mean()),
+        "gen_kl": float(_k3(d).mean()),
+        "policy_kl": float(_k3(-d).mean()),
+        "js_divergence": float((0.5 * _k3(lc - mixture) + 0.5 * _k3(gc - mixture)).mean()),
         "abs_diff_p50": float(q[0]),
         "abs_diff_p95": float(q[1]),
         "abs_diff_p99": float(q[2]),
@@ -123,7 +134,7 @@ def test_kl_types_are_schulmans_estimators(kl_type: Any) -> None:
     """gen_kl is the mean of k(l - g), policy_kl of k(g - l), for each estimator; js always uses k3."""
     g, lp, mask = _batch(1)
     d = (lp.double() - g.double())[mask.bool()]
-    k = {"k1": lambda x: -x, "k2": lambda x: x * x / 2, "k3": lambda x: torch.exp(x) - 1 - x}[kl_type]
+    k = {"k1": _k1, "k2": _k2, "k3": _k3}[kl_type]
     report = logprob_mismatch(g, lp, mask, kl_type=kl_type)
     assert report.kl_type == kl_type
     assert report.gen_kl == pytest.approx(float(k(d).mean()), rel=1e-9, abs=1e-15)
@@ -272,7 +283,7 @@ INPUT_ERRORS: list[
 ] = [
     (
         "list",
-        lambda: logprob_mismatch([[-1.0]], L),
+        lambda: logprob_mismatch([[-1.0]], L),  # type: ignore[arg-type]
         ContractTypeError,
         "generation_logprobs",
         None,
@@ -469,12 +480,12 @@ INPUT_ERRORS: list[
     ),
     (
         "neg_inf",
-        lambda: logprob_mismatch(G, L, neg_inf="keep"),
+        lambda: logprob_mismatch(G, L, neg_inf="keep"),  # type: ignore[arg-type]
         LogprobContractError,
         "neg_inf",
         None,
         "'keep'",
-    ),  # type: ignore[arg-type]
+    ),
     (
         "tolerance",
         lambda: logprob_mismatch(G, L, positive_tolerance=-1.0),
@@ -485,12 +496,12 @@ INPUT_ERRORS: list[
     ),
     (
         "tolerance type",
-        lambda: logprob_mismatch(G, L, positive_tolerance="1"),
+        lambda: logprob_mismatch(G, L, positive_tolerance="1"),  # type: ignore[arg-type]
         ContractTypeError,
         "positive_tolerance",
         None,
         "str",
-    ),  # type: ignore[arg-type]
+    ),
 ]
 
 
@@ -760,7 +771,10 @@ def _reference_weights(
 ) -> tuple[torch.Tensor, float]:
     """NeMo RL's ``ClippedPGLossFn`` correction block, as the reference writes it (float32, nan_to_num)."""
     weights = torch.nan_to_num(torch.exp(prev - gen), nan=0.0, posinf=0.0, neginf=0.0)
-    masked_mean = lambda values, m: float((values * m).sum() / (m.sum() + 1e-8))  # noqa: E731
+
+    def masked_mean(values: torch.Tensor, m: torch.Tensor) -> float:
+        return float((values * m).sum() / (m.sum() + 1e-8))
+
     if kind == "tis":
         in_bounds = weights <= high
         oob = masked_mean((~in_bounds).float(), mask)

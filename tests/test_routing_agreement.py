@@ -69,7 +69,12 @@ def test_vllm_numpy_routes_against_learner_tensors() -> None:
 
 
 ERRORS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
-    ("list", lambda: routing_agreement([[[0, 1]]], ENGINE), ContractTypeError, "engine_routes"),
+    (
+        "list",
+        lambda: routing_agreement([[[0, 1]]], ENGINE),  # type: ignore[arg-type]
+        ContractTypeError,
+        "engine_routes",
+    ),
     ("float", lambda: routing_agreement(ENGINE.float(), ENGINE), RoutedExpertsError, "integer"),
     ("bool", lambda: routing_agreement(ENGINE, ENGINE > 0), RoutedExpertsError, "integer"),
     ("shapes", lambda: routing_agreement(ENGINE, ENGINE[:, :1]), RoutedExpertsError, "one shape"),
