@@ -26,8 +26,17 @@ from hypothesis import strategies as st
 
 from rl_contracts import vllm_utils
 from rl_contracts.errors import MAX_MESSAGE_CHARS
+from rl_contracts.logprobs import (
+    MismatchBounds,
+    check_logprob_agreement,
+    importance_weights,
+    logprob_mismatch,
+    sequence_logprob_error_mask,
+    truncated_importance_weights,
+)
 from rl_contracts.metrics import CounterSnapshot, per_engine_delta
 from rl_contracts.rollouts import rollout_batch, sampled_logprobs
+from rl_contracts.routed_experts import routing_agreement
 from rl_contracts.splice import replace_prefix_tokens, resolve_terminator_token_ids, splice_prefix_tokens
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.weights import check_weight_versions, weight_version_per_token, weight_version_spans
@@ -322,6 +331,30 @@ ENGINE_SIDES = st.one_of(
 )
 
 # Public functions of the splice and weights modules that the facade does not carry (the reference has none).
+LOGPROBS = st.one_of(
+    HOSTILE,
+    st.sampled_from(
+        [torch.full((2, 3), -1.0), np.full((2, 3), -0.5), torch.full((3,), -2.0, dtype=torch.float16)]
+    ),
+    st.builds(
+        lambda value: torch.full((2, 3), value, dtype=torch.float64),
+        st.floats(allow_nan=True, allow_infinity=True),
+    ),
+)
+"""Logprob inputs: garbage, near-valid batches and batches holding one hostile float."""
+MASKS = st.one_of(HOSTILE, st.sampled_from([None, torch.ones(2, 3), np.array([[1, 0, 1], [0, 1, 1]])]))
+ROUTES = st.one_of(
+    HOSTILE,
+    st.sampled_from(
+        [
+            torch.zeros((2, 1, 2), dtype=torch.int64),
+            np.array([[[0, 1]], [[-1, -1]]], np.int8),
+            torch.ones((1, 2, 1, 2)),
+        ]
+    ),
+)
+
+# Public functions outside the facade (the reference has none): splice, weights, logprobs and routing agreement.
 MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
     "splice_prefix_tokens": lambda d: _call(
         splice_prefix_tokens,
@@ -377,6 +410,50 @@ MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
     "CounterSnapshot.from_vllm_metrics(process, taken_at)": lambda d: _call(
         CounterSnapshot.from_vllm_metrics, d.draw(HOSTILE), process=d.draw(HOSTILE), taken_at=d.draw(HOSTILE)
     ),
+    "logprob_mismatch": lambda d: _call(
+        logprob_mismatch,
+        d.draw(LOGPROBS),
+        d.draw(LOGPROBS),
+        d.draw(MASKS),
+        kl_type=d.draw(st.one_of(st.just("k3"), HOSTILE)),
+        band=d.draw(st.one_of(st.just((0.8, 1.25)), HOSTILE)),
+        neg_inf=d.draw(st.one_of(st.sampled_from(["error", "drop"]), HOSTILE)),
+        positive_tolerance=d.draw(st.one_of(st.just(1e-4), HOSTILE)),
+    ),
+    "check_logprob_agreement": lambda d: _call(
+        check_logprob_agreement,
+        d.draw(LOGPROBS),
+        d.draw(LOGPROBS),
+        d.draw(MASKS),
+        bounds=d.draw(st.one_of(st.builds(MismatchBounds), HOSTILE)),
+        neg_inf=d.draw(st.one_of(st.just("drop"), HOSTILE)),
+    ),
+    "importance_weights": lambda d: _call(
+        importance_weights,
+        d.draw(LOGPROBS),
+        d.draw(LOGPROBS),
+        d.draw(MASKS),
+        level=d.draw(st.one_of(st.sampled_from(["token", "sequence"]), HOSTILE)),
+    ),
+    "truncated_importance_weights": lambda d: _call(
+        truncated_importance_weights,
+        d.draw(LOGPROBS),
+        d.draw(LOGPROBS),
+        d.draw(MASKS),
+        kind=d.draw(st.one_of(st.sampled_from(["tis", "icepop", "seq-mask-tis"]), HOSTILE)),
+        high=d.draw(st.one_of(st.just(1.2), HOSTILE)),
+        low=d.draw(st.one_of(st.just(0.8), HOSTILE)),
+    ),
+    "sequence_logprob_error_mask": lambda d: _call(
+        sequence_logprob_error_mask,
+        d.draw(LOGPROBS),
+        d.draw(LOGPROBS),
+        d.draw(MASKS),
+        threshold=d.draw(st.one_of(st.just(1.5), HOSTILE)),
+    ),
+    "routing_agreement": lambda d: _call(
+        routing_agreement, d.draw(ROUTES), d.draw(ROUTES), mask=d.draw(st.one_of(st.none(), MASKS))
+    ),
 }
 
 
@@ -386,6 +463,7 @@ MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
 def test_hostile_arguments_to_module_functions(name: str, data: st.DataObject) -> None:
     """Invariant 1 for the splice, weights, rollouts and per-engine metrics functions outside the facade: returns
     or a bounded ContractError."""
+    """Invariant 1 for the public functions outside the facade: returns or a bounded ContractError."""
     MODULE_CALLS[name](data)
 
 

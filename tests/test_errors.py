@@ -43,6 +43,8 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.RolloutBatchError, (ValueError,)),
     (errors.RolloutPromptError, (errors.RolloutPromptMismatchError, errors.RolloutBatchError, ValueError)),
     (errors.RolloutWeightVersionError, (errors.WeightVersionError, errors.RolloutBatchError, ValueError)),
+    (errors.LogprobContractError, (ValueError,)),
+    (errors.LogprobMismatchError, (errors.LogprobContractError, ValueError)),
 ]
 
 
@@ -437,6 +439,18 @@ def _weight_version_error() -> errors.WeightVersionError:
     return info.value
 
 
+def _logprob_error(mismatch: bool) -> errors.LogprobContractError:
+    """A real LogprobContractError (a NaN logprob) or LogprobMismatchError (every token disagrees)."""
+    import torch
+
+    from rl_contracts.logprobs import check_logprob_agreement
+
+    learner = torch.full((2, 4), -2.0) if mismatch else torch.tensor([[float("nan")] * 4] * 2)
+    with pytest.raises(errors.LogprobContractError) as info:
+        check_logprob_agreement(torch.full((2, 4), -1.0), learner)
+    return info.value
+
+
 # One instance of every concrete class, with attribute values of the types the library itself stores.
 REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
     errors.ContractTypeError: lambda: errors.ContractTypeError.for_value("allowed", "a collection", "8"),
@@ -497,6 +511,8 @@ REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
         choice=1,
         check="weight_versions",
     ),
+    errors.LogprobContractError: lambda: _logprob_error(mismatch=False),
+    errors.LogprobMismatchError: lambda: _logprob_error(mismatch=True),
     errors.PromptFormatError: lambda: errors.PromptFormatError(
         "bad row", key="input_ids", row=1, value="[1, 2]"
     ),

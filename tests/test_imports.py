@@ -36,6 +36,7 @@ TENSOR_MODULES = [
     "rl_contracts.routed_experts",
     "rl_contracts.codec",
     "rl_contracts.chat",
+    "rl_contracts.logprobs",
     "rl_contracts.vllm_utils",
     "rl_contracts.rollouts",
 ]

@@ -49,6 +49,7 @@ from rl_contracts.errors import (
     UnsupportedConfigError,
     WeightVersionError,
 )
+from rl_contracts.logprobs import logprob_mismatch
 from rl_contracts.metrics import (
     CounterSnapshot,
     aggregate_spec_decode_counters,
@@ -59,7 +60,11 @@ from rl_contracts.metrics import (
 from rl_contracts.multimodal import placeholder_range_bounds, remap_multimodal_placeholders
 from rl_contracts.prompts import format_prompt_for_vllm_generation, validate_rollout_prompt
 from rl_contracts.rollouts import rollout_batch
-from rl_contracts.routed_experts import as_routed_experts_tensor, pad_and_align_routed_expert_indices
+from rl_contracts.routed_experts import (
+    as_routed_experts_tensor,
+    pad_and_align_routed_expert_indices,
+    routing_agreement,
+)
 from rl_contracts.splice import resolve_terminator_token_ids, splice_prefix_tokens
 from rl_contracts.testing import strategies as strategies_module
 from rl_contracts.testing.strategies import (
@@ -67,6 +72,7 @@ from rl_contracts.testing.strategies import (
     BREAKABLE_RULES,
     CROSS_FIELD_RULES,
     HOSTILE_KINDS,
+    LOGPROB_MALFORMATIONS,
     MALFORMATIONS,
     MEDIA_TOKENS,
     ROLLOUT_FAULTS,
@@ -112,6 +118,8 @@ from rl_contracts.testing.strategies import (
     hostile_tool_call_histories,
     interpolation_recipes,
     json_values,
+    logprob_batches,
+    malformed_logprob_batches,
     malformed_span_lists,
     media_prompts,
     minimal_vllm_generation,
@@ -125,6 +133,7 @@ from rl_contracts.testing.strategies import (
     rollout_prompt_pairs,
     route_arrays,
     route_counts,
+    route_pairs,
     routed_chat_exchanges,
     sampled_logprobs,
     span_forms,
@@ -1008,3 +1017,49 @@ def test_hostile_recipes_draw_the_kinds_asked_for() -> None:
     assert set(_outcomes(hostile_recipes(("keys",)), lambda recipe: recipe.kind, examples=10)) == {"keys"}
     with pytest.raises(ValueError, match="kinds"):
         hostile_recipes(())
+
+
+# --- training-inference agreement (SPEC §9) ----------------------------------------------------------------------
+
+
+def test_logprob_batches_are_accepted_within_their_agreement() -> None:
+    """Every batch is accepted with max |Δ| within its agreement; masks, 1-D inputs and numpy arrays all occur."""
+
+    def outcome(batch: Any) -> tuple[bool, int, str]:
+        report = logprob_mismatch(batch.generation, batch.learner, batch.mask)
+        assert report.tokens == int(batch.counted.sum())
+        if report.abs_diff_max is not None:
+            assert report.abs_diff_max <= batch.max_abs_diff + 1e-5
+        return batch.mask is None, batch.generation.ndim, batch.container
+
+    seen = set(_outcomes(logprob_batches(), outcome, examples=100))
+    assert {masked for masked, _, _ in seen} == {True, False}
+    assert {ndim for _, ndim, _ in seen} == {1, 2}
+    assert {container for _, _, container in seen} == {"torch", "numpy"}
+
+
+def test_malformed_logprob_batches_raise_their_error_at_their_position() -> None:
+    """Every malformed batch raises the recorded class naming its argument and position; each malformation occurs."""
+
+    def outcome(case: Any) -> str:
+        with pytest.raises(case.error) as info:
+            logprob_mismatch(case.generation, case.learner, case.mask)
+        assert info.value.argument == case.argument
+        if case.position is not None:
+            assert (info.value.sequence_index, info.value.token_index) == case.position
+        return str(case.malformation)
+
+    assert set(_outcomes(malformed_logprob_batches(), outcome, examples=200)) == set(LOGPROB_MALFORMATIONS)
+
+
+def test_route_pairs_hold_changed_permuted_and_sentinel_rows() -> None:
+    """Every pair is accepted; changed, permuted and sentinel rows, masks and both ranks occur."""
+
+    def outcome(pair: Any) -> frozenset[str]:
+        result = routing_agreement(pair.engine, pair.learner, mask=pair.mask)
+        assert result.pairs + result.sentinel_pairs == int(pair.counted.sum()) * int(pair.learner.shape[-2])
+        kinds = {name for name in ("changed", "permuted", "sentinel") if getattr(pair, name)}
+        return frozenset({*kinds, f"{pair.learner.ndim}-D", "masked" if pair.mask is not None else "all"})
+
+    seen = set().union(*_outcomes(route_pairs(), outcome, examples=100))
+    assert {"changed", "permuted", "sentinel", "3-D", "4-D", "masked", "all"} <= seen

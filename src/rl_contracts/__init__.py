@@ -12,6 +12,8 @@ from .errors import ContractError as ContractError
 from .errors import ContractTypeError as ContractTypeError
 from .errors import CounterSnapshotError as CounterSnapshotError
 from .errors import EnvelopeError as EnvelopeError
+from .errors import LogprobContractError as LogprobContractError
+from .errors import LogprobMismatchError as LogprobMismatchError
 from .errors import PlaceholderRemapError as PlaceholderRemapError
 from .errors import PlaceholderTypeError as PlaceholderTypeError
 from .errors import PromptFormatError as PromptFormatError

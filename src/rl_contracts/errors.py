@@ -32,6 +32,8 @@ __all__ = [
     "ContractTypeError",
     "CounterSnapshotError",
     "EnvelopeError",
+    "LogprobContractError",
+    "LogprobMismatchError",
     "PlaceholderRemapError",
     "PlaceholderTypeError",
     "PromptFormatError",
@@ -433,6 +435,55 @@ class RolloutWeightVersionError(WeightVersionError, RolloutBatchError):
         *WeightVersionError.attribute_names,
         *RolloutBatchError.attribute_names,
     )
+
+
+class LogprobContractError(ContractError, ValueError):
+    """Malformed logprob, mask or importance-sampling inputs for the agreement functions (SPEC §9.1, §9.4).
+
+    ``argument`` names the input at fault (``"generation_logprobs"``, ``"learner_logprobs"``, ``"mask"`` or an
+    option); for a bad value, ``sequence_index``/``token_index`` give the first offending ``[b, t]`` (row-major)
+    and ``generation_logprob``/``learner_logprob`` the two values there (``None`` for a NaN, which the message
+    shows: NaN never equals itself, so it would not survive a pickle round-trip as equal).  ``exceeded`` and ``report`` are set by
+    :class:`LogprobMismatchError` only.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        "argument",
+        "sequence_index",
+        "token_index",
+        "generation_logprob",
+        "learner_logprob",
+        "exceeded",
+        "report",
+    )
+    argument: str | None
+    sequence_index: int | None
+    token_index: int | None
+    generation_logprob: float | None
+    learner_logprob: float | None
+    exceeded: tuple[str, ...] | None
+    report: Any
+
+
+class LogprobMismatchError(LogprobContractError):
+    """The engine's and the learner's logprobs disagree beyond a bound (SPEC §9.3).
+
+    ``exceeded`` holds the names of the bounds that failed, ``report`` the ``MismatchReport``, the ``*_index`` and
+    ``*_logprob`` attributes the worst token, ``likely_cause`` one of ``"shift"``, ``"uniform"``, ``"isolated"`` or
+    ``"numerics"``, and ``affected_sequences`` the counted sequences whose own mismatch exceeds the limit.
+
+    Divergence: SPEC §9.3 calls the rule's attribute ``cause``; that is the attribute Ray's ``RayTaskError(X)``
+    wrapper sets to the wrapped exception, so under Ray it would shadow the rule and not be forwarded.  It is
+    ``likely_cause`` here, as the message says ("likely cause (uniform): ...").
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        *LogprobContractError.attribute_names,
+        "likely_cause",
+        "affected_sequences",
+    )
+    likely_cause: str | None
+    affected_sequences: tuple[int, ...] | None
 
 
 def _is_library_class(cls: type[BaseException]) -> bool:

@@ -18,6 +18,7 @@ from typing import Literal, TypedDict, overload
 
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._messages import render, render_list, render_name, type_name
 from ._routes import (
@@ -30,7 +31,7 @@ from ._routes import (
     torch_device,
 )
 from .checks import int_or_none, require_bool, require_int
-from .errors import RoutedExpertsError
+from .errors import ContractTypeError, RoutedExpertsError
 
 __all__ = [
     "G_ROUTED_EXPERTS_RANGE_CHECKED",
@@ -38,10 +39,12 @@ __all__ = [
     "ROUTED_EXPERTS_DTYPE_NAMES",
     "ROUTED_EXPERTS_FALLBACK_DTYPE",
     "RouteStats",
+    "RoutingAgreement",
     "as_routed_experts_tensor",
     "get_num_routed_experts",
     "pad_and_align_routed_expert_indices",
     "resolve_routed_experts_dtype",
+    "routing_agreement",
 ]
 
 R3_MISSING_ROUTE_SENTINEL: int = -1
@@ -615,3 +618,166 @@ def _fill_rows(
     if padded > expected:
         result[expected:] = torch.arange(topk, dtype=carry, device=alignment.device)
     return result
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Routing agreement (SPEC §9.5, third release)
+
+
+class RoutingAgreement(BaseModel):
+    """How often the learner's router chose the engine's experts (SPEC §9.5); frozen and picklable.
+
+    A (token, layer) *pair* counts when the token is selected by the mask and neither input holds a sentinel row
+    for it.  Fractions are ``None`` without counted pairs.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pairs: int = Field(description="Counted (token, layer) pairs.")
+    sentinel_pairs: int = Field(description="Selected pairs left out: a -1 sentinel row in either input.")
+    agreement: float | None = Field(
+        description="Fraction of counted pairs whose K experts are equal as sets."
+    )
+    exact_order_agreement: float | None = Field(description="Fraction whose K ids are equal in order.")
+    per_layer: tuple[float | None, ...] = Field(description="agreement per layer (None: no counted pair).")
+    first_disagreement: tuple[int, int, int] | None = Field(
+        description="(b, t, layer) of the first counted pair whose sets differ, in row-major order (b = 0 for "
+        "[T, L, K] inputs)."
+    )
+
+
+def _route_tensor(value: object, argument: str, device: torch.device | None) -> torch.Tensor:
+    """Integer ids of ``value`` (a tensor or numpy array) as int64 on ``device``, checked to be >= -1."""
+    if not isinstance(value, torch.Tensor | np.ndarray):
+        raise ContractTypeError.for_value(
+            argument, "an integer torch tensor or numpy array of expert ids", value
+        )
+    context = _Context(f" ({argument})")
+    source = _integer_source(value, context)
+    if (source.numel() if isinstance(source, torch.Tensor) else source.size) > 0:
+        low, high = _exact_bounds(source, True, True)
+        if low is not None and low < R3_MISSING_ROUTE_SENTINEL:
+            raise context.error(
+                f"{argument} holds expert id {render(low)}, below the missing-route sentinel -1",
+                min_id=low,
+            )
+        if high is not None and high > int(torch.iinfo(torch.int64).max):
+            raise context.error(f"{argument} holds expert id {render(high)}, beyond int64", max_id=high)
+    if isinstance(source, np.ndarray):
+        source = torch.from_numpy(np.ascontiguousarray(source).astype(np.int64))  # a new array: never shared
+    return source.to(device=device, dtype=torch.int64)
+
+
+def _route_rows(name: str, routes: torch.Tensor) -> torch.Tensor:
+    """Which ``[B, T, L]`` rows of ``routes`` are sentinel rows; a row mixing -1 with ids raises."""
+    sentinel = routes == R3_MISSING_ROUTE_SENTINEL
+    full = sentinel.all(dim=-1)
+    mixed = sentinel.any(dim=-1) & ~full
+    if bool(mixed.any()):
+        flat = int(mixed.reshape(-1).to(torch.uint8).argmax())
+        _, tokens, layers = (int(size) for size in mixed.shape)
+        b, rest = divmod(flat, tokens * layers)
+        t, layer = divmod(rest, layers)
+        raise RoutedExpertsError(
+            f"{name}[{b}, {t}, {layer}] = {render(routes[b, t, layer].tolist())} mixes the -1 sentinel with expert "
+            "ids; a route row is either all -1 (no route captured) or K expert ids"
+        )
+    return full
+
+
+def _token_mask(mask: object, leading: tuple[int, int], four_d: bool, device: torch.device) -> torch.Tensor:
+    """The token mask as bool ``[B, T]``: ``[T]`` (``[B, T]`` for 4-D routes) of 0/1 values."""
+    if mask is None:
+        return torch.ones(leading, dtype=torch.bool, device=device)
+    if isinstance(mask, np.ndarray):
+        if mask.dtype.kind not in ("b", "i", "u", "f") or mask.dtype.name == "float128":
+            raise RoutedExpertsError(f"mask must hold 0/1 values, got dtype {render_name(mask.dtype)}")
+        mask = torch.from_numpy(
+            np.ascontiguousarray(mask, dtype=np.float64 if mask.dtype.kind == "f" else None)
+        )
+    if not isinstance(mask, torch.Tensor):
+        raise ContractTypeError.for_value("mask", "a 0/1 torch tensor or numpy array, or None", mask)
+    if mask.dtype.is_complex or mask.layout != torch.strided or mask.device.type == "meta":
+        raise RoutedExpertsError(f"mask must be a dense 0/1 tensor, got dtype {render_name(mask.dtype)}")
+    expected = leading if four_d else leading[1:]
+    if tuple(mask.shape) != expected:
+        raise RoutedExpertsError(
+            f"mask must have shape {render(expected)} (the routes' leading dimensions), got {render(tuple(mask.shape))}"
+        )
+    mask = mask.to(device)
+    if mask.dtype in (torch.uint16, torch.uint32, torch.uint64):
+        mask = mask.to(torch.int64)
+    if mask.dtype != torch.bool:
+        binary = (mask == 0) | (mask == 1)
+        if not bool(binary.all()):
+            raise RoutedExpertsError("mask must hold only 0 and 1 (bool, integer or floating)")
+        mask = mask != 0
+    return mask if four_d else mask.unsqueeze(0)
+
+
+def routing_agreement(
+    engine_routes: torch.Tensor | np.ndarray,
+    learner_routes: torch.Tensor | np.ndarray,
+    *,
+    mask: torch.Tensor | np.ndarray | None = None,
+) -> RoutingAgreement:
+    """How often the learner's router picks the experts the engine used, per (token, layer) (SPEC §9.5).
+
+    ``engine_routes`` (what vLLM returned, e.g. aligned by :func:`pad_and_align_routed_expert_indices`) and
+    ``learner_routes`` (the learner's own top-k router indices) are integer tensors or numpy arrays of one shape,
+    ``[T, L, K]`` or ``[B, T, L, K]``, holding expert ids >= 0 or the -1 sentinel (whole rows); ``mask`` (``[T]``
+    or ``[B, T]``, 0/1) selects tokens, default all.  A (token, layer) pair counts when its row is no sentinel
+    row in either input.  The K ids of a row are compared as a sorted tuple (order ignored; routers never repeat
+    an expert within a row) for ``agreement``, and as given for ``exact_order_agreement``.  The work runs on the
+    learner's device (the engine's when only it is a tensor); numpy inputs are moved there.
+
+    Raises:
+        ContractTypeError: an input that is no tensor or numpy array.
+        RoutedExpertsError: shapes that differ or are not 3-D/4-D, a non-integer dtype, an id below -1, a row that
+            mixes -1 with expert ids, or a mask of the wrong shape or with values other than 0/1.
+
+    >>> same = torch.tensor([[[0, 1]], [[2, 3]]])
+    >>> routing_agreement(same, torch.tensor([[[1, 0]], [[2, 1]]])).agreement
+    0.5
+    """
+    device = next(
+        (value.device for value in (learner_routes, engine_routes) if isinstance(value, torch.Tensor)),
+        torch.device("cpu"),
+    )
+    engine = _route_tensor(engine_routes, "engine_routes", device)
+    learner = _route_tensor(learner_routes, "learner_routes", device)
+    if engine.ndim not in (3, 4) or tuple(engine.shape) != tuple(learner.shape):
+        raise RoutedExpertsError(
+            "engine_routes and learner_routes must have one shape, [T, L, K] or [B, T, L, K]; got "
+            f"{render(tuple(engine.shape))} and {render(tuple(learner.shape))}"
+        )
+    four_d = engine.ndim == 4
+    if not four_d:
+        engine, learner = engine.unsqueeze(0), learner.unsqueeze(0)
+    rows, tokens, layers = (int(size) for size in engine.shape[:3])
+    selected = _token_mask(mask, (rows, tokens), four_d, device)
+    sentinel = _route_rows("engine_routes", engine) | _route_rows("learner_routes", learner)
+    chosen = selected.unsqueeze(-1).expand(rows, tokens, layers)
+    counted = chosen & ~sentinel
+    same_set = (engine.sort(dim=-1).values == learner.sort(dim=-1).values).all(dim=-1)
+    same_order = (engine == learner).all(dim=-1)
+    pairs = int(counted.sum())
+    per_layer_pairs = counted.sum(dim=(0, 1)).tolist()
+    per_layer_same = (same_set & counted).sum(dim=(0, 1)).tolist()
+    differs = counted & ~same_set
+    first = None
+    if bool(differs.any()):
+        flat = int(differs.reshape(-1).to(torch.uint8).argmax())
+        b, rest = divmod(flat, tokens * layers)
+        first = (b, *divmod(rest, layers))
+    return RoutingAgreement(
+        pairs=pairs,
+        sentinel_pairs=int((chosen & sentinel).sum()),
+        agreement=int((same_set & counted).sum()) / pairs if pairs else None,
+        exact_order_agreement=int((same_order & counted).sum()) / pairs if pairs else None,
+        per_layer=tuple(
+            same / count if count else None
+            for same, count in zip(per_layer_same, per_layer_pairs, strict=True)
+        ),
+        first_disagreement=first,
+    )

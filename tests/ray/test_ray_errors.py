@@ -27,6 +27,7 @@ from rl_contracts.chat import attach_token_information_to_chat_response_choices
 from rl_contracts.codec import decode_routed_experts
 from rl_contracts.config import assert_reload_refit_config_supported, load_recipe, normalize_vllm_refit_config
 from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError, ContractTypeError, contract_error
+from rl_contracts.logprobs import check_logprob_agreement, logprob_mismatch
 from rl_contracts.metrics import CounterSnapshot
 from rl_contracts.multimodal import placeholder_range_bounds, remap_multimodal_placeholders
 from rl_contracts.prompts import (
@@ -110,6 +111,12 @@ FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
     errors.RolloutBatchError: lambda: _rollout([1, 5], "abort", [("7", 0, 1)]),
     errors.RolloutPromptError: lambda: _rollout([1, 6], "stop", [("7", 0, 1)]),
     errors.RolloutWeightVersionError: lambda: _rollout([1, 5], "stop", [("6", 0, 1)]),
+    errors.LogprobContractError: lambda: logprob_mismatch(
+        torch.tensor([[float("nan")]]), torch.tensor([[-1.0]])
+    ),
+    errors.LogprobMismatchError: lambda: check_logprob_agreement(
+        torch.full((2, 4), -1.0), torch.full((2, 4), -2.0)
+    ),
 }
 
 

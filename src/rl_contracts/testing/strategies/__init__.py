@@ -9,6 +9,8 @@ from .config import *  # noqa: F403
 from .config import __all__ as _config
 from .hostile_recipes import *  # noqa: F403
 from .hostile_recipes import __all__ as _hostile_recipes
+from .logprobs import *  # noqa: F403
+from .logprobs import __all__ as _logprobs
 from .metrics import *  # noqa: F403
 from .metrics import __all__ as _metrics
 from .prompts import *  # noqa: F403
@@ -28,6 +30,7 @@ __all__ = [
     *_chat,
     *_config,
     *_hostile_recipes,
+    *_logprobs,
     *_metrics,
     *_prompts,
     *_recipes,

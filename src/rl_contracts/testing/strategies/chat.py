@@ -53,8 +53,8 @@ class RefusingMessage(SimpleNamespace):
     """A chat message that refuses to have ``refused`` set, like a frozen or ``extra="forbid"`` model."""
 
     def __init__(self, refused: str = "", **fields: Any) -> None:
+        object.__setattr__(self, "refused", refused)  # first, so that a deepcopy keeps the attribute order
         super().__init__(**fields)
-        object.__setattr__(self, "refused", refused)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == self.refused:
