@@ -21,7 +21,7 @@ from pydantic_core import ErrorDetails
 
 from .._internal.violations import rule_code
 from . import loading, refit_support, refit_transport, section, unknown_keys
-from .preflight import cluster, generation, grpo, policy, runtime, scripts
+from .preflight import cluster, generation, grpo, loss, policy, runtime, scripts
 from .rule import FAMILIES, Rule
 
 __all__ = ["FAMILIES", "RULES", "RULE_MODULES", "code_of_error", "code_selected", "rule_for", "rules_in"]
@@ -38,6 +38,7 @@ RULE_MODULES: Final[tuple[types.ModuleType, ...]] = (
     generation,
     scripts,
     runtime,
+    loss,
 )
 """The modules that declare rules; each lists its records in ``__all__``."""
 
