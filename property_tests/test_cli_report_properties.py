@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from rl_contracts.cli.report import FileReport, plain_report, print_human, stdout_console
 from rl_contracts.config import ConfigIssue
-from rl_contracts.config.preflight import SkippedRule
+from rl_contracts.config.rules.preflight import SkippedRule
 
 TEXT = st.text(max_size=40)
 CELL = st.one_of(TEXT, st.text(st.characters(codec="ascii"), max_size=20))
