@@ -125,6 +125,16 @@ def test_every_composed_sample_validates(corpus_recipe: Path, recipe_corpus: Pat
         ({"grpo": {"use_dynamic_sampling": "yes"}}, "grpo.use_dynamic_sampling"),
         ({"grpo": {"batch_multiplier": True}}, "grpo.batch_multiplier"),
         ({"loss_fn": {"reference_policy_kl_penalty": "0.01"}}, "loss_fn.reference_policy_kl_penalty"),
+        ({"loss_fn": {"use_cispo": "yes"}}, "loss_fn.use_cispo"),
+        ({"loss_fn": {"reference_policy_kl_type": "k4"}}, "loss_fn.reference_policy_kl_type"),
+        (
+            {"loss_fn": {"truncated_importance_sampling_type": "clip"}},
+            "loss_fn.truncated_importance_sampling_type",
+        ),
+        (
+            {"loss_fn": {"truncated_importance_sampling_ratio": "2"}},
+            "loss_fn.truncated_importance_sampling_ratio",
+        ),
         ({"policy": {"megatron_cfg": {"enabled": 1}}}, "policy.megatron_cfg.enabled"),
         ({"policy": {"train_global_batch_size": 1.5}}, "policy.train_global_batch_size"),
         ({"policy": {"generation": {"top_k": "abc"}}}, "policy.generation.top_k"),
@@ -165,6 +175,14 @@ def test_wrong_values_are_reported_at_their_key(document: dict[str, Any], path: 
         {"sft": {"anything": [1, "x"]}, "logger": {"wandb": None}},
         {"policy": {"generation": {"vllm_cfg": {"gpu_memory_utilisation": 0.3}}}},
         {"defaults": ["a.yaml", "b.yaml"]},
+        {
+            "loss_fn": {
+                "truncated_importance_sampling_type": None,
+                "ratio_clip_c": None,
+                "token_level_loss": None,
+            }
+        },
+        {"loss_fn": {"truncated_importance_sampling_type": "icepop", "reference_policy_kl_type": "${kl}"}},
     ],
 )
 def test_partial_files_interpolations_and_open_sections_pass(document: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ This module imports neither torch nor vLLM.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from .compose import compose
 from .expansion import analyse
 from .issues import ConfigIssue, IssueReport
 from .limits import DEFAULT_LIMITS, Limits, budget_scope
+from .local_model import local_model_config, served_model_name
 from .overrides import apply_overrides
 from .parsing import reason
 from .provenance import Provenance
@@ -51,6 +53,13 @@ class LoadedRecipe:
     every error of an invalid section); ``issues`` holds warnings only;
     ``skipped`` the preflight rules that could not run; ``entrypoint`` the trainer preflight checked against
     (``None`` when preflight did not run or the recipe is not a GRPO recipe).
+
+    ``model_name`` is the model the section serves, as the trainer sets it
+    (:func:`~.local_model.served_model_name`): for ``policy.generation``, ``policy.model_name`` (NeMo RL's
+    ``grpo.setup`` overwrites the section's own ``model_name`` with it), else the section's own; ``None`` when
+    the recipe names none.  ``generation.model_name`` carries it when the section leaves its own absent or null;
+    a section's own non-null ``model_name`` is kept as written (the trainer would overwrite it: read
+    ``model_name`` for what runs).
     """
 
     file: str
@@ -61,6 +70,7 @@ class LoadedRecipe:
     issues: tuple[ConfigIssue, ...] = field(default=())
     skipped: tuple[SkippedRule, ...] = field(default=())
     entrypoint: Entrypoint | None = None
+    model_name: str | None = None
 
 
 def _codes(value: object, argument: str) -> tuple[str, ...]:
@@ -115,7 +125,10 @@ def load_recipe(
     ``VllmConfig`` when its ``backend`` is ``"vllm"``, checked with the reload-refit steps, and its unknown keys
     are classified (typo ``K1`` and misplaced ``P28`` are errors, dead ``W2`` a warning, unknown ``K2`` a warning
     or, with ``strict=True``, an error).  When ``run_preflight`` is true, preflight runs over the resolved document
-    with ``preflight_options`` (its findings become issues; its skipped rules go to ``.skipped``).  Finally
+    with ``preflight_options`` (its findings become issues; its skipped rules go to ``.skipped``); when they give
+    no ``model_config`` and the served model (``LoadedRecipe.model_name``) is a local folder inside the recipe's
+    repository holding a ``config.json``, that file is the model config (:func:`~.local_model.local_model_config`,
+    so N2 and N7 run; its content is never printed).  Finally
     ``select``/``ignore`` (codes or code families, as :func:`~rl_contracts.config.rules.registry.code_selected`) filter
     issues and skipped rules before the result is decided.
 
@@ -218,6 +231,15 @@ def _load(
             report.add(failure.keys, V6.code, failure.reason, "error", failure.raw, path=failure.path)
     skipped: tuple[SkippedRule, ...] = ()
     entrypoint: Entrypoint | None = None
+    model_name = served_model_name(resolution.document, chosen or DEFAULT_SECTION)
+    if config is not None and config.model_name is None and model_name is not None:
+        config = config.model_copy(update={"model_name": model_name})
+    if run_preflight and (preflight_options is None or preflight_options.model_config is None):
+        local = local_model_config(model_name, file)
+        if local is not None:  # a local model folder of the recipe's repository: N2 and N7 run on its config
+            preflight_options = dataclasses.replace(
+                preflight_options or PreflightOptions(), model_config=local
+            )
     if run_preflight:
         skipped, entrypoint = preflight_issues(report, resolution, preflight_options)
     issues = _sorted(i for i in report.issues if code_selected(i.code, select=selected, ignore=ignored))
@@ -234,4 +256,4 @@ def _load(
             section=chosen,
             entrypoint=entrypoint,
         )
-    return LoadedRecipe(file, chosen, status, composed, config, issues, skipped, entrypoint)
+    return LoadedRecipe(file, chosen, status, composed, config, issues, skipped, entrypoint, model_name)

@@ -180,6 +180,16 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
                 "use_kl_in_reward": _BOOL,
                 "use_importance_sampling_correction": _BOOL,
                 "force_on_policy_ratio": _BOOL,
+                # P29 (the loss-function options): flags may be null, read as false
+                "use_cispo": _BOOL_OR_NULL,
+                "disable_ppo_ratio": _BOOL_OR_NULL,
+                "sequence_level_importance_ratios": _BOOL_OR_NULL,
+                "token_level_loss": _BOOL_OR_NULL,
+                "ratio_clip_c": _NUMBER_OR_NULL,
+                "reference_policy_kl_type": {"enum": ["k1", "k2", "k3"]},
+                "truncated_importance_sampling_type": {"enum": ["tis", "icepop", "seq-mask-tis", None]},
+                "truncated_importance_sampling_ratio": _NUMBER_OR_NULL,
+                "truncated_importance_sampling_ratio_min": _NUMBER_OR_NULL,
             }
         ),
         "policy": policy,

@@ -61,6 +61,16 @@ class RefusingMessage(SimpleNamespace):
             raise AttributeError(f"message refuses attribute {name!r}")
         super().__setattr__(name, value)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles rebuild through ``__init__``, so a copy keeps the field order (and repr)."""
+        fields = {name: value for name, value in vars(self).items() if name != "refused"}
+        return (_refusing_message, (self.refused, fields))
+
+
+def _refusing_message(refused: str, fields: dict[str, Any]) -> RefusingMessage:
+    """Rebuild a :class:`RefusingMessage` (its ``__reduce__``)."""
+    return RefusingMessage(refused, **fields)
+
 
 class ChatMessageModel(BaseModel):
     """Stand-in for vLLM's OpenAI ``ChatMessage``; extra fields are allowed, so attach functions can set theirs."""

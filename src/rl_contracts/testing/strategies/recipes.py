@@ -135,6 +135,12 @@ def _recipe(draw: st.DrawFn, c: _Constraints) -> dict[str, Any]:
     packing = draw(st.booleans())
     fused = mega and not packing and draw(st.booleans())
     draft = mega and not packing and draw(st.booleans())
+    # Loss-function options (P29): CISPO excludes the PPO-ratio switches and needs a token-level loss;
+    # sequence-level ratios need a sequence-level loss; truncated IS needs the correction and its bounds.
+    truncation = draw(st.sampled_from([None, "tis", "icepop", "seq-mask-tis"])) if correction else None
+    clip_c = draw(st.sampled_from([None, 3.0]))
+    cispo = not force_ratio and clip_c is None and draw(st.booleans())
+    sequence_level = not cispo and truncation != "seq-mask-tis" and draw(st.booleans())
     penalty = draw(st.sampled_from([0, 0.0, 0.01, 0.1]))
     skip_reference = penalty == 0 and draw(st.booleans())
     kl_in_reward = not force_ratio and draw(st.booleans())
@@ -242,6 +248,17 @@ def _recipe(draw: st.DrawFn, c: _Constraints) -> dict[str, Any]:
             "use_kl_in_reward": kl_in_reward,
             "use_importance_sampling_correction": correction,
             "force_on_policy_ratio": force_ratio,
+            "reference_policy_kl_type": draw(st.sampled_from(["k1", "k2", "k3"])),
+            "ratio_clip_c": clip_c,
+            "use_cispo": cispo,
+            "disable_ppo_ratio": False,
+            "sequence_level_importance_ratios": sequence_level,
+            "token_level_loss": not sequence_level,
+            "truncated_importance_sampling_type": truncation,
+            "truncated_importance_sampling_ratio": 2.0 if truncation else None,
+            "truncated_importance_sampling_ratio_min": 0.5
+            if truncation in ("icepop", "seq-mask-tis")
+            else None,
         },
         "policy": policy,
         "data": data,
@@ -361,6 +378,7 @@ def _break_p8(doc: dict[str, Any], draw: st.DrawFn) -> None:
 def _break_p9(doc: dict[str, Any], draw: st.DrawFn) -> None:
     doc["loss_fn"]["force_on_policy_ratio"] = True
     doc["loss_fn"]["use_kl_in_reward"] = False
+    doc["loss_fn"]["use_cispo"] = False  # CISPO excludes the forced ratio (P29)
     doc["policy"]["train_global_batch_size"] += draw(st.integers(1, 64))
 
 
@@ -460,6 +478,22 @@ def _break_p27(doc: dict[str, Any], draw: st.DrawFn) -> None:
     doc["grpo"]["max_val_samples"] = draw(st.sampled_from([256, 16]))
 
 
+def _break_p29(doc: dict[str, Any], draw: st.DrawFn) -> None:
+    loss = doc["loss_fn"]
+    breaking = draw(st.sampled_from(["kl_type", "clip_c", "cispo", "sequence_level", "ratio"]))
+    if breaking == "kl_type":
+        loss["reference_policy_kl_type"] = draw(st.sampled_from(["k4", "K3", None]))
+    elif breaking == "clip_c":
+        loss["ratio_clip_c"] = draw(st.sampled_from([1, 0.5, -3.0]))
+    elif breaking == "cispo":
+        loss["use_cispo"], loss["token_level_loss"] = True, False
+    elif breaking == "sequence_level":
+        loss["sequence_level_importance_ratios"], loss["token_level_loss"] = True, True
+    else:
+        loss["truncated_importance_sampling_type"] = draw(st.sampled_from(["tis", "icepop", "seq-mask-tis"]))
+        loss["truncated_importance_sampling_ratio"] = draw(st.sampled_from([0, -1.0, None]))
+
+
 _BREAKERS: dict[str, tuple[_Constraints, Callable[[dict[str, Any], st.DrawFn], None]]] = {
     "P1": (_Constraints(), _break_p1),
     "P2": (_Constraints(), _break_p2),
@@ -488,6 +522,7 @@ _BREAKERS: dict[str, tuple[_Constraints, Callable[[dict[str, Any], st.DrawFn], N
     "P25": (_Constraints(entries=("grpo-sc",)), _break_layout),
     "P26": (_Constraints(entries=("grpo-sc",)), _break_p26),
     "P27": (_Constraints(entries=("grpo-gym",)), _break_p27),
+    "P29": (_Constraints(), _break_p29),
 }
 
 BREAKABLE_RULES: tuple[str, ...] = tuple(_BREAKERS)

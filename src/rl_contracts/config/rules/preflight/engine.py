@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (importing a check module registers its checks)
     cluster,
     generation,
     grpo,
+    loss,
     policy,
     runtime,
     scripts,
@@ -25,7 +26,7 @@ from .report import Finding, PreflightOptions, PreflightReport, SkippedRule
 __all__ = ["ORDERED_CHECKS", "PREFLIGHT_RULES", "preflight"]
 
 ORDERED_CHECKS: tuple[PreflightCheck, ...] = tuple(sorted(CHECKS, key=lambda check: check.rule.order))
-"""Every check in code order (P1..P27, W1, N1..N7)."""
+"""Every check in code order (P1..P27, P29, W1, N1..N7)."""
 
 PREFLIGHT_RULES: tuple[Rule, ...] = tuple(check.rule for check in ORDERED_CHECKS)
 """The rules preflight runs, in code order (P28 and W2 are the unknown-key rules'; they are not run here)."""
