@@ -58,7 +58,8 @@ def console_main() -> None:
 
     Once the command has run it calls ``gc.freeze()``: the interpreter's shutdown then no longer runs its cyclic
     collections over every object the run built (pydantic's schemas, OmegaConf's nodes), about 60 ms of CPU per
-    ``validate``; shutdown is otherwise unchanged (``atexit`` handlers run, streams are flushed).
+    ``validate``; shutdown is otherwise unchanged (``atexit`` handlers run, streams are flushed).  It ends the
+    process (it always raises ``SystemExit``); a caller that catches that and carries on can ``gc.unfreeze()``.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
