@@ -10,6 +10,7 @@ each command imports what it needs when it runs, and the console script does not
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -54,6 +55,15 @@ def console_main() -> None:
     It sets ``PYDANTIC_DISABLE_PLUGINS=__all__`` in its own process unless the variable is set: looking for
     pydantic plugins reads the entry points of every installed distribution (about 30 ms of each run), and no
     plugin has anything to observe in a config check.  :func:`main` leaves the environment alone.
+
+    Once the command has run it calls ``gc.freeze()``: the interpreter's shutdown then no longer runs its cyclic
+    collections over every object the run built (pydantic's schemas, OmegaConf's nodes), about 60 ms of CPU per
+    ``validate``; shutdown is otherwise unchanged (``atexit`` handlers run, streams are flushed).  It ends the
+    process (it always raises ``SystemExit``); a caller that catches that and carries on can ``gc.unfreeze()``.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    sys.exit(main())
+    try:
+        status = main()
+    finally:
+        gc.freeze()
+    sys.exit(status)
