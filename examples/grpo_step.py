@@ -41,8 +41,8 @@ __all__ = [
     "StepResult",
     "engine_step_metrics",
     "generate_rollouts",
-    "grpo_step",
     "group_advantages",
+    "grpo_step",
     "learner_logprobs",
     "load_learner",
     "next_turn_prompts",
@@ -237,12 +237,15 @@ def grpo_step(
     """
     check_tokenizers_match(learner_tokenizer, llm.get_tokenizer())
     prompts = [
-        _ids(learner_tokenizer.apply_chat_template(list(c), add_generation_prompt=True)) for c in conversations
+        _ids(learner_tokenizer.apply_chat_template(list(c), add_generation_prompt=True))
+        for c in conversations
     ]
     rollouts = generate_rollouts(llm, recipe, prompts, n=n, weight_version=weight_version)
     batch = rollouts.batch
     learned = learner_logprobs(learner, batch)
-    agreement = check_logprob_agreement(batch.generation_logprobs, learned.detach(), batch.loss_mask, bounds=bounds)
+    agreement = check_logprob_agreement(
+        batch.generation_logprobs, learned.detach(), batch.loss_mask, bounds=bounds
+    )
     next_prompts = next_turn_prompts(
         learner_tokenizer, conversations, batch, follow_up, generation_config=generation_config
     )

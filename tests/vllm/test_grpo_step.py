@@ -32,10 +32,10 @@ from rl_contracts.errors import (
 )
 from rl_contracts.logprobs import check_logprob_agreement
 from rl_contracts.prompts import check_tokenizers_match
-from rl_contracts.rollouts import rollout_batch
+from rl_contracts.rollouts import RolloutBatch, rollout_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from grpo_step import (  # noqa: E402 (the example lives outside the package)
+from grpo_step import (
     StepResult,
     engine_step_metrics,
     grpo_step,
@@ -70,7 +70,7 @@ def _model_dir() -> Path:
     return path
 
 
-def _length_reward(batch: Any) -> torch.Tensor:
+def _even_token_reward(batch: RolloutBatch) -> torch.Tensor:
     """A toy reward: the number of generated tokens with an even id."""
     even = (batch.token_ids % 2 == 0).float() * batch.loss_mask
     return even.sum(dim=1)
@@ -98,7 +98,7 @@ def step(recipe: LoadedRecipe) -> tuple[Any, Any, Any, StepResult]:
         tokenizer,
         torch.optim.SGD(learner.parameters(), lr=1e-2),
         CONVERSATIONS,
-        _length_reward,
+        _even_token_reward,
         n=N,
         weight_version=VERSION,
         follow_up=FOLLOW_UP,
@@ -191,7 +191,8 @@ def test_a_template_that_leaves_the_last_turn_open(step: tuple[Any, Any, Any, St
     """A chat template without the final assistant message's terminator: the second turn is refused."""
     tokenizer, batch = transformers.AutoTokenizer.from_pretrained(_model_dir()), step[3].rollouts.batch
     tokenizer.chat_template = tokenizer.chat_template.replace(
-        "{{ eos_token }}", "{% if not (loop.last and message['role'] == 'assistant') %}{{ eos_token }}{% endif %}"
+        "{{ eos_token }}",
+        "{% if not (loop.last and message['role'] == 'assistant') %}{{ eos_token }}{% endif %}",
     )
     with pytest.raises(SpliceError, match="left open"):
         next_turn_prompts(tokenizer, CONVERSATIONS, batch, FOLLOW_UP)
@@ -204,7 +205,9 @@ def test_a_retrained_tokenizer(step: tuple[Any, Any, Any, StepResult], tmp_path:
             shutil.copy(_model_dir() / name, tmp_path / name)
     data = json.loads((tmp_path / "tokenizer.json").read_text())
     vocab = data["model"]["vocab"]
-    first, second = [token for token, index in sorted(vocab.items(), key=lambda item: item[1]) if index >= 100][:2]
+    first, second = [
+        token for token, index in sorted(vocab.items(), key=lambda item: item[1]) if index >= 100
+    ][:2]
     vocab[first], vocab[second] = vocab[second], vocab[first]
     (tmp_path / "tokenizer.json").write_text(json.dumps(data))
     retrained = transformers.AutoTokenizer.from_pretrained(tmp_path)
