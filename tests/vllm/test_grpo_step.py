@@ -70,6 +70,12 @@ def _model_dir() -> Path:
     return path
 
 
+def _show(capsys: pytest.CaptureFixture[str], fault: str, error: BaseException) -> None:
+    """Print the fault and the error it raised to the terminal, past pytest's capture (the README's table)."""
+    with capsys.disabled():
+        print(f"\ngrpo step fault: {fault}: {type(error).__name__}: {error}")
+
+
 def _even_token_reward(batch: RolloutBatch) -> torch.Tensor:
     """A toy reward: the number of generated tokens with an even id."""
     even = (batch.token_ids % 2 == 0).float() * batch.loss_mask
@@ -107,7 +113,9 @@ def step(recipe: LoadedRecipe) -> tuple[Any, Any, Any, StepResult]:
     return llm, before_update, tokenizer, result
 
 
-def test_the_clean_step_passes_and_its_figures_are_vllms(step: tuple[Any, Any, Any, StepResult]) -> None:
+def test_the_clean_step_passes_and_its_figures_are_vllms(
+    step: tuple[Any, Any, Any, StepResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     """Every check passes; the metrics are the tokens ``generate`` returned; the second turn is prefilled as is."""
     llm, _, tokenizer, result = step
     batch, outputs = result.rollouts.batch, result.rollouts.request_outputs
@@ -118,6 +126,12 @@ def test_the_clean_step_passes_and_its_figures_are_vllms(step: tuple[Any, Any, A
     assert result.agreement.abs_diff_max is not None
     assert result.agreement.abs_diff_max < 1e-3
     metrics = result.rollouts.metrics
+    with capsys.disabled():
+        print(
+            f"\ngrpo step: {len(batch)} sequences, {result.agreement.tokens} tokens, "
+            f"mult_prob_error={result.agreement.mult_prob_error}, max|diff|={result.agreement.abs_diff_max}, "
+            f"metrics={metrics}, loss={float(result.loss):.4f}"
+        )
     assert metrics["vllm/generation_tokens"] == float(sum(len(c.token_ids) for c in completions))
     assert metrics["vllm/generations_ok"] == float(len(completions))
     assert torch.isfinite(result.loss)
@@ -134,26 +148,34 @@ def test_the_clean_step_passes_and_its_figures_are_vllms(step: tuple[Any, Any, A
     assert len(rollout_batch(result.next_prompts, second)) == len(batch)
 
 
-def test_a_prompt_changed_after_generation(step: tuple[Any, Any, Any, StepResult]) -> None:
+def test_a_prompt_changed_after_generation(
+    step: tuple[Any, Any, Any, StepResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The learner's prompt of row 1 lost its last token after ``generate``: the hand-off names row 1."""
     result = step[3]
     prompts = [list(o.prompt_token_ids) for o in result.rollouts.request_outputs]
     prompts[1] = prompts[1][:-1]
     with pytest.raises(RolloutPromptError) as info:
         rollout_batch(prompts, result.rollouts.request_outputs, n=N)
+    _show(capsys, "prompt changed after generation", info.value)
     assert info.value.row == 1
 
 
-def test_a_stale_weight_version(step: tuple[Any, Any, Any, StepResult]) -> None:
+def test_a_stale_weight_version(
+    step: tuple[Any, Any, Any, StepResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The trainer moved on to ``step-2`` but the engine was never refit: its ``step-1`` tokens are refused."""
     result = step[3]
     prompts = [list(o.prompt_token_ids) for o in result.rollouts.request_outputs]
     with pytest.raises(RolloutWeightVersionError) as info:
         rollout_batch(prompts, result.rollouts.request_outputs, n=N, allowed_versions={"step-2"})
+    _show(capsys, "stale weight version", info.value)
     assert (info.value.row, info.value.choice, info.value.version) == (0, 0, VERSION)
 
 
-def test_perturbed_learner_weights(step: tuple[Any, Any, Any, StepResult]) -> None:
+def test_perturbed_learner_weights(
+    step: tuple[Any, Any, Any, StepResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The learner holds other weights than the engine (noise on every matrix): every sequence disagrees."""
     before_update, batch = step[1], step[3].rollouts.batch
     perturbed = copy.deepcopy(before_update)
@@ -165,10 +187,13 @@ def test_perturbed_learner_weights(step: tuple[Any, Any, Any, StepResult]) -> No
         learned = learner_logprobs(perturbed, batch)
     with pytest.raises(LogprobMismatchError) as info:
         check_logprob_agreement(batch.generation_logprobs, learned, batch.loss_mask)
+    _show(capsys, "perturbed learner weights", info.value)
     assert info.value.likely_cause == "uniform"
 
 
-def test_off_by_one_learner_logprobs(step: tuple[Any, Any, Any, StepResult]) -> None:
+def test_off_by_one_learner_logprobs(
+    step: tuple[Any, Any, Any, StepResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The learner's logprobs one position late (an unsliced leading entry): cause "shift"."""
     before_update, batch = step[1], step[3].rollouts.batch
     with torch.no_grad():
@@ -177,28 +202,37 @@ def test_off_by_one_learner_logprobs(step: tuple[Any, Any, Any, StepResult]) -> 
     check_logprob_agreement(batch.generation_logprobs, learned, batch.loss_mask)  # the learner copy agrees
     with pytest.raises(LogprobMismatchError) as info:
         check_logprob_agreement(batch.generation_logprobs, late, batch.loss_mask)
+    _show(capsys, "off-by-one learner logprobs", info.value)
     assert info.value.likely_cause == "shift"
 
 
-def test_swapped_metric_snapshots(step: tuple[Any, Any, Any, StepResult]) -> None:
+def test_swapped_metric_snapshots(
+    step: tuple[Any, Any, Any, StepResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The end snapshot passed as the start: an error, not a plausible idle step."""
     rollouts = step[3].rollouts
-    with pytest.raises(CounterSnapshotError, match="swapped"):
+    with pytest.raises(CounterSnapshotError, match="swapped") as info:
         engine_step_metrics(rollouts.after, rollouts.before)
+    _show(capsys, "swapped metric snapshots", info.value)
 
 
-def test_a_template_that_leaves_the_last_turn_open(step: tuple[Any, Any, Any, StepResult]) -> None:
+def test_a_template_that_leaves_the_last_turn_open(
+    step: tuple[Any, Any, Any, StepResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     """A chat template without the final assistant message's terminator: the second turn is refused."""
     tokenizer, batch = transformers.AutoTokenizer.from_pretrained(_model_dir()), step[3].rollouts.batch
     tokenizer.chat_template = tokenizer.chat_template.replace(
         "{{ eos_token }}",
         "{% if not (loop.last and message['role'] == 'assistant') %}{{ eos_token }}{% endif %}",
     )
-    with pytest.raises(SpliceError, match="left open"):
+    with pytest.raises(SpliceError, match="left open") as info:
         next_turn_prompts(tokenizer, CONVERSATIONS, batch, FOLLOW_UP)
+    _show(capsys, "open last turn", info.value)
 
 
-def test_a_retrained_tokenizer(step: tuple[Any, Any, Any, StepResult], tmp_path: Path) -> None:
+def test_a_retrained_tokenizer(
+    step: tuple[Any, Any, Any, StepResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The learner's tokenizer files with two ordinary tokens' ids swapped (same size): the vocabulary differs."""
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
         if (_model_dir() / name).is_file():
@@ -214,4 +248,5 @@ def test_a_retrained_tokenizer(step: tuple[Any, Any, Any, StepResult], tmp_path:
     check_tokenizers_match(step[2], step[0].get_tokenizer())
     with pytest.raises(TokenizerMismatchError) as info:
         check_tokenizers_match(retrained, step[0].get_tokenizer())
+    _show(capsys, "retrained tokenizer", info.value)
     assert info.value.components == ("vocabulary",)
