@@ -26,6 +26,7 @@ from rl_contracts import errors
 from rl_contracts.chat import attach_token_information_to_chat_response_choices
 from rl_contracts.codec import decode_routed_experts
 from rl_contracts.config import assert_reload_refit_config_supported, load_recipe, normalize_vllm_refit_config
+from rl_contracts.config.baseline import read_baseline
 from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError, ContractTypeError, contract_error
 from rl_contracts.logprobs import check_logprob_agreement, logprob_mismatch
 from rl_contracts.metrics import CounterSnapshot
@@ -105,6 +106,7 @@ FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
     errors.WeightVersionError: lambda: check_weight_versions(
         SimpleNamespace(index=0, token_ids=[4, 5], weight_versions=None), allowed={"7"}
     ),
+    errors.BaselineError: lambda: read_baseline("/nonexistent/rl-contracts-baseline.json"),
     errors.TokenizerMismatchError: lambda: check_tokenizers_match(
         StandInChatTokenizer(), StandInChatTokenizer(swap=("a", "b"))
     ),
