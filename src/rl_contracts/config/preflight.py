@@ -5,35 +5,10 @@ Importing this module emits a ``DeprecationWarning`` and re-exports the public n
 
 import warnings
 
-from .rules.preflight import (
-    ABSENT,
-    ENTRYPOINTS,
-    PREFLIGHT_CODES,
-    PREFLIGHT_RULES,
-    Entrypoint,
-    Finding,
-    PreflightOptions,
-    PreflightReport,
-    SkippedRule,
-    installed_vllm_version,
-    parse_vllm_version,
-    preflight,
-)
+from .rules import preflight as _moved
+from .rules.preflight import *  # noqa: F403
 
-__all__ = [
-    "ABSENT",
-    "ENTRYPOINTS",
-    "PREFLIGHT_CODES",
-    "PREFLIGHT_RULES",
-    "Entrypoint",
-    "Finding",
-    "PreflightOptions",
-    "PreflightReport",
-    "SkippedRule",
-    "installed_vllm_version",
-    "parse_vllm_version",
-    "preflight",
-]
+__all__ = list(_moved.__all__)
 
 warnings.warn(
     "rl_contracts.config.preflight moved to rl_contracts.config.rules.preflight; import from there",

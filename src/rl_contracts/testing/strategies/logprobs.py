@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -142,21 +142,7 @@ LogprobMalformation = Literal[
     "learner_positive",
     "learner_minus_inf",
 ]
-LOGPROB_MALFORMATIONS: tuple[LogprobMalformation, ...] = (
-    "not_an_array",
-    "integer_dtype",
-    "three_dimensions",
-    "shape_mismatch",
-    "mask_shape",
-    "mask_value",
-    "generation_nan",
-    "generation_infinite",
-    "generation_positive",
-    "learner_nan",
-    "learner_plus_inf",
-    "learner_positive",
-    "learner_minus_inf",
-)
+LOGPROB_MALFORMATIONS: tuple[LogprobMalformation, ...] = get_args(LogprobMalformation)
 """Every malformation of SPEC §9.1 that :func:`malformed_logprob_batches` plants."""
 
 
