@@ -31,10 +31,10 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import torch
+from timing import median_seconds
 
 from rl_contracts.logprobs import logprob_mismatch, truncated_importance_weights
 
@@ -111,19 +111,6 @@ def candidates(
             learner, generation, mask, kind="icepop", high=HIGH, low=LOW
         ),
     }
-
-
-def median_seconds(function: Callable[[], object], repeat: int, warmup: int = 2) -> float:
-    """Median wall time of ``function()`` over ``repeat`` runs after ``warmup`` runs."""
-    samples = []
-    for index in range(warmup + repeat):
-        start = time.perf_counter()
-        result = function()
-        elapsed = time.perf_counter() - start
-        del result
-        if index >= warmup:
-            samples.append(elapsed)
-    return statistics.median(samples)
 
 
 def block_medians(

@@ -50,6 +50,7 @@ from types import SimpleNamespace
 import numpy as np
 import pybase64
 import torch
+from timing import median_seconds
 
 from rl_contracts import _base64
 from rl_contracts.codec import decode_routed_experts, encode_routed_experts
@@ -59,19 +60,6 @@ SHAPE = (32768, 48, 8)
 MALLOC_SETTING = {"MALLOC_MMAP_THRESHOLD_": "268435456", "MALLOC_TRIM_THRESHOLD_": "268435456"}
 """The glibc setting under which the envelope is compared with its base64 floor (see the module docstring)."""
 _reference_range_checked = False
-
-
-def median_seconds(function: Callable[[], object], repeat: int, warmup: int = 2) -> float:
-    """Median wall time of ``function()`` over ``repeat`` runs after ``warmup`` runs."""
-    samples = []
-    for index in range(warmup + repeat):
-        start = time.perf_counter()
-        result = function()
-        elapsed = time.perf_counter() - start
-        del result
-        if index >= warmup:
-            samples.append(elapsed)
-    return statistics.median(samples)
 
 
 def paired_ratio(
