@@ -83,8 +83,10 @@ def pytest_configure(config: pytest.Config) -> None:
 _DESELECTED_FOR_RELEASE: list[str] = []
 
 
-ENGINE_OF_ITS_OWN_FIRST = frozenset({"tests/vllm/test_vllm_arguments.py"})
-"""Test modules that start a fresh engine of their own, run before every other module (see below)."""
+ENGINE_OF_ITS_OWN = frozenset({"tests/vllm/test_vllm_arguments.py"})
+"""Test modules that start a fresh engine of their own (from engine_kwargs), not the session's engines."""
+ENGINE_OF_ITS_OWN_FIRST_RELEASES = ("0.32",)
+"""Where those modules run before every other module; elsewhere they keep the collection order (see below)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -96,9 +98,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if marker is not None and not marker.args:
             raise pytest.UsageError(f"{item.nodeid}: vllm_releases needs at least one release")
         (keep if marker is None or RELEASE in marker.args else drop).append(item)
-    # vLLM 0.32 cannot start an engine in a process where an earlier engine was freed (its kernel registry is
-    # torn down): the module that starts an engine of its own from engine_kwargs runs first (a stable sort).
-    keep.sort(key=lambda item: item.nodeid.split("::")[0] not in ENGINE_OF_ITS_OWN_FIRST)
+    # The two releases need opposite orders. vLLM 0.32 cannot start an engine in a process where an earlier engine
+    # was freed (its kernel registry is torn down), so the module with an engine of its own runs first (a stable
+    # sort). vLLM 0.30 creates the expert-parallel group only when the process's first engine is a MoE model, so
+    # there the session's MoE engine must start first: the module keeps its collection place (after the MoE tests).
+    if RELEASE in ENGINE_OF_ITS_OWN_FIRST_RELEASES:
+        keep.sort(key=lambda item: item.nodeid.split("::")[0] not in ENGINE_OF_ITS_OWN)
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
