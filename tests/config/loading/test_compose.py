@@ -1,5 +1,5 @@
-"""Tests for composition's bounds (config/loading/compose.py): each defaults file composed once, parents confined to
-the root (V7)."""
+"""Tests for composition (config/loading/compose.py): each defaults file composed once, each file's OmegaConf tree
+built once and handed on, parents confined to the root (V7)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
 from rl_contracts.cli import main
 from rl_contracts.config import load_recipe
 from rl_contracts.config.loading import compose as compose_module
 from rl_contracts.config.loading.compose import compose, find_root
+from rl_contracts.config.loading.resolve import register_resolvers
 from rl_contracts.errors import RecipeError, RecipeLoadError
 
 
@@ -31,7 +33,7 @@ def test_each_file_of_a_diamond_graph_is_read_once(tmp_path: Path, monkeypatch: 
     reads: list[Path] = []
     real_read = compose_module._read
 
-    def counting(path: Path, named_by: Path | None, limits: Any) -> dict[Any, Any]:
+    def counting(path: Path, named_by: Path | None, limits: Any) -> DictConfig:
         reads.append(path.resolve())
         return real_read(path, named_by, limits)
 
@@ -43,6 +45,65 @@ def test_each_file_of_a_diamond_graph_is_read_once(tmp_path: Path, monkeypatch: 
     assert [path.resolve() for path in composition.chain] == [
         (tmp_path / f"level{i}.yaml").resolve() for i in range(41)
     ]
+
+
+RECIPES = Path(__file__).parents[2] / "data" / "recipes"
+
+
+@pytest.mark.parametrize("name", ["grpo_qwen3_8b.yaml", "router_replay.yaml", "grpo_base.yaml"])
+def test_the_composed_tree_is_the_document(name: str) -> None:
+    """``Composition.config`` holds the composed document, unresolved and resolved alike, and no marker."""
+    register_resolvers()
+    composition = compose(RECIPES / name)
+    assert OmegaConf.to_container(composition.config) == composition.document
+    rebuilt = OmegaConf.create(composition.document)
+    assert OmegaConf.to_container(composition.config, resolve=True) == OmegaConf.to_container(
+        rebuilt, resolve=True
+    )
+    assert "_override_" not in json.dumps(composition.document)
+
+
+def test_a_chain_builds_no_tree_beyond_the_loaded_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A two-file chain with ``_override_`` markers merges the two trees ``OmegaConf.load`` built (one
+    ``OmegaConf.create`` each, of the file as written): none is built from plain containers again, and the markers
+    and the replaced inherited keys are gone from the tree."""
+    (tmp_path / "base.yaml").write_text("a: {x: 1, y: 2}\nb: ${a.x}\nlist: [1, 2]\n", encoding="utf-8")
+    top = tmp_path / "top.yaml"
+    top.write_text(
+        "defaults: base.yaml\na: {_override_: true, z: 3}\nlist: [{_override_: false, k: 1}]\n",
+        encoding="utf-8",
+    )
+    created: list[object] = []
+    real_create = OmegaConf.create
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        created.append(args[0] if args else None)
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(OmegaConf, "create", counting)
+    composition = compose(top)
+    assert created == [  # the file is read before its defaults
+        {"defaults": "base.yaml", "a": {"_override_": True, "z": 3}, "list": [{"_override_": False, "k": 1}]},
+        {"a": {"x": 1, "y": 2}, "b": "${a.x}", "list": [1, 2]},
+    ]
+    expected = {"a": {"z": 3}, "b": "${a.x}", "list": [{"k": 1}]}
+    assert composition.document == expected
+    assert OmegaConf.to_container(composition.config) == expected
+
+
+def test_a_file_reached_twice_gets_a_fresh_tree(tmp_path: Path) -> None:
+    """The second use of a shared parent does not see what the first merge did to its tree: the later parent's
+    inherited ``a.x`` (1) wins over the earlier parent's own (5), as OmegaConf merges them."""
+    (tmp_path / "shared.yaml").write_text("a: {x: 1}\n", encoding="utf-8")
+    (tmp_path / "left.yaml").write_text("defaults: shared.yaml\na: {x: 5, left: 1}\n", encoding="utf-8")
+    (tmp_path / "right.yaml").write_text("defaults: shared.yaml\nb: 2\n", encoding="utf-8")
+    top = tmp_path / "top.yaml"
+    top.write_text("defaults: [left.yaml, right.yaml]\n", encoding="utf-8")
+    composition = compose(top)
+    assert composition.document == {"a": {"x": 1, "left": 1}, "b": 2}
+    assert OmegaConf.to_container(composition.config) == composition.document
 
 
 def test_a_diamond_keeps_provenance_of_the_last_file(tmp_path: Path) -> None:

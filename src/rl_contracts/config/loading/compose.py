@@ -5,6 +5,10 @@ Each file is parsed with ``OmegaConf.load`` (never ``yaml.safe_load``, which rea
 to right onto an empty base, the file itself last; a mapping marked ``_override_: true`` replaces the inherited
 value at any depth (markers are always removed); a ``???`` never replaces an inherited value.
 
+Each file's OmegaConf tree is built once: the trees merge into one another (never rebuilt from plain containers,
+except for a file with ``_override_`` markers or one reached again through a diamond), and
+:attr:`Composition.config` hands the composed tree to the resolver.
+
 Untrusted input (README, "Security and limits"): each file is read by :mod:`.reading` (a regular file within
 :class:`~.limits.Limits`, UTF-8, nesting and alias expansion bounded) before OmegaConf sees it; each file of the
 ``defaults`` graph is read and composed once, by real path, however often the graph reaches it; and every parent
@@ -22,7 +26,9 @@ import importlib
 import inspect
 import io
 import os
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,7 +45,7 @@ from .reading import compose_checked, read_text
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML (OmegaConf's parser) ships no type stubs
 
-__all__ = ["Composition", "compose", "find_root", "plain"]
+__all__ = ["Composition", "build_tree", "compose", "find_root", "plain"]
 
 _MARKER = "_override_"
 # OmegaConf >= 2.4 caps alias expansion at 10,000 nodes and reports it as a YAML error at line 1; reading.py
@@ -54,9 +60,21 @@ _DEFAULTS = "defaults"
 
 @dataclass(frozen=True)
 class Composition:
-    """A composed recipe: the ``document`` as plain containers (interpolations and ``???`` as written) and the
-    files of its ``defaults`` chain in merge order (``chain[-1]`` is the recipe itself)."""
+    """A composed recipe: the ``document`` as plain containers (interpolations and ``???`` as written), the
+    files of its ``defaults`` chain in merge order (``chain[-1]`` is the recipe itself), and ``config``, the same
+    document as the OmegaConf tree the merges built (unresolved; the caller owns it)."""
 
+    document: dict[Any, Any]
+    chain: tuple[Path, ...]
+    config: DictConfig = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class _Composed:
+    """One file composed with its ``defaults``: the tree (owned by whoever receives it), the same document as plain
+    containers (shared: never mutated), and the files in merge order."""
+
+    config: DictConfig
     document: dict[Any, Any]
     chain: tuple[Path, ...]
 
@@ -71,9 +89,9 @@ def _omegaconf_key(exc: BaseException) -> str | None:
     return key if isinstance(key, str) and key else None
 
 
-def _read(path: Path, named_by: Path | None, limits: Limits) -> dict[Any, Any]:
-    """Parse one recipe file with ``OmegaConf.load`` into plain containers (interpolations unresolved), after
-    :mod:`.reading`'s checks (a regular file within the limits, UTF-8, nesting and alias expansion bounded)."""
+def _read(path: Path, named_by: Path | None, limits: Limits) -> DictConfig:
+    """Parse one recipe file with ``OmegaConf.load`` (interpolations unresolved), after :mod:`.reading`'s checks
+    (a regular file within the limits, UTF-8, nesting and alias expansion bounded)."""
     file = os.fspath(path)
     text = read_text(path, named_by, limits)
     try:
@@ -125,8 +143,7 @@ def _read(path: Path, named_by: Path | None, limits: Limits) -> dict[Any, Any]:
             file=file,
             value=kind(loaded),
         )
-    root: dict[Any, Any] = plain(loaded)
-    return root
+    return loaded
 
 
 def _parent_paths(raw: object, file: Path) -> list[Path]:
@@ -181,22 +198,102 @@ def _merge_conflict(base: Any, over: Any, path: tuple[Any, ...]) -> tuple[tuple[
     return None
 
 
-def _merge(base: dict[Any, Any], over: dict[Any, Any], file: Path) -> dict[Any, Any]:
-    """OmegaConf's recursive merge of ``over`` onto ``base``, honouring ``_override_`` markers at any depth."""
+def _marker_holders(value: Any, keys: tuple[Any, ...], found: list[tuple[Any, ...]]) -> None:
+    """Append the keys (list indices included) of every mapping in ``value`` holding an ``_override_`` key."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _marker_holders(item, (*keys, index), found)
+    elif isinstance(value, dict):
+        if _MARKER in value:
+            found.append(keys)
+        for key, item in value.items():
+            _marker_holders(item, (*keys, key), found)
+
+
+def _node(tree: DictConfig, keys: tuple[Any, ...]) -> Any:
+    """The container at ``keys`` of ``tree``, where the plain document shows containers all the way (so nothing
+    is resolved on the way)."""
+    node: Any = tree
+    for key in keys:
+        node = node[key]
+    return node
+
+
+def _own_part(
+    loaded: DictConfig, raw: dict[Any, Any], file: Path
+) -> tuple[DictConfig, dict[Any, Any], list[tuple[Any, ...]]]:
+    """A file's own part without ``defaults`` and ``_override_`` markers, as its loaded tree (markers deleted in
+    place) and as plain containers, and the mapping paths it marks ``_override_: true``."""
+    holders: list[tuple[Any, ...]] = []
+    _marker_holders(raw, (), holders)
     replaced: list[tuple[Any, ...]] = []
-    clean = _strip_markers(over, file, (), replaced)
-    base = copy.deepcopy(base)
+    if not holders:
+        return loaded, raw, replaced
+    clean = _strip_markers(raw, file, (), replaced)
+    for keys in holders:
+        del _node(loaded, keys)[_MARKER]
+    return loaded, clean, replaced
+
+
+@contextmanager
+def _omegaconf_refusal(file: str | Path, doing: str) -> Iterator[None]:
+    """Turn OmegaConf refusing what ``doing`` does into ``RecipeLoadError`` (V1) naming ``file``; resource errors
+    pass."""
+    try:
+        yield
+    except (RecursionError, MemoryError):
+        raise
+    except Exception as exc:
+        raise RecipeLoadError(
+            f"{render_name(file)}: cannot {doing}: {reason(exc)}", file=os.fspath(file)
+        ) from None
+
+
+def build_tree(document: dict[Any, Any], file: str | Path, what: str = "the document") -> DictConfig:
+    """``document`` (plain containers) as a fresh OmegaConf tree; ``RecipeLoadError`` (V1) naming ``file`` and
+    ``what`` when OmegaConf refuses it."""
+    with _omegaconf_refusal(file, f"build {what}"):
+        tree = OmegaConf.create(document)
+    return tree
+
+
+def _drop_replaced(
+    tree: DictConfig, document: dict[Any, Any], replaced: list[tuple[Any, ...]]
+) -> dict[Any, Any]:
+    """Delete the inherited values at the ``replaced`` paths from ``tree`` (in place) and from a copy of its plain
+    ``document``, which is returned (``{}`` when the root itself is replaced)."""
+    document = copy.deepcopy(document)
     for path in replaced:
-        holder: Any = base
+        if not path:
+            return {}
+        holder: Any = document
         for key in path[:-1]:
             holder = holder.get(key) if isinstance(holder, dict) else None
-        if path and isinstance(holder, dict):
-            holder.pop(path[-1], None)
-        elif not path:
-            base = {}
-    if not base:  # merging onto the empty base changes nothing (OmegaConf keeps ??? and interpolations as is)
-        return cast("dict[Any, Any]", clean)
-    conflict = _merge_conflict(base, clean, ())
+        if isinstance(holder, dict) and path[-1] in holder:
+            del holder[path[-1]]
+            del _node(tree, path[:-1])[path[-1]]
+    return document
+
+
+def _merge(
+    base: _Composed | None,
+    over: DictConfig,
+    clean: dict[Any, Any],
+    replaced: list[tuple[Any, ...]],
+    file: Path,
+) -> tuple[DictConfig, dict[Any, Any]]:
+    """OmegaConf's recursive merge of ``over`` (plain: ``clean``) onto ``base``, honouring the ``_override_: true``
+    paths ``replaced``; the merged tree (``base``'s, merged in place) and its plain containers."""
+    if base is None:
+        return over, clean
+    tree, document = base.config, base.document
+    if replaced:
+        document = _drop_replaced(tree, document, replaced)
+    if (
+        not document
+    ):  # onto nothing, a merge changes nothing (OmegaConf keeps ??? and interpolations as written)
+        return over, clean
+    conflict = _merge_conflict(document, clean, ())
     if conflict is not None:
         where, was, now = conflict
         remedy = f"; mark the mapping with {_MARKER}: true to replace the list" if now == "mapping" else ""
@@ -206,16 +303,10 @@ def _merge(base: dict[Any, Any], over: dict[Any, Any], file: Path) -> dict[Any, 
             file=os.fspath(file),
             path=dotted_path(where),
         )
-    try:
-        merged = OmegaConf.unsafe_merge(OmegaConf.create(base), OmegaConf.create(clean))  # both are fresh
+    with _omegaconf_refusal(file, "merge onto its defaults"):
+        merged = OmegaConf.unsafe_merge(tree, over)  # both trees are owned here
         merged_plain: dict[Any, Any] = plain(merged)
-    except (RecursionError, MemoryError):
-        raise
-    except Exception as exc:
-        raise RecipeLoadError(
-            f"{render_name(file)}: cannot merge onto its defaults: {reason(exc)}", file=os.fspath(file)
-        ) from None
-    return merged_plain
+    return cast(DictConfig, merged), merged_plain
 
 
 def find_root(recipe: Path) -> Path:
@@ -243,7 +334,7 @@ class _Composer:
     limits: Limits
     root: Path
     root_given: bool
-    done: dict[Path, tuple[dict[Any, Any], tuple[Path, ...]]]
+    done: dict[Path, _Composed]
 
     def _outside(self, path: Path, real: Path, named_by: Path) -> RecipeLoadError:
         where = (
@@ -261,12 +352,11 @@ class _Composer:
             code="V7",
         )
 
-    def compose(
-        self, path: Path, ancestry: tuple[Path, ...], named_by: Path | None
-    ) -> tuple[dict[Any, Any], tuple[Path, ...]]:
-        """The composed document of ``path`` and its files in merge order (each file once, at its last place).
+    def compose(self, path: Path, ancestry: tuple[Path, ...], named_by: Path | None) -> _Composed:
+        """``path`` composed with its ``defaults``: its files in merge order (each once, at its last place).
 
-        Loads ``path`` and its ``defaults`` depth-first; parents merge left to right, the file itself last.
+        Loads ``path`` and its ``defaults`` depth-first; parents merge left to right, the file itself last.  A
+        file reached again gets a fresh tree built from its plain document (the first tree was merged into).
         """
         try:
             real = path.resolve()
@@ -290,17 +380,25 @@ class _Composer:
         if named_by is not None and not real.is_relative_to(self.root):
             raise self._outside(path, real, named_by)
         if real in self.done:
-            return self.done[real]
-        raw = _read(path, named_by, self.limits)
-        parents = _parent_paths(raw.pop(_DEFAULTS, None), path) if _DEFAULTS in raw else []
-        composed: dict[Any, Any] = {}
+            seen = self.done[real]
+            return _Composed(build_tree(seen.document, path), seen.document, seen.chain)
+        loaded = _read(path, named_by, self.limits)
+        raw: dict[Any, Any] = plain(loaded)
+        parents: list[Path] = []
+        if _DEFAULTS in raw:
+            parents = _parent_paths(raw.pop(_DEFAULTS), path)
+            del loaded[_DEFAULTS]
+        composed: _Composed | None = None
         chain: list[Path] = []
-        for parent in parents:
-            document, files = self.compose(parent, (*ancestry, real), path)
-            composed = _merge(composed, document, parent)
-            chain.extend(files)
+        for parent in parents:  # a composed parent holds no markers any more
+            inherited = self.compose(parent, (*ancestry, real), path)
+            tree, document = _merge(composed, inherited.config, inherited.document, [], parent)
+            composed = _Composed(tree, document, ())
+            chain.extend(inherited.chain)
         chain.append(path)
-        result = _merge(composed, raw, path), _last_places(chain)
+        own, clean, replaced = _own_part(loaded, raw, path)
+        tree, document = _merge(composed, own, clean, replaced, path)
+        result = _Composed(tree, document, _last_places(chain))
         self.done[real] = result
         return result
 
@@ -337,5 +435,5 @@ def compose(path: Path, *, limits: Limits = DEFAULT_LIMITS, root: Path | None = 
     except (OSError, ValueError) as exc:
         raise RecipeLoadError(f"{render_name(root)}: cannot resolve the root folder: {reason(exc)}") from None
     composer = _Composer(limits, top, given, {})
-    document, chain = composer.compose(path, (), None)
-    return Composition(document, chain)
+    composed = composer.compose(path, (), None)
+    return Composition(composed.document, composed.chain, composed.config)

@@ -18,11 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from omegaconf import OmegaConf
-
 from ..._messages import render_list, render_name
 from ...checks import require_bool, require_collection
-from ...errors import ContractTypeError, RecipeError, RecipeLoadError
+from ...errors import ContractTypeError, RecipeError
 from .._internal.paths import Keys, lookup
 from ..rules.loading import V6
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
@@ -30,13 +28,12 @@ from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
-from .compose import compose
+from .compose import build_tree, compose
 from .expansion import analyse
 from .issues import ConfigIssue, IssueReport
 from .limits import DEFAULT_LIMITS, Limits, budget_scope
 from .local_model import local_model_config, served_model_name
 from .overrides import apply_overrides
-from .parsing import reason
 from .provenance import Provenance
 from .resolve import register_resolvers, resolve_document
 from .run_preflight import preflight_issues
@@ -203,14 +200,8 @@ def _load(
     composition = compose(Path(file), limits=limits, root=None if root is None else Path(root))
     composed = composition.document
     overridden, unapplied = apply_overrides(composed, texts, file, limits)
-    try:
-        document = OmegaConf.create(composed)
-    except (RecursionError, MemoryError):
-        raise
-    except Exception as exc:
-        raise RecipeLoadError(
-            f"{render_name(file)}: cannot build the composed document: {reason(exc)}", file=file
-        ) from None
+    # --set values changed the plain document only: they need a tree of their own
+    document = build_tree(composed, file, "the composed document") if texts else composition.config
     analysis = analyse(composed, limits)
     resolution = resolve_document(document, analysis.refused)
     report = IssueReport(
