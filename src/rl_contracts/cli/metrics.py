@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from .._messages import shorten
 from ..errors import ContractError
+from . import startup
 
 if TYPE_CHECKING:
     from ..metrics import AggregatedCounters
@@ -125,6 +126,7 @@ def run(
     """
     from ..metrics import compute_engine_step_metrics, compute_spec_decode_metrics
 
+    startup.imports_done()  # scrapes arrive for as long as the run lasts: their garbage is collected
     out = sys.stdout if stdout is None else stdout
     err = sys.stderr if stderr is None else stderr
     url: str = args.url

@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ContractError, RecipeError, RecipeLoadError
+from . import startup
 
 if TYPE_CHECKING:
     from ..config.rules.preflight import PreflightOptions
@@ -133,13 +134,11 @@ def write(emit: Callable[[], object]) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     """The ``validate`` command: report every file in the chosen format and return the §1.8 exit status."""
-    from .. import __version__
+    from ..config import load_recipe  # noqa: F401  (imported here, with the collector paused: see .startup)
     from ..config.rules.preflight import PreflightOptions, installed_vllm_version
-    from ..config.rules.registry import RULES as CODES
-    from .baselines import apply_baseline
-    from .fixing import run_fixes
     from .report import exit_status, github_commands, json_report, plain_report, print_human, stdout_console
-    from .sarif import result_fix, sarif_text
+
+    startup.imports_done()
 
     version = args.vllm_version if args.vllm_version is not None else installed_vllm_version()
     options = PreflightOptions(
@@ -162,19 +161,28 @@ def run_validate(args: argparse.Namespace) -> int:
         print("rl-contracts validate: error: --unsafe-fixes needs --fix or --diff", file=sys.stderr)
         return 2
     if args.fix or args.diff:
+        from .fixing import run_fixes  # the fix engine, the baselines and SARIF load only when asked for
+
         fixed = run_fixes(args, lambda files: validate_files(files, **checked), checked, write)
         if fixed.reports is None:
             return fixed.status or 0
         reports = fixed.reports
     else:
         reports = validate_files(args.files, **checked)
-    baselined = apply_baseline(reports, baseline=args.baseline, write=args.write_baseline)
-    for note in baselined.notes:
-        print(note, file=sys.stderr)
-    if baselined.failed:
-        return 2
-    reports = baselined.reports
+    if args.baseline is not None or args.write_baseline is not None:
+        from .baselines import apply_baseline
+
+        baselined = apply_baseline(reports, baseline=args.baseline, write=args.write_baseline)
+        for note in baselined.notes:
+            print(note, file=sys.stderr)
+        if baselined.failed:
+            return 2
+        reports = baselined.reports
     if args.format == "sarif":
+        from .. import __version__
+        from ..config.rules.registry import RULES as CODES
+        from .sarif import result_fix, sarif_text
+
         text = sarif_text(reports, CODES, version=__version__, fix_for=result_fix)
         write(lambda: sys.stdout.write(text + "\n"))
     elif args.format == "json":
