@@ -15,12 +15,8 @@ from typing import Any
 import pytest
 
 from rl_contracts.config import load_recipe
-from rl_contracts.config.loading.local_model import (
-    MAX_CONFIG_BYTES,
-    local_model_config,
-    repository_root,
-    served_model_name,
-)
+from rl_contracts.config.loading.compose import find_root
+from rl_contracts.config.loading.local_model import MAX_CONFIG_BYTES, local_model_config, served_model_name
 from rl_contracts.config.rules.preflight import PreflightOptions
 from rl_contracts.errors import RecipeError
 
@@ -132,8 +128,19 @@ def test_relative_model_resolves_from_the_repository_root(tmp_path: Path) -> Non
     (tmp_path / ".git").mkdir()
     write_model(tmp_path / "models" / "gpt-oss", QUANTIZED)
     recipe = write_recipe(tmp_path / "examples" / "configs", "models/gpt-oss")
-    assert repository_root(recipe) == tmp_path.resolve()
+    assert find_root(recipe) == tmp_path.resolve()
     assert n7_outcome(recipe) == "error"
+
+
+def test_a_given_root_narrows_what_is_read(tmp_path: Path) -> None:
+    """With ``root=`` naming a folder inside the repository, a model folder of the repository outside that folder is
+    not read (``root=`` never widens the reach: ``/`` still reads only inside the repository)."""
+    (tmp_path / ".git").mkdir()
+    write_model(tmp_path / "models" / "gpt-oss", QUANTIZED)
+    recipe = write_recipe(tmp_path / "examples", "models/gpt-oss")
+    assert local_model_config("models/gpt-oss", recipe, root=Path("/")) == QUANTIZED
+    assert local_model_config("models/gpt-oss", recipe, root=tmp_path / "examples") is None
+    assert local_model_config("models/gpt-oss", recipe, root=tmp_path) == QUANTIZED
 
 
 def test_an_explicit_model_config_wins_over_the_local_folder(tmp_path: Path) -> None:

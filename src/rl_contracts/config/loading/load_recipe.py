@@ -124,7 +124,7 @@ def load_recipe(
     or, with ``strict=True``, an error).  When ``run_preflight`` is true, preflight runs over the resolved document
     with ``preflight_options`` (its findings become issues; its skipped rules go to ``.skipped``); when they give
     no ``model_config`` and the served model (``LoadedRecipe.model_name``) is a local folder inside the recipe's
-    repository holding a ``config.json``, that file is the model config (:func:`~.local_model.local_model_config`,
+    repository (and inside ``root`` when given) holding a ``config.json``, that file is the model config (:func:`~.local_model.local_model_config`,
     so N2 and N7 run; its content is never printed).  Finally
     ``select``/``ignore`` (codes or code families, as :func:`~rl_contracts.config.rules.registry.code_selected`) filter
     issues and skipped rules before the result is decided.
@@ -226,7 +226,7 @@ def _load(
     if config is not None and config.model_name is None and model_name is not None:
         config = config.model_copy(update={"model_name": model_name})
     if run_preflight and (preflight_options is None or preflight_options.model_config is None):
-        local = local_model_config(model_name, file)
+        local = local_model_config(model_name, file, root)
         if local is not None:  # a local model folder of the recipe's repository: N2 and N7 run on its config
             preflight_options = dataclasses.replace(
                 preflight_options or PreflightOptions(), model_config=local

@@ -8,8 +8,9 @@ its model once, at ``policy.model_name``; an evaluation config names it at ``gen
 ``--model-config``.
 
 Security: a recipe may come from anyone, so only a ``config.json`` inside the recipe's repository root (the nearest
-folder above the recipe holding ``.git``, else the recipe's own folder) is read, after resolving symbolic links,
-as a regular file of at most :data:`MAX_CONFIG_BYTES`; its content is parsed as JSON and never printed (rules
+folder above the recipe holding ``.git``, else the recipe's own folder: :func:`~.compose.find_root`) is read, and
+inside the ``root=`` the load was given too (the folder trusted for ``defaults`` parents never widens what is read,
+only narrows it), after resolving symbolic links, as a regular file of at most :data:`MAX_CONFIG_BYTES`; its content is parsed as JSON and never printed (rules
 report findings about it, not its text).  Any other model (a hub id, a folder elsewhere) reads as ``None`` and the
 rules stay skipped, naming ``--model-config``: an explicitly given config is the only way to use one from elsewhere.
 """
@@ -17,11 +18,14 @@ rules stay skipped, naming ``--model-config``: an explicitly given config is the
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["MAX_CONFIG_BYTES", "local_model_config", "repository_root", "served_model_name"]
+from .compose import find_root
+
+__all__ = ["MAX_CONFIG_BYTES", "local_model_config", "served_model_name"]
 
 MAX_CONFIG_BYTES: Final = 4 * 1024 * 1024
 """The largest ``config.json`` read (Hugging Face configs are a few KiB)."""
@@ -55,33 +59,30 @@ def served_model_name(document: Mapping[Any, Any], section: str) -> str | None:
     return None
 
 
-def repository_root(recipe_file: str | Path) -> Path:
-    """The nearest folder at or above the recipe's folder that holds ``.git``, else the recipe's folder (resolved)."""
-    folder = Path(recipe_file).resolve().parent
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return folder
+def local_model_config(
+    model_name: str | None, recipe_file: str | Path, root: str | os.PathLike[str] | None = None
+) -> dict[str, Any] | None:
+    """The parsed ``config.json`` of ``model_name`` when it is a local folder inside the recipe's repository (and
+    inside ``root``, the folder the load trusts for parents, when one is given).
 
-
-def local_model_config(model_name: str | None, recipe_file: str | Path) -> dict[str, Any] | None:
-    """The parsed ``config.json`` of ``model_name`` when it is a local folder inside the recipe's repository.
-
-    ``model_name`` is a path, absolute or relative to :func:`repository_root` (where the trainer is launched
-    from).  Returns ``None`` when it is ``None``, not an existing folder, resolves (symbolic links followed)
-    outside the repository root, has no regular ``config.json`` there of at most :data:`MAX_CONFIG_BYTES`, or the
-    file is not a UTF-8 JSON object.  Never raises for an unreadable or hostile path; never prints the file.
+    ``model_name`` is a path, absolute or relative to the repository root (:func:`~.compose.find_root`: where the
+    trainer is launched from).  Returns ``None`` when it is ``None``, not an existing folder, resolves (symbolic
+    links followed) outside the repository root or ``root``, has no regular ``config.json`` there of at most
+    :data:`MAX_CONFIG_BYTES`, or the file is not a UTF-8 JSON object.  Never raises for an unreadable or hostile
+    path; never prints the file.
     """
     if not model_name or "\x00" in model_name:
         return None
-    root = repository_root(recipe_file)
-    candidate = Path(model_name)
-    if not candidate.is_absolute():
-        candidate = root / candidate
     try:
+        repository = find_root(Path(recipe_file))
+        bounds = [repository] if root is None else [repository, Path(root).resolve()]
+        candidate = Path(model_name)
+        if not candidate.is_absolute():
+            candidate = repository / candidate
         folder = candidate.resolve(strict=True)
         config = (folder / "config.json").resolve(strict=True)
-        if not folder.is_dir() or not folder.is_relative_to(root) or not config.is_relative_to(root):
+        inside = all(folder.is_relative_to(bound) and config.is_relative_to(bound) for bound in bounds)
+        if not folder.is_dir() or not inside:
             return None
         if not config.is_file() or config.stat().st_size > MAX_CONFIG_BYTES:
             return None

@@ -103,7 +103,8 @@ N2 = Rule(
     severity=_SEVERITY,
     what_it_checks=(
         "That router replay runs on a mixture-of-experts model (the model's `config.json` has experts). "
-        "Reported as a skipped note unless the input is given. Input: `--model-config`."
+        "Reported as a skipped note unless the input is given. Input: `--model-config`, or the served model "
+        "naming a local folder of the repository with a `config.json`."
     ),
     why_it_matters=(
         "vLLM 0.32 rejects routed experts for a dense model at engine config (S3); 0.30 fails at worker start "
@@ -129,7 +130,10 @@ def check_moe_model(context: Context) -> None:
         return
     model = context.options.model_config
     if model is None:
-        context.skip("needs the model's config.json (--model-config) to tell whether the model has experts")
+        context.skip(
+            "needs the model's config.json (--model-config, or a local model folder) to tell whether the model has "
+            "experts"
+        )
         return
     if expert_count(model) == 0:
         path = _r3_path(context)
@@ -304,7 +308,8 @@ N7 = Rule(
     what_it_checks=(
         "With vLLM and a quantized GPT-OSS or Mistral3 checkpoint (the model's `config.json`): that the "
         "engine loads with `load_format: dummy` (the weights arrive by refit). Reported as a skipped note "
-        "unless the input is given. Input: `--model-config`."
+        "unless the input is given. Input: `--model-config`, or the served model naming a local folder of the "
+        "repository with a `config.json`."
     ),
     why_it_matters="`vllm_worker.py` (~497-560) fails loading the quantized checkpoint at engine start (S3).",
     example="""\
@@ -334,7 +339,8 @@ def check_quantized_load_format(context: Context) -> None:
     model = context.options.model_config
     if model is None:
         context.skip(
-            "needs the model's config.json (--model-config) to tell whether it is quantized GPT-OSS/Mistral3"
+            "needs the model's config.json (--model-config, or a local model folder) to tell whether it is "
+            "quantized GPT-OSS/Mistral3"
         )
         return
     architectures = model.get("architectures")
