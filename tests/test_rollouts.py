@@ -347,7 +347,9 @@ def test_a_batch_size_mismatch_and_an_empty_batch() -> None:
         ({"version_labels": "v1"}, "version_labels"),
         ({"version_labels": [1]}, "version_labels[0]"),
         ({"require_weight_versions": 1}, "require_weight_versions"),
-        ({"logprob_floor": "low"}, "floor"),
+        ({"logprob_floor": "low"}, "logprob_floor"),
+        ({"logprob_floor": 10**400}, "logprob_floor"),
+        ({"logprob_floor": math.nan}, "logprob_floor"),
         ({"device": 3}, "device"),
         ({"device": "no-such-device"}, "device"),
     ],
@@ -432,8 +434,9 @@ def test_sampled_logprobs_errors_name_the_choice(output: O, check: str, fragment
     err = _batch_error(lambda: sampled_logprobs(output))
     assert (err.row, err.choice, err.check) == (None, 2, check)
     assert fragment in err.message
-    with pytest.raises(ContractTypeError, match="floor"):
-        sampled_logprobs(output, floor="x")  # type: ignore[arg-type]
+    for floor in ("x", 10**5000, math.nan):  # not a number, no float holds it, NaN
+        with pytest.raises(ContractTypeError, match="floor"):
+            sampled_logprobs(output, floor=floor)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------------- recorded

@@ -17,6 +17,7 @@ stand-ins all work.  The module imports torch, never vLLM.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -102,14 +103,14 @@ def sampled_logprobs(
             for ``SamplingParams(logprobs=0)``), not a sequence, or of another length; a position whose mapping
             lacks the sampled token; a log-prob that is not a number, NaN or ``+inf``.  ``.choice`` is the
             output's ``index``, ``.check`` ``"token_ids"`` or ``"logprobs"``.
-        ContractTypeError: ``floor`` is not a number or ``None``.
+        ContractTypeError: ``floor`` is not a number or ``None``, is NaN, or is an int beyond the float range.
 
     >>> from types import SimpleNamespace as O
     >>> output = O(index=0, token_ids=[7, 8], logprobs=[{7: O(logprob=-0.5)}, {8: O(logprob=float("-inf"))}])
     >>> sampled_logprobs(output)
     [-0.5, -9999.0]
     """
-    bound = _floor(floor)
+    bound = _floor(floor, "floor")
     choice = int_or_none(getattr(completion_output, "index", None))
     where = f"completion output {render(choice)}"
     generated = _generated(completion_output, where, None, choice)
@@ -155,7 +156,8 @@ def rollout_batch(
         ContractTypeError: an argument of the wrong type (``prompts`` or ``request_outputs`` not a sequence, a
             prompt row that is not a sequence of ints, ``n``/``pad_token_id`` not an int, ``finish_reasons`` a
             bare ``str``, ``allowed_versions`` neither a collection of ``str`` nor a callable, ``device`` not a
-            device), or span objects of the wrong type (named with the row and choice).
+            device, ``logprob_floor`` not a number or ``None``, NaN or an int beyond the float range), or span
+            objects of the wrong type (named with the row and choice).
         RolloutBatchError: ``prompts`` and ``request_outputs`` differ in length (``check="batch"``), or a row fails
             a check; ``.row``, ``.choice`` (``None`` for a request-wide fault) and ``.check`` say where.  Its
             subclasses :class:`~rl_contracts.errors.RolloutPromptError` (also a ``RolloutPromptMismatchError``,
@@ -176,7 +178,7 @@ def rollout_batch(
     choices_per_row = None if n is None else _positive(n, "n")
     accepted = _finish_reasons(finish_reasons)
     pad = require_int(pad_token_id, "pad_token_id")
-    bound = _floor(logprob_floor)
+    bound = _floor(logprob_floor, "logprob_floor")
     target = _device(device)
     allowed = _allowed(allowed_versions)
     required = (
@@ -499,12 +501,23 @@ def _labels(value: object) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def _floor(value: object) -> float | None:
+def _floor(value: object, argument: str) -> float | None:
+    """A log-prob floor as a float: a number that is not a bool, NaN or an int beyond the float range, or
+    ``None``; ``argument`` names it in the error."""
     if value is None:
         return None
+    expected = "a float (not NaN) or None"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ContractTypeError.for_value("floor", "a float or None", value)
-    return float(value)
+        raise ContractTypeError.for_value(argument, expected, value)
+    try:
+        bound = float(value)
+    except OverflowError:
+        raise ContractTypeError.for_value(
+            argument, expected, value, actual="an int beyond the float range"
+        ) from None
+    if math.isnan(bound):
+        raise ContractTypeError.for_value(argument, expected, value, actual="nan")
+    return bound
 
 
 def _device(value: object) -> torch.device:

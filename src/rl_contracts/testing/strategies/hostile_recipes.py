@@ -189,6 +189,9 @@ _NUMERIC_PATHS: Final[tuple[tuple[str, ...], ...]] = (
     ("policy", "generation", "vllm_cfg", "gpu_memory_utilization"),
     ("policy", "generation", "vllm_cfg", "max_model_len"),
     ("env", "reward_model", "resources", "num_nodes"),
+    ("loss_fn", "ratio_clip_c"),
+    ("loss_fn", "truncated_importance_sampling_ratio"),
+    ("loss_fn", "truncated_importance_sampling_ratio_min"),
 )
 """Sizes, counts and factors the schema and the preflight rules read."""
 

@@ -200,3 +200,10 @@ def test_unresolved_loss_key_skips_p29() -> None:
     report = preflight(recipe({}), NO_ENV, unresolved=[f"{L}.use_cispo"])
     assert [s.code for s in report.skipped if s.code == "P29"] == ["P29"]
     assert p29_paths(recipe({})) == []
+
+
+@pytest.mark.parametrize(("clip_c", "paths"), [(10**400, []), (-(10**400), [f"{L}.ratio_clip_c"])])
+def test_an_int_beyond_the_float_range_is_read_by_its_sign(clip_c: int, paths: list[str]) -> None:
+    """A ``ratio_clip_c`` of 400 digits (YAML reads it as an int that no float holds) is compared by its sign: a
+    huge positive bound passes, a huge negative one is the finding, never an ``OverflowError``."""
+    assert p29_paths(recipe({"ratio_clip_c": clip_c})) == paths

@@ -57,10 +57,14 @@ loss_fn:
 
 
 def _finite_number(value: object) -> float | None:
-    """``value`` as a float when it is an int or float (never a bool) and not NaN; else None."""
+    """``value`` as a float when it is an int or float (never a bool) and not NaN (an int beyond the float range
+    reads as ±inf); else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int of hundreds of digits: beyond every bound, as its sign says
+        return math.inf if value > 0 else -math.inf
     return None if math.isnan(number) else number
 
 
