@@ -5,8 +5,8 @@ Each file is parsed with ``OmegaConf.load`` (never ``yaml.safe_load``, which rea
 to right onto an empty base, the file itself last; a mapping marked ``_override_: true`` replaces the inherited
 value at any depth (markers are always removed); a ``???`` never replaces an inherited value.
 
-Each file's OmegaConf tree is built once: the trees merge into one another (never rebuilt from plain containers,
-except for a file with ``_override_`` markers or one reached again through a diamond), and
+Each file's OmegaConf tree is built once: markers and replaced values are deleted in place, the trees merge into
+one another (a tree is built again from plain containers only for a file reached again through a diamond), and
 :attr:`Composition.config` hands the composed tree to the resolver.
 
 Untrusted input (README, "Security and limits"): each file is read by :mod:`.reading` (a regular file within
@@ -289,9 +289,8 @@ def _merge(
     tree, document = base.config, base.document
     if replaced:
         document = _drop_replaced(tree, document, replaced)
-    if (
-        not document
-    ):  # onto nothing, a merge changes nothing (OmegaConf keeps ??? and interpolations as written)
+    # onto nothing, a merge changes nothing (OmegaConf keeps ??? and interpolations as written)
+    if not document:
         return over, clean
     conflict = _merge_conflict(document, clean, ())
     if conflict is not None:
