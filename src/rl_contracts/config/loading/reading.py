@@ -133,6 +133,17 @@ def _children(node: Any) -> list[Any]:
     return []
 
 
+def _too_deep(file: str, node: Any, limits: Limits) -> RecipeLoadError:
+    """V6 for mappings and lists nesting deeper than ``limits.depth`` at ``node`` (its line in the message)."""
+    line = node.start_mark.line + 1
+    return _limit_error(
+        file,
+        f"mappings and lists nest deeper than {limits.depth} levels at line {line}",
+        f"{limits.depth} levels",
+        line=line,
+    )
+
+
 def check_nodes(root: Any, file: str, limits: Limits) -> None:
     """Refuse a composed YAML node graph beyond ``limits`` (iteratively, so any depth is safe).
 
@@ -165,13 +176,7 @@ def check_nodes(root: Any, file: str, limits: Limits) -> None:
             continue
         if key in sizes:
             if level - 1 + heights[key] > limits.depth and _children(node):
-                line = node.start_mark.line + 1
-                raise _limit_error(
-                    file,
-                    f"mappings and lists nest deeper than {limits.depth} levels at line {line}",
-                    f"{limits.depth} levels",
-                    line=line,
-                )
+                raise _too_deep(file, node, limits)
             continue
         if key in on_stack:
             line = node.start_mark.line + 1
@@ -182,13 +187,7 @@ def check_nodes(root: Any, file: str, limits: Limits) -> None:
             )
         children = _children(node)
         if children and level > limits.depth:
-            line = node.start_mark.line + 1
-            raise _limit_error(
-                file,
-                f"mappings and lists nest deeper than {limits.depth} levels at line {line}",
-                f"{limits.depth} levels",
-                line=line,
-            )
+            raise _too_deep(file, node, limits)
         on_stack.add(key)
         stack.append((node, level, True))
         stack.extend((child, level + 1, False) for child in reversed(children))
