@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import enum
 import json
 import pickle
 import subprocess
@@ -142,7 +143,16 @@ def test_strict_scalars_reject(loc: Loc, value: Any) -> None:
     assert loc in locs(config)
 
 
+class _Size(enum.IntEnum):
+    TWO = 2
+    SIXTEEN = 16
+
+
 ACCEPTED_SCALARS: list[tuple[Loc, Any, Any]] = [
+    # an int subclass reads as its plain int
+    (("max_new_tokens",), _Size.SIXTEEN, 16),
+    (("vllm_cfg", "tensor_parallel_size"), _Size.TWO, 2),
+    (("stop_token_ids",), [_Size.TWO], [2]),
     (("temperature",), 1, 1.0),
     (("temperature",), 0, 0.0),
     (("top_p",), 1, 1.0),
@@ -162,7 +172,7 @@ ACCEPTED_SCALARS: list[tuple[Loc, Any, Any]] = [
 
 @pytest.mark.parametrize(("loc", "value", "expected"), ACCEPTED_SCALARS)
 def test_strict_scalars_accept_and_convert(loc: Loc, value: Any, expected: Any) -> None:
-    """Ints for floats become floats, tuples become lists, null reads as the default, env numbers become str."""
+    """Ints for floats become floats, int subclasses plain ints, tuples become lists, null reads as the default, env numbers become str."""
     model = VllmConfig.model_validate(at(section(), loc, value))
     target: Any = model
     for part in loc:

@@ -7,6 +7,11 @@ validated at construction; attribute assignment is not re-validated (build a new
 The docstring written under a field is its JSON Schema ``description``, read from the source when a schema is
 generated (not at import, which pydantic's ``use_attribute_docstrings`` would do for about 80 ms of CPU on every
 ``rl-contracts validate``); ``model_fields[name].description`` stays ``None`` unless the field sets one.
+
+A config model builds its validator when it is first used (pydantic's ``defer_build``), not at import: a model
+nested in another is compiled into its parent's validator and never needs one of its own in a recipe check.
+:class:`~rl_contracts.config.VllmConfig`, which every recipe check validates, is built at import.  The model modules
+do without ``from __future__ import annotations``: pydantic would evaluate each field's annotation string again.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ class ConfigModel(BaseModel):
         validate_by_alias=True,
         protected_namespaces=(),
         json_schema_extra=_describe_fields,
+        defer_build=True,
     )
 
     @model_validator(mode="before")

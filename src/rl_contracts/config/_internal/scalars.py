@@ -18,7 +18,6 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from ..._messages import type_name
-from ...checks import ContractInt, as_int
 
 __all__ = [
     "AtLeastOne",
@@ -51,6 +50,8 @@ def _strict_bool(value: object) -> bool:
 
 
 def _python_int(value: object) -> object:
+    """A Python ``int`` (never a bool); pydantic's ``int`` then reads an ``int`` subclass (an ``IntEnum``) as its
+    plain ``int``."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(
             f"expected an int (not bool, float, str or another integer type), got {type_name(value)}"
@@ -101,7 +102,6 @@ def _null_as_false(value: object) -> object:
     return False if value is None else value
 
 
-_AS_INT = BeforeValidator(as_int)
 _PYTHON_INT = BeforeValidator(_python_int)
 _AS_FLOAT = BeforeValidator(_finite_float)
 
@@ -110,20 +110,21 @@ StrictStr = BeforeValidator(_strict_str)
 
 ConfigBool = Annotated[bool, BeforeValidator(_strict_bool)]
 """A config ``bool``: accepts only ``True``/``False``."""
-ConfigInt = Annotated[ContractInt, _PYTHON_INT]
-"""A config int: :data:`~rl_contracts.checks.ContractInt` restricted to Python ``int`` (never bool or ``__index__``)."""
+ConfigInt = Annotated[int, _PYTHON_INT]
+"""A config int: a Python ``int`` only, never a bool or another ``__index__`` type (stricter than
+:data:`~rl_contracts.checks.ContractInt`)."""
 ConfigFloat = Annotated[float, _AS_FLOAT]
 """A config float: accepts a finite ``int`` or ``float``, never a bool or str."""
 ConfigStr = Annotated[str, StrictStr]
 """A config ``str``: accepts only ``str``."""
 
-AtLeastOne = Annotated[int, Field(ge=1), _AS_INT, _PYTHON_INT]
+AtLeastOne = Annotated[int, Field(ge=1), _PYTHON_INT]
 """A config int ≥ 1."""
-Port = Annotated[int, Field(ge=1, le=65535), _AS_INT, _PYTHON_INT]
+Port = Annotated[int, Field(ge=1, le=65535), _PYTHON_INT]
 """A TCP port, 1–65535."""
-Positive = Annotated[int, Field(gt=0), _AS_INT, _PYTHON_INT]
+Positive = Annotated[int, Field(gt=0), _PYTHON_INT]
 """A config int > 0."""
-NonNegative = Annotated[int, Field(ge=0), _AS_INT, _PYTHON_INT]
+NonNegative = Annotated[int, Field(ge=0), _PYTHON_INT]
 """A config int ≥ 0."""
 NonNegativeFloat = Annotated[float, Field(ge=0), _AS_FLOAT]
 """A config float ≥ 0."""

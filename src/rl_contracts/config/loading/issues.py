@@ -1,8 +1,6 @@
 """The issues of one recipe: :class:`ConfigIssue`, and :class:`IssueReport`, which collects them with their code
 and provenance while a recipe is checked."""
 
-from __future__ import annotations
-
 import json
 import math
 from collections.abc import Callable
@@ -40,7 +38,7 @@ class ConfigIssue(BaseModel):
     ``None``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     path: str
     value: str
@@ -54,7 +52,7 @@ class ConfigIssue(BaseModel):
     fix: SuggestedFix | None = None
 
     @classmethod
-    def for_load_error(cls, error: RecipeLoadError) -> ConfigIssue:
+    def for_load_error(cls, error: RecipeLoadError) -> "ConfigIssue":
         """The issue (empty path; code ``V1``, or the error's ``code``) that reports a recipe that could not be
         read."""
         return cls(

@@ -8,8 +8,6 @@ path of the composed recipe; :mod:`rl_contracts.config.fixes` turns it into an e
 ``defaults:`` chain that set the value.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -29,7 +27,7 @@ class SuggestedFix(BaseModel):
     ``"rename gpu_memory_utilisation to gpu_memory_utilization"``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     action: FixAction
     description: str

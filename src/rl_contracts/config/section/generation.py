@@ -8,11 +8,9 @@ key).  Scalars are strict (:mod:`rl_contracts.config._internal.scalars`); the ru
 :mod:`rl_contracts.config.rules.section`'s and :mod:`rl_contracts.config.rules.refit_transport`'s.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from .._internal.base import ConfigModel
 from .._internal.scalars import (
@@ -130,7 +128,7 @@ class GenerationConfig(ConfigModel):
     """Internal (``_debug_payload_metrics``): log refit payload metrics."""
 
     @model_validator(mode="after")
-    def _cross_field_rules(self) -> GenerationConfig:
+    def _cross_field_rules(self) -> "GenerationConfig":
         raise_violations(type(self).__name__, self._rule_violations(), self)
         return self
 
@@ -160,6 +158,9 @@ class VllmConfig(GenerationConfig):
 
         VllmConfig.model_validate(recipe["policy"]["generation"])
     """
+
+    # the model every recipe check validates: built at import (ConfigModel's other subclasses wait for first use)
+    model_config = ConfigDict(defer_build=False)
 
     backend: Annotated[Literal["vllm"], StrictStr]
     """Generation backend; must be ``"vllm"``."""

@@ -5,8 +5,6 @@ transport keeps its :class:`VllmCheckpointEnginePluginConfig` under the extra ke
 :class:`VllmRefitConfig`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field

@@ -5,8 +5,6 @@ there (PREFLIGHT.md §5), so it is not declared here and :mod:`rl_contracts.conf
 (P28: the trainer sets ``vllm_kwargs.enable_return_routed_experts`` from ``policy.router_replay.enabled``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
