@@ -34,7 +34,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._messages import printable
 from ..config.loading.issues import ConfigIssue
@@ -250,8 +250,7 @@ def github_commands(reports: Sequence[FileReport]) -> list[str]:
 # ---------------------------------------------------------------------------------------------- human
 
 
-@dataclass(frozen=True)
-class _Row:
+class _Row(NamedTuple):
     """One line of the issue table: an issue, or a skipped rule (severity ``skipped``, no value)."""
 
     severity: str

@@ -28,9 +28,9 @@ import io
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import omegaconf
 from omegaconf import DictConfig, OmegaConf
@@ -58,19 +58,17 @@ _UNCAPPED: dict[str, Any] = (
 _DEFAULTS = "defaults"
 
 
-@dataclass(frozen=True)
-class Composition:
+class Composition(NamedTuple):
     """A composed recipe: the ``document`` as plain containers (interpolations and ``???`` as written), the
     files of its ``defaults`` chain in merge order (``chain[-1]`` is the recipe itself), and ``config``, the same
     document as the OmegaConf tree the merges built (unresolved; the caller owns it)."""
 
     document: dict[Any, Any]
     chain: tuple[Path, ...]
-    config: DictConfig = field(compare=False, repr=False)
+    config: DictConfig
 
 
-@dataclass(frozen=True)
-class _Composed:
+class _Composed(NamedTuple):
     """One file composed with its ``defaults``: the tree (owned by whoever receives it), the same document as plain
     containers (shared: never mutated), and the files in merge order."""
 

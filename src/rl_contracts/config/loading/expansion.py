@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from omegaconf import OmegaConf
 
@@ -40,8 +39,7 @@ _HOPS = 8  # references followed through a value that is one interpolation, when
 _PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
-@dataclass(frozen=True)
-class Analysis:
+class Analysis(NamedTuple):
     """What :func:`analyse` found: the values refused (keys -> reason) and the keys of the values derived from
     outside state."""
 
@@ -54,8 +52,7 @@ class Analysis:
         return any(found[:n] == keys for found in self.outside)
 
 
-@dataclass(frozen=True)
-class _Text:
+class _Text(NamedTuple):
     """The interpolations of one string: literal length, node references, resolver names."""
 
     literal: int

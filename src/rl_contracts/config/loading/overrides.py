@@ -12,8 +12,7 @@ from __future__ import annotations
 import difflib
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..._messages import render, render_name
 from ...errors import ContractTypeError, RecipeLoadError
@@ -24,8 +23,7 @@ from .reading import load_yaml_value
 __all__ = ["Override", "Unapplied", "apply_overrides", "parse_override"]
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(NamedTuple):
     """One parsed override: ``mode`` ``"set"`` (``key=value``), ``"add"`` (``+``) or ``"force"`` (``++``)."""
 
     text: str
@@ -83,8 +81,7 @@ def _merged(old: object, new: object) -> object:
     return new
 
 
-@dataclass(frozen=True)
-class Unapplied:
+class Unapplied(NamedTuple):
     """A ``key=value`` override whose key the recipe does not have: not applied, reported as K1 at ``keys`` (the
     first missing key on its path) with ``reason``."""
 

@@ -9,8 +9,7 @@ in a list its place keeps :data:`UNRESOLVED` so later indices keep their positio
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import omegaconf
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -144,8 +143,7 @@ UNRESOLVED: Final[Any] = _Unresolved()
 """Stands in for a list element that failed resolution (``repr``: ``<unresolved>``)."""
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(NamedTuple):
     """One leaf that did not resolve: its keys, dotted path, the value as written, OmegaConf's reason, and its
     code (``V2``; ``V6`` when a loading limit refused it)."""
 
@@ -156,8 +154,7 @@ class Failure:
     code: str = "V2"
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """The resolved document as plain containers, without its failed leaves, and those failures in walk order."""
 
     document: dict[Any, Any]

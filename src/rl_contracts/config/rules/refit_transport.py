@@ -9,7 +9,7 @@ with ``first_only`` no step runs after the first violation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -113,8 +113,7 @@ policy:
 )
 
 
-@dataclass(frozen=True)
-class RefitCheck:
+class RefitCheck(NamedTuple):
     """The outcome of the refit steps: the violations found, in step order, and the validated refit config.
 
     ``refit`` is ``None`` for the topology default and ``nccl_reshard``, and whenever a step failed.

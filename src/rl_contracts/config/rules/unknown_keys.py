@@ -20,7 +20,7 @@ import difflib
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -128,8 +128,7 @@ KeyCode = Literal["K1", "K2", "P28", "W2"]
 """The code of an unknown key: typo ``K1``, unknown ``K2``, misplaced ``P28``, dead (or inert misplaced) ``W2``."""
 
 
-@dataclass(frozen=True)
-class KnownKey:
+class KnownKey(NamedTuple):
     """A ``vllm_cfg`` key that is not declared but known to the reference (PREFLIGHT.md §5).
 
     ``verdict`` ``"dead"``: ``why`` says why it has no effect.  ``"misplaced"``: ``place`` is what to set instead

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from ...._messages import MAX_MESSAGE_CHARS, shorten
 from ..._internal.absent import ABSENT
@@ -35,8 +35,7 @@ LEGACY_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo", "grpo-gym"})
 """The entrypoints that call ``grpo.setup`` (the single-controller path never does)."""
 
 
-@dataclass(frozen=True)
-class ClusterSplit:
+class ClusterSplit(NamedTuple):
     """Nodes and GPUs per node of training and of generation, as P13 (P25 for ``grpo-sc``) splits the cluster."""
 
     train_nodes: int
@@ -114,8 +113,7 @@ class Context:
 Check = Callable[[Context], None]
 
 
-@dataclass(frozen=True)
-class PreflightCheck:
+class PreflightCheck(NamedTuple):
     """One registered check: its rule record, the entrypoints it applies to, and the function that runs it."""
 
     rule: Rule

@@ -4,8 +4,7 @@ routed experts (R3), training parallelism, reward-model and teacher resources.""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ..._internal.paths import join
 from .reader import MAX_RECIPE_INT, Reader, Unresolved, WrongShape
@@ -116,8 +115,7 @@ def routed_experts_enabled(reader: Reader) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class TrainParallel:
+class TrainParallel(NamedTuple):
     """Training TP/PP/CP and the paths they were read from (for messages)."""
 
     tp: int
@@ -177,8 +175,7 @@ def reward_model(reader: Reader) -> tuple[bool, int, int]:
     )
 
 
-@dataclass(frozen=True)
-class Teacher:
+class Teacher(NamedTuple):
     """One non-colocated OPD teacher after overlaying its overrides."""
 
     alias: str
