@@ -3,10 +3,7 @@ values cancel out), and inf, nan, huge ints and negative sizes give a finding, n
 
 from __future__ import annotations
 
-import copy
-import importlib
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,10 +11,9 @@ import pytest
 from rl_contracts.config.rules.preflight import PreflightOptions, preflight
 from rl_contracts.errors import MAX_MESSAGE_CHARS
 
-yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
-BASE: dict[str, Any] = yaml.safe_load(
-    (Path(__file__).parents[3] / "data" / "preflight" / "base.yaml").read_text()
-)
+Recipe = Callable[..., dict[str, Any]]
+"""The ``recipe`` fixture of ``conftest.py``: the base recipe with dotted-path overrides."""
+
 NO_ENV = PreflightOptions(environ={})
 PG = "policy.generation"
 VC = f"{PG}.vllm_cfg"
@@ -35,21 +31,6 @@ DYNAMIC: dict[str, object] = {
     "data.use_multiple_dataloader": True,
     "data.num_prompts_per_dataloader": 4,
 }
-
-
-def recipe(*layers: Mapping[str, object]) -> dict[str, Any]:
-    """The passing base recipe with each layer's dotted-path overrides applied in order."""
-    document = copy.deepcopy(BASE)
-    for layer in layers:
-        for path, value in layer.items():
-            *parents, last = path.split(".")
-            node = document
-            for key in parents:
-                if not isinstance(node.get(key), dict):
-                    node[key] = {}
-                node = node[key]
-            node[last] = copy.deepcopy(value)
-    return document
 
 
 CANCELLING: dict[str, tuple[dict[str, object], str]] = {
@@ -142,7 +123,7 @@ CANCELLING: dict[str, tuple[dict[str, object], str]] = {
 
 
 @pytest.mark.parametrize("case", CANCELLING, ids=list(CANCELLING))
-def test_out_of_range_sizes_never_cancel_out(case: str) -> None:
+def test_out_of_range_sizes_never_cancel_out(case: str, recipe: Recipe) -> None:
     """Each out-of-range size is an error at its own path, whatever the other sizes make of a product or sum."""
     layer, path = CANCELLING[case]
     report = preflight(recipe(layer), NO_ENV)
@@ -204,7 +185,7 @@ CONTEXTS: dict[str, tuple[dict[str, object], ...]] = {
 
 @pytest.mark.parametrize("context", CONTEXTS, ids=list(CONTEXTS))
 @pytest.mark.parametrize("value", HOSTILE, ids=list(HOSTILE))
-def test_hostile_numbers_give_findings_not_tracebacks(context: str, value: str) -> None:
+def test_hostile_numbers_give_findings_not_tracebacks(context: str, value: str, recipe: Recipe) -> None:
     """Every hostile number at every numeric path a rule reads yields a report whose messages are bounded; a
     non-finite float, and an int beyond 64 bits, read by a rule is an error at its path."""
     for path in NUMERIC_PATHS:
@@ -226,14 +207,14 @@ _ALWAYS_READ = frozenset(
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf", "1e308"])
-def test_batch_multiplier_out_of_range_under_dynamic_sampling_is_p7(value: str) -> None:
+def test_batch_multiplier_out_of_range_under_dynamic_sampling_is_p7(value: str, recipe: Recipe) -> None:
     """batch_multiplier .inf/.nan/1e308 under dynamic sampling is a P7 error at grpo.batch_multiplier (it raised
     OverflowError or ValueError from int() before)."""
     report = preflight(recipe(DYNAMIC, {"grpo.batch_multiplier": HOSTILE.get(value, 1e308)}), NO_ENV)
     assert ("P7", "grpo.batch_multiplier") in {(f.code, f.path) for f in report.errors}
 
 
-def test_huge_int_message_is_bounded_and_names_the_range() -> None:
+def test_huge_int_message_is_bounded_and_names_the_range(recipe: Recipe) -> None:
     """An int of thousands of digits is reported with a bounded rendering and the 64-bit range it must be in."""
     report = preflight(recipe({"cluster.gpus_per_node": HUGE}), NO_ENV)
     (finding,) = [f for f in report.errors if f.path == "cluster.gpus_per_node"]

@@ -7,21 +7,17 @@ violating case pins the exact set of P29 findings (their paths) and fragments of
 
 from __future__ import annotations
 
-import copy
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rl_contracts.config.rules.preflight import ABSENT, ENTRYPOINTS, PreflightOptions, preflight
 
-yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
-BASE: dict[str, Any] = yaml.safe_load(
-    (Path(__file__).parents[3] / "data" / "preflight" / "base.yaml").read_text()
-)
+Recipe = Callable[..., dict[str, Any]]
+"""The ``recipe`` fixture of ``conftest.py``: the base recipe with dotted-path overrides."""
+
 NO_ENV = PreflightOptions(environ={})
 SC: dict[str, object] = {
     "grpo.async_grpo": None,
@@ -42,22 +38,6 @@ ICEPOP: dict[str, object] = {
     "truncated_importance_sampling_ratio_min": 0.5,
 }
 SEQ_MASK: dict[str, object] = {**ICEPOP, "truncated_importance_sampling_type": "seq-mask-tis"}
-
-
-def recipe(loss: Mapping[str, object], *layers: Mapping[str, object]) -> dict[str, Any]:
-    """The base recipe with ``loss`` merged into ``loss_fn`` and each layer's dotted-path overrides applied."""
-    document = copy.deepcopy(BASE)
-    document["loss_fn"].update(copy.deepcopy(dict(loss)))
-    for layer in layers:
-        for path, value in layer.items():
-            *parents, last = path.split(".")
-            node = document
-            for key in parents:
-                if not isinstance(node.get(key), dict):
-                    node[key] = {}
-                node = node[key]
-            node[last] = copy.deepcopy(value)
-    return document
 
 
 @dataclass(frozen=True)
@@ -137,15 +117,20 @@ PASSING: list[tuple[str, Mapping[str, object]]] = [
 # fmt: on
 
 
+def loss_fn(options: Mapping[str, object]) -> dict[str, object]:
+    """The ``loss_fn`` options as dotted-path overrides of the base recipe."""
+    return {f"{L}.{key}": value for key, value in options.items()}
+
+
 def p29_paths(document: Mapping[str, Any], options: PreflightOptions = NO_ENV) -> list[str]:
     """The paths of every P29 finding of ``document``, in report order."""
     return [f.path for f in preflight(document, options).findings if f.code == "P29"]
 
 
 @pytest.mark.parametrize("case", VIOLATIONS, ids=[c.id for c in VIOLATIONS])
-def test_violating_loss_options_are_p29_findings(case: Violation) -> None:
+def test_violating_loss_options_are_p29_findings(case: Violation, recipe: Recipe) -> None:
     """Each violated clause is one P29 error at the key that must change, naming the value and the fix."""
-    report = preflight(recipe(case.loss), NO_ENV)
+    report = preflight(recipe(loss_fn(case.loss)), NO_ENV)
     findings = [f for f in report.findings if f.code == "P29"]
     assert sorted(f.path for f in findings) == sorted(case.paths)
     assert all(f.severity == "error" for f in findings)
@@ -156,54 +141,56 @@ def test_violating_loss_options_are_p29_findings(case: Violation) -> None:
 
 
 @pytest.mark.parametrize(("name", "loss"), PASSING, ids=[name for name, _ in PASSING])
-def test_passing_loss_options_have_no_error(name: str, loss: Mapping[str, object]) -> None:
+def test_passing_loss_options_have_no_error(name: str, loss: Mapping[str, object], recipe: Recipe) -> None:
     """A ``loss_fn`` that meets every clause it exercises gets no error finding at all."""
-    report = preflight(recipe(loss), NO_ENV)
+    report = preflight(recipe(loss_fn(loss)), NO_ENV)
     assert report.in_scope
     assert report.errors == (), [(f.code, f.path, f.message) for f in report.errors]
 
 
 @pytest.mark.parametrize("entrypoint", ENTRYPOINTS)
-def test_p29_applies_to_every_entrypoint(entrypoint: str) -> None:
+def test_p29_applies_to_every_entrypoint(entrypoint: str, recipe: Recipe) -> None:
     """Every trainer script builds the same loss, so P29 runs for grpo, grpo-gym and grpo-sc alike."""
     layers: tuple[Mapping[str, object], ...] = (SC,) if entrypoint == "grpo-sc" else ()
     options = PreflightOptions(environ={}, entrypoint=entrypoint)  # type: ignore[arg-type]
-    assert p29_paths(recipe({"reference_policy_kl_type": "k9"}, *layers), options) == [
+    assert p29_paths(recipe(loss_fn({"reference_policy_kl_type": "k9"}), *layers), options) == [
         f"{L}.reference_policy_kl_type"
     ]
 
 
-def test_wrong_shaped_flag_is_one_finding_at_its_path() -> None:
+def test_wrong_shaped_flag_is_one_finding_at_its_path(recipe: Recipe) -> None:
     """A loss flag that is not a boolean is reported once, as P29, at its own path."""
-    assert p29_paths(recipe({"use_cispo": "yes"})) == [f"{L}.use_cispo"]
+    assert p29_paths(recipe(loss_fn({"use_cispo": "yes"}))) == [f"{L}.use_cispo"]
 
 
-def test_absent_and_null_loss_section_read_the_defaults() -> None:
+def test_absent_and_null_loss_section_read_the_defaults(recipe: Recipe) -> None:
     """Without ``loss_fn`` (or with ``loss_fn: null``) every option takes its default and P29 reports nothing."""
-    absent = recipe({})
+    absent = recipe()
     del absent["loss_fn"]
-    null = recipe({})
+    null = recipe()
     null["loss_fn"] = None
     assert p29_paths(absent) == []
     assert p29_paths(null) == []
 
 
-def test_absent_ratio_finding_carries_absent_value() -> None:
+def test_absent_ratio_finding_carries_absent_value(recipe: Recipe) -> None:
     """A truncation type without a ratio is a finding whose value is the absent marker."""
     loss = {k: v for k, v in TIS.items() if k != "truncated_importance_sampling_ratio"}
-    (finding,) = [f for f in preflight(recipe(loss), NO_ENV).findings if f.code == "P29"]
+    (finding,) = [f for f in preflight(recipe(loss_fn(loss)), NO_ENV).findings if f.code == "P29"]
     assert finding.value is ABSENT
 
 
-def test_unresolved_loss_key_skips_p29() -> None:
+def test_unresolved_loss_key_skips_p29(recipe: Recipe) -> None:
     """A loss option that did not resolve makes P29 a skipped note instead of a guess."""
-    report = preflight(recipe({}), NO_ENV, unresolved=[f"{L}.use_cispo"])
+    report = preflight(recipe(), NO_ENV, unresolved=[f"{L}.use_cispo"])
     assert [s.code for s in report.skipped if s.code == "P29"] == ["P29"]
-    assert p29_paths(recipe({})) == []
+    assert p29_paths(recipe()) == []
 
 
 @pytest.mark.parametrize(("clip_c", "paths"), [(10**400, []), (-(10**400), [f"{L}.ratio_clip_c"])])
-def test_an_int_beyond_the_float_range_is_read_by_its_sign(clip_c: int, paths: list[str]) -> None:
+def test_an_int_beyond_the_float_range_is_read_by_its_sign(
+    clip_c: int, paths: list[str], recipe: Recipe
+) -> None:
     """A ``ratio_clip_c`` of 400 digits (YAML reads it as an int that no float holds) is compared by its sign: a
     huge positive bound passes, a huge negative one is the finding, never an ``OverflowError``."""
-    assert p29_paths(recipe({"ratio_clip_c": clip_c})) == paths
+    assert p29_paths(recipe(loss_fn({"ratio_clip_c": clip_c}))) == paths

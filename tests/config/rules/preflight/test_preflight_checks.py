@@ -7,23 +7,17 @@ and the fix); a passing case exercises the same rule's condition and must report
 
 from __future__ import annotations
 
-import copy
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rl_contracts.config.rules.preflight import ABSENT, PreflightOptions, preflight
 
-yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
-BASE: dict[str, Any] = yaml.safe_load(
-    (Path(__file__).parents[3] / "data" / "preflight" / "base.yaml").read_text()
-)
-DELETE = object()
-"""An override value that removes the key."""
+Recipe = Callable[..., dict[str, Any]]
+"""The ``recipe`` fixture of ``conftest.py``: the base recipe with dotted-path overrides."""
+
 
 PG = "policy.generation"
 VC = "policy.generation.vllm_cfg"
@@ -45,24 +39,6 @@ NONCOLOCATED_2N: dict[str, object] = {
 }
 R3: dict[str, object] = {**MEGATRON, "policy.router_replay.enabled": True}
 NO_ENV = PreflightOptions(environ={})
-
-
-def recipe(*layers: Mapping[str, object]) -> dict[str, Any]:
-    """The base recipe with each layer's dotted-path overrides applied in order."""
-    document = copy.deepcopy(BASE)
-    for layer in layers:
-        for path, value in layer.items():
-            *parents, last = path.split(".")
-            node = document
-            for key in parents:
-                if not isinstance(node.get(key), dict):
-                    node[key] = {}
-                node = node[key]
-            if value is DELETE:
-                node.pop(last, None)
-            else:
-                node[last] = copy.deepcopy(value)
-    return document
 
 
 @dataclass(frozen=True)
@@ -94,24 +70,24 @@ V30 = PreflightOptions(environ={}, vllm_version=(0, 30))
 
 # fmt: off
 VIOLATIONS = [
-    V("P1-cluster", ({"cluster.gpus_per_node": DELETE},), "P1", "cluster.gpus_per_node", ("is required", "KeyError", "add it")),
+    V("P1-cluster", ({"cluster.gpus_per_node": ABSENT},), "P1", "cluster.gpus_per_node", ("is required", "KeyError", "add it")),
     V("P1-colocated", ({f"{PG}.colocated": None},), "P1", f"{PG}.colocated.enabled", ("KeyError",)),
-    V("P1-kv-grpo", ({f"{VC}.kv_cache_dtype": DELETE},), "P1", f"{VC}.kv_cache_dtype", ("is required",)),
-    V("P1-precision", ({f"{VC}.precision": DELETE},), "P1", f"{VC}.precision", ("is required",)),
-    V("P1-enforce-eager", ({f"{VC}.enforce_eager": DELETE}, SC), "P1", f"{VC}.enforce_eager", ("is required",)),
-    V("P1-draft-sc", ({"policy.draft.enabled": DELETE}, SC), "P1", "policy.draft.enabled", ("is required",)),
-    V("P1-gbs", ({"policy.train_global_batch_size": DELETE},), "P1", "policy.train_global_batch_size", ("KeyError",)),
-    V("P1-dataloader", ({"data.use_multiple_dataloader": DELETE},), "P1", "data.use_multiple_dataloader", ("add it",)),
-    V("P1-backend", ({f"{PG}.backend": DELETE},), "P1", f"{PG}.backend", ("is required",)),
+    V("P1-kv-grpo", ({f"{VC}.kv_cache_dtype": ABSENT},), "P1", f"{VC}.kv_cache_dtype", ("is required",)),
+    V("P1-precision", ({f"{VC}.precision": ABSENT},), "P1", f"{VC}.precision", ("is required",)),
+    V("P1-enforce-eager", ({f"{VC}.enforce_eager": ABSENT}, SC), "P1", f"{VC}.enforce_eager", ("is required",)),
+    V("P1-draft-sc", ({"policy.draft.enabled": ABSENT}, SC), "P1", "policy.draft.enabled", ("is required",)),
+    V("P1-gbs", ({"policy.train_global_batch_size": ABSENT},), "P1", "policy.train_global_batch_size", ("KeyError",)),
+    V("P1-dataloader", ({"data.use_multiple_dataloader": ABSENT},), "P1", "data.use_multiple_dataloader", ("add it",)),
+    V("P1-backend", ({f"{PG}.backend": ABSENT},), "P1", f"{PG}.backend", ("is required",)),
     V("P2-both-true", ({"policy.megatron_cfg.enabled": True},), "P2", "policy.megatron_cfg.enabled", ("are both true", "exactly one")),
     V("P2-both-false", ({"policy.dtensor_cfg.enabled": False},), "P2", "policy.megatron_cfg.enabled", ("are both false",)),
     V("P3-dtensor", ({"policy.draft.enabled": True},), "P3", "policy.draft.enabled", ("policy.megatron_cfg.enabled is false",)),
     V("P3-packing", (MEGATRON, {"policy.draft.enabled": True, "policy.sequence_packing.enabled": True}), "P3", "policy.sequence_packing.enabled", ("sequence_packing.enabled=false",)),
     V("P4-lora", ({"policy.dtensor_cfg._v2": False, "policy.dtensor_cfg.lora_cfg.enabled": True},), "P4", "policy.dtensor_cfg.lora_cfg.enabled", ("_v2: true",)),
-    V("P4-replicate", ({"policy.dtensor_cfg._v2": DELETE, "policy.dtensor_cfg.dp_replicate_size": 2},), "P4", "policy.dtensor_cfg.dp_replicate_size", ("dp_replicate_size=2", "_v2: true")),
+    V("P4-replicate", ({"policy.dtensor_cfg._v2": ABSENT, "policy.dtensor_cfg.dp_replicate_size": 2},), "P4", "policy.dtensor_cfg.dp_replicate_size", ("dp_replicate_size=2", "_v2: true")),
     V("P5-not-gym", ({f"{PG}.val_temperature": 0.7},), "P5", f"{PG}.val_temperature", ("val_temperature=0.7 vs temperature=1.0", "make val_* equal")),
     V("P5-top-k-gym", (GYM, {f"{PG}.val_temperature": 0.7, f"{PG}.val_top_k": 5}), "P5", f"{PG}.val_top_k", ("val_top_k=5 cannot be honoured", "null")),
-    V("P5-absent-val-top-k", ({f"{PG}.val_temperature": 0.7, f"{PG}.top_k": 20, f"{PG}.val_top_k": DELETE}, GYM), "P5", f"{PG}.val_top_k", ("val_top_k=20",)),
+    V("P5-absent-val-top-k", ({f"{PG}.val_temperature": 0.7, f"{PG}.top_k": 20, f"{PG}.val_top_k": ABSENT}, GYM), "P5", f"{PG}.val_top_k", ("val_top_k=20",)),
     V("P6-zero", ({"grpo.val_num_generations_per_prompt": 0},), "P6", "grpo.val_num_generations_per_prompt", ("=0 must be >= 1",)),
     V("P6-pass-k", ({"grpo.stop_at_validation_metric": "pass_k", "grpo.stop_at_validation_threshold": 0.5},), "P6", "grpo.val_num_generations_per_prompt", ("pass_k", "> 1, got 1")),
     V("P6-threshold", ({"grpo.stop_at_validation_metric": "accuracy"},), "P6", "grpo.stop_at_validation_threshold", ("'accuracy'", "threshold")),
@@ -121,12 +97,12 @@ VIOLATIONS = [
     V("P7-zero-loader", ({"data.use_multiple_dataloader": True, "data.num_prompts_per_dataloader": 0},), "P7", "data.num_prompts_per_dataloader", ("num_prompts_per_dataloader=0",)),
     V("P7-missing-loader", ({"data.use_multiple_dataloader": True},), "P1", "data.num_prompts_per_dataloader", ("is required",)),
     V("P8-packing", (MEGATRON, {"policy.megatron_cfg.use_fused_linear_logprobs": True, "policy.sequence_packing.enabled": True}), "P8", "policy.sequence_packing.enabled", ("use_fused_linear_logprobs=true",)),
-    V("P8-packing-absent", (MEGATRON, {"policy.megatron_cfg.use_fused_linear_logprobs": True, "policy.sequence_packing": DELETE}), "P1", "policy.sequence_packing.enabled", ("is required",)),
+    V("P8-packing-absent", (MEGATRON, {"policy.megatron_cfg.use_fused_linear_logprobs": True, "policy.sequence_packing": ABSENT}), "P1", "policy.sequence_packing.enabled", ("is required",)),
     V("P8-top-k", (MEGATRON, {"policy.megatron_cfg.use_fused_linear_logprobs": True, f"{PG}.top_k": 20, f"{PG}.val_top_k": 20}), "P8", f"{PG}.top_k", ("top_k=20",)),
     V("P8-top-p", (MEGATRON, {"policy.megatron_cfg.use_fused_linear_logprobs": True, f"{PG}.top_p": 0.9, f"{PG}.val_top_p": 0.9}), "P8", f"{PG}.top_p", ("top_p=0.9",)),
     V("P9", ({"loss_fn.force_on_policy_ratio": True, "policy.train_global_batch_size": 64},), "P9", "policy.train_global_batch_size", ("== 8 x 4 = 32, got 64",)),
-    V("P9-default-counts", ({"loss_fn.force_on_policy_ratio": True, "grpo.num_prompts_per_step": DELETE, "grpo.num_generations_per_prompt": DELETE},), "P9", "policy.train_global_batch_size", ("== 32 x 16 = 512, got 32",)),
-    V("P10-default-penalty", ({"grpo.skip_reference_policy_logprobs_calculation": True, "loss_fn.reference_policy_kl_penalty": DELETE},), "P10", "loss_fn.reference_policy_kl_penalty", ("reference_policy_kl_penalty=0.01", "default is 0.01")),
+    V("P9-default-counts", ({"loss_fn.force_on_policy_ratio": True, "grpo.num_prompts_per_step": ABSENT, "grpo.num_generations_per_prompt": ABSENT},), "P9", "policy.train_global_batch_size", ("== 32 x 16 = 512, got 32",)),
+    V("P10-default-penalty", ({"grpo.skip_reference_policy_logprobs_calculation": True, "loss_fn.reference_policy_kl_penalty": ABSENT},), "P10", "loss_fn.reference_policy_kl_penalty", ("reference_policy_kl_penalty=0.01", "default is 0.01")),
     V("P10-kl-in-reward", ({"loss_fn.use_kl_in_reward": True, "loss_fn.force_on_policy_ratio": True},), "P10", "loss_fn.use_kl_in_reward", ("seq_logprob_error_threshold=null", "zeros")),
     V("P11-penalty", ({"reward_penalties.penalize_unwanted_tokens": True},), "P11", "reward_penalties.penalize_unwanted_tokens", ("env.should_use_nemo_gym",)),
     V("P11-async", (GYM,), "P11", f"{VC}.async_engine", ("async rollouts",), PreflightOptions(environ={}, entrypoint="grpo")),
@@ -150,7 +126,7 @@ VIOLATIONS = [
     V("P14-kv-dtensor", ({f"{VC}.precision": "fp8", "loss_fn.use_importance_sampling_correction": True, f"{VC}.kv_cache_dtype": "fp8"},), "P14", "policy.dtensor_cfg.enabled", ("DTensor",)),
     V("P14-kv-async", (MEGATRON, {f"{VC}.precision": "fp8", "loss_fn.use_importance_sampling_correction": True, f"{VC}.kv_cache_dtype": "fp8_e4m3", f"{VC}.async_engine": True}), "P14", f"{VC}.kv_cache_dtype", ("async rollouts",)),
     V("P14-kv-pp", (MEGATRON, {f"{VC}.precision": "fp8", "loss_fn.use_importance_sampling_correction": True, f"{VC}.kv_cache_dtype": "fp8", "policy.megatron_cfg.pipeline_model_parallel_size": 2}), "P14", "policy.megatron_cfg.pipeline_model_parallel_size", ("=1, got 2",)),
-    V("P14-kv-pp-absent", (MEGATRON, {f"{VC}.precision": "fp8", "loss_fn.use_importance_sampling_correction": True, f"{VC}.kv_cache_dtype": "fp8", "policy.megatron_cfg.pipeline_model_parallel_size": DELETE}), "P1", "policy.megatron_cfg.pipeline_model_parallel_size", ("is required",)),
+    V("P14-kv-pp-absent", (MEGATRON, {f"{VC}.precision": "fp8", "loss_fn.use_importance_sampling_correction": True, f"{VC}.kv_cache_dtype": "fp8", "policy.megatron_cfg.pipeline_model_parallel_size": ABSENT}), "P1", "policy.megatron_cfg.pipeline_model_parallel_size", ("is required",)),
     V("P14-gym-async", (GYM, MEGATRON, {f"{VC}.precision": "fp8", "loss_fn.use_importance_sampling_correction": True, f"{VC}.kv_cache_dtype": "fp8"}), "P14", f"{VC}.kv_cache_dtype", ("async rollouts",)),
     V("P15-colocated", ({f"{PG}.refit_transport": "vllm_zmq_sparse"},), "P15", f"{PG}.refit_transport", ("'vllm_zmq_sparse'", "colocated.enabled must be false", "megatron_cfg.enabled must be true")),
     V("P15-s3-bucket", (NONCOLOCATED_2N, MEGATRON, {f"{PG}.refit_transport": "vllm_s3_sparse", f"{PG}.refit_cfg.sparse.storage.s3_bucket": " "}), "P15", f"{PG}.refit_transport", ("s3_bucket must be a non-blank",)),
@@ -206,13 +182,13 @@ VIOLATIONS = [
     V("P25-no-train-gpus", (SC, {f"{PG}.colocated.enabled": False, f"{RES}.gpus_per_node": 8}), "P25", f"{RES}.gpus_per_node", ("8 - 8 = 0",)),
     V("P25-no-train-nodes", (SC, NONCOLOCATED_2N, {f"{RES}.num_nodes": 2}), "P25", f"{RES}.num_nodes", ("2 - 2 = 0",)),
     V("P25-gg-null", (SC, {f"{PG}.colocated.enabled": False}), "P25", f"{RES}.gpus_per_node", ("got None",)),
-    V("P26-groups", (SC, {"async_rl": DELETE}), "P26", "grpo.num_prompts_per_step", ("num_prompts_per_step=8 < async_rl.min_groups_for_streaming_train=32",)),
+    V("P26-groups", (SC, {"async_rl": ABSENT}), "P26", "grpo.num_prompts_per_step", ("num_prompts_per_step=8 < async_rl.min_groups_for_streaming_train=32",)),
     V("P26-gbs", (SC, {"policy.train_global_batch_size": 64}), "P26", "policy.train_global_batch_size", ("8 x 4 = 32, got 64",)),
     V("P26-ready-first", (SC, {"async_rl.sampler.name": "ready_first", "loss_fn.force_on_policy_ratio": True}), "P26", "loss_fn.use_importance_sampling_correction", ("'ready_first'",)),
     V("P26-ready-first-force", (SC, {"async_rl.sampler.name": "ready_first", "loss_fn.use_importance_sampling_correction": True, "loss_fn.force_on_policy_ratio": True}), "P26", "loss_fn.force_on_policy_ratio", ("force_on_policy_ratio=true",)),
     V("P26-metric", (SC, {"checkpointing": {"enabled": True, "metric_name": "val:accuracy"}}), "P26", "checkpointing.metric_name", ("'val:accuracy'", "'train:'")),
     V("P26-kl", (SC, {"grpo.skip_reference_policy_logprobs_calculation": True}), "P26", "loss_fn.reference_policy_kl_penalty", ("skip_reference_policy_logprobs_calculation=true",)),
-    V("P27-max-val", (GYM, {"grpo.max_val_samples": DELETE}), "P27", "grpo.max_val_samples", ("max_val_samples=256", "null")),
+    V("P27-max-val", (GYM, {"grpo.max_val_samples": ABSENT}), "P27", "grpo.max_val_samples", ("max_val_samples=256", "null")),
     V("P27-gym-flag", ({"grpo.max_val_samples": None},), "P27", "env.should_use_nemo_gym", ("should_use_nemo_gym=true",), PreflightOptions(environ={}, entrypoint="grpo-gym")),
     V("P27-video", (GYM, {f"{VC}.video": {"num_frames": 8}}), "P27", f"{VK}.limit_mm_per_prompt.video", ("must be a mapping", "<absent>")),
     V("W1", ({f"{VC}.max_model_len": 512},), "W1", f"{VC}.max_model_len", ("max_total_sequence_length=1024 > vllm_cfg.max_model_len=512",), severity="warning"),
@@ -228,14 +204,14 @@ PASSING = [
     OK("gym", (GYM,)),
     OK("sc", (SC,)),
     OK("megatron", (MEGATRON,)),
-    OK("P1-sc-no-kv", (SC, {f"{VC}.kv_cache_dtype": DELETE})),
-    OK("P1-gym-no-draft", (GYM, {"policy.draft.enabled": DELETE})),
+    OK("P1-sc-no-kv", (SC, {f"{VC}.kv_cache_dtype": ABSENT})),
+    OK("P1-gym-no-draft", (GYM, {"policy.draft.enabled": ABSENT})),
     OK("P3-megatron-draft", (MEGATRON, {"policy.draft.enabled": True})),
     OK("P4-v1-plain", ({"policy.dtensor_cfg._v2": False, "policy.dtensor_cfg.dp_replicate_size": 1},)),
     OK("P4-megatron-lora", (MEGATRON, {"policy.dtensor_cfg._v2": False, "policy.dtensor_cfg.lora_cfg.enabled": True})),
     OK("P5-gym-override", (GYM, {f"{PG}.val_temperature": 0.7, f"{PG}.val_top_k": 0})),
-    OK("P5-absent-train", ({f"{PG}.top_k": DELETE},)),
-    OK("P5-absent-val", ({f"{PG}.val_temperature": DELETE, f"{PG}.val_top_k": DELETE},)),
+    OK("P5-absent-train", ({f"{PG}.top_k": ABSENT},)),
+    OK("P5-absent-val", ({f"{PG}.val_temperature": ABSENT, f"{PG}.val_top_k": ABSENT},)),
     OK("P6-pass-k", ({"grpo.stop_at_validation_metric": "pass_k", "grpo.stop_at_validation_threshold": 0.5, "grpo.val_num_generations_per_prompt": 4},)),
     OK("P7-dynamic", ({"grpo.use_dynamic_sampling": True, "grpo.batch_multiplier": 1.5, "data.use_multiple_dataloader": True, "data.num_prompts_per_dataloader": 4},)),
     OK("P7-dataloaders", ({"data.use_multiple_dataloader": True, "data.num_prompts_per_dataloader": 4},)),
@@ -284,7 +260,7 @@ PASSING = [
 
 
 @pytest.mark.parametrize("case", VIOLATIONS, ids=[case.id for case in VIOLATIONS])
-def test_violation_is_reported(case: Violation) -> None:
+def test_violation_is_reported(case: Violation, recipe: Recipe) -> None:
     """A recipe breaking a rule gets that rule's finding at the path, with the values and the fix in the message."""
     report = preflight(recipe(*case.layers), case.options)
     matching = [f for f in report.findings if f.code == case.code and f.path == case.path]
@@ -297,22 +273,22 @@ def test_violation_is_reported(case: Violation) -> None:
 
 
 @pytest.mark.parametrize("case", PASSING, ids=[case.id for case in PASSING])
-def test_passing_recipe_has_no_error(case: Passing) -> None:
+def test_passing_recipe_has_no_error(case: Passing, recipe: Recipe) -> None:
     """A recipe that exercises a rule's condition correctly gets no error finding."""
     report = preflight(recipe(*case.layers), case.options)
     assert report.in_scope
     assert report.errors == (), [(f.code, f.path, f.message) for f in report.errors]
 
 
-def test_absent_key_finding_has_absent_value() -> None:
+def test_absent_key_finding_has_absent_value(recipe: Recipe) -> None:
     """A P1 finding for an absent key carries ABSENT as its value, which reads <absent>."""
-    report = preflight(recipe({"cluster.num_nodes": DELETE}), NO_ENV)
+    report = preflight(recipe({"cluster.num_nodes": ABSENT}), NO_ENV)
     (finding,) = [f for f in report.findings if f.path == "cluster.num_nodes"]
     assert finding.value is ABSENT
     assert repr(finding.value) == "<absent>"
 
 
-def test_p13_arithmetic_with_deduplicated_teachers() -> None:
+def test_p13_arithmetic_with_deduplicated_teachers(recipe: Recipe) -> None:
     """Non-colocated OPD teachers sharing a checkpoint count once; with deduplication off both take a node."""
     teachers = {
         "on_policy_distillation": {
@@ -334,7 +310,7 @@ def test_p13_arithmetic_with_deduplicated_teachers() -> None:
     assert "2 - 2 = 0" in finding.message
 
 
-def test_p13_teachers_need_async_and_fitting_gpus() -> None:
+def test_p13_teachers_need_async_and_fitting_gpus(recipe: Recipe) -> None:
     """Non-colocated teachers without async rollouts, or wider than a node, are P13 errors at their paths."""
     teachers = {
         "on_policy_distillation": {
@@ -353,7 +329,7 @@ def test_p13_teachers_need_async_and_fitting_gpus() -> None:
     )
 
 
-def test_p15_lists_every_failed_condition_in_one_finding() -> None:
+def test_p15_lists_every_failed_condition_in_one_finding(recipe: Recipe) -> None:
     """Sparse refit reports one finding naming each unmet precondition."""
     document = recipe(
         {f"{PG}.refit_transport": "vllm_s3_sparse", f"{VC}.precision": "fp8", f"{VC}.kv_cache_dtype": "fp8"}
@@ -369,20 +345,20 @@ def test_p15_lists_every_failed_condition_in_one_finding() -> None:
         assert fragment in finding.message
 
 
-def test_p16_unresolved_engine_key_still_collides() -> None:
+def test_p16_unresolved_engine_key_still_collides(recipe: Recipe) -> None:
     """A vllm_kwargs engine key dropped because it did not resolve is still reported (it collides whatever its value)."""
     report = preflight(recipe(), NO_ENV, unresolved=[f"{VK}.seed"])
     assert [(f.code, f.path) for f in report.errors] == [("P16", f"{VK}.seed")]
 
 
-def test_p17_and_p18_skip_without_layout() -> None:
+def test_p17_and_p18_skip_without_layout(recipe: Recipe) -> None:
     """Without a cluster layout (P13 failed) P17 and P18 are reported skipped, not evaluated."""
     report = preflight(recipe({"cluster.gpus_per_node": 0}), NO_ENV)
     assert {s.code for s in report.skipped} >= {"P17", "P18"}
     assert [f.code for f in report.errors] == ["P13"]
 
 
-def test_p21_without_version_skips_the_version_dependent_part() -> None:
+def test_p21_without_version_skips_the_version_dependent_part(recipe: Recipe) -> None:
     """Without a vLLM version the 0.30/0.32 checks of P21 are a skipped note, and the common checks still run."""
     report = preflight(
         recipe(R3, {f"{VC}.enable_prefix_caching": False, f"{VK}.prefill_context_parallel_size": 2}), NO_ENV
@@ -392,7 +368,7 @@ def test_p21_without_version_skips_the_version_dependent_part() -> None:
     assert "--vllm-version" in skip.reason
 
 
-def test_p21_later_versions_take_the_032_rules() -> None:
+def test_p21_later_versions_take_the_032_rules(recipe: Recipe) -> None:
     """A vLLM version after 0.32 applies the 0.32 rules; one between 0.30 and 0.32 applies the 0.30 rules."""
     document = recipe(R3, {f"{VC}.enable_prefix_caching": False})
     later = preflight(document, PreflightOptions(environ={}, vllm_version=(0, 33)))
@@ -416,7 +392,7 @@ RUNTIME_SKIPS = [
 
 @pytest.mark.parametrize(("code", "layers", "fragment"), RUNTIME_SKIPS, ids=[c for c, _, _ in RUNTIME_SKIPS])
 def test_runtime_rule_is_skipped_naming_its_input(
-    code: str, layers: tuple[Mapping[str, object], ...], fragment: str
+    code: str, layers: tuple[Mapping[str, object], ...], fragment: str, recipe: Recipe
 ) -> None:
     """A NEEDS-RUNTIME rule that applies is reported skipped, and the reason names the input that would unlock it."""
     report = preflight(recipe(*layers), NO_ENV)
@@ -425,13 +401,13 @@ def test_runtime_rule_is_skipped_naming_its_input(
     assert all(f.code != code for f in report.findings)
 
 
-def test_runtime_rules_not_reported_where_they_do_not_apply() -> None:
+def test_runtime_rules_not_reported_where_they_do_not_apply(recipe: Recipe) -> None:
     """A recipe without validation, router replay, Megatron or segments gets no N1-N6 skip notes."""
     report = preflight(recipe({"grpo.val_period": 0}), NO_ENV)
     assert {s.code for s in report.skipped} == {"N7"}
 
 
-def test_n3_needs_version_too() -> None:
+def test_n3_needs_version_too(recipe: Recipe) -> None:
     """N3 with a GPU capability but no vLLM version stays skipped, naming --vllm-version."""
     report = preflight(recipe(R3), PreflightOptions(environ={}, gpu_capability=(7, 0)))
     (skip,) = [s for s in report.skipped if s.code == "N3"]
