@@ -59,22 +59,14 @@ _DEFAULTS = "defaults"
 
 
 class Composition(NamedTuple):
-    """A composed recipe: the ``document`` as plain containers (interpolations and ``???`` as written), the
-    files of its ``defaults`` chain in merge order (``chain[-1]`` is the recipe itself), and ``config``, the same
-    document as the OmegaConf tree the merges built (unresolved; the caller owns it)."""
+    """A composed recipe (or one file of its ``defaults`` graph with its own ``defaults``): the ``document`` as plain
+    containers (interpolations and ``???`` as written; shared, never mutated), the files of its ``defaults`` chain
+    in merge order (``chain[-1]`` is the file itself), and ``config``, the same document as the OmegaConf tree the
+    merges built (unresolved; owned by whoever receives it)."""
 
     document: dict[Any, Any]
     chain: tuple[Path, ...]
     config: DictConfig
-
-
-class _Composed(NamedTuple):
-    """One file composed with its ``defaults``: the tree (owned by whoever receives it), the same document as plain
-    containers (shared: never mutated), and the files in merge order."""
-
-    config: DictConfig
-    document: dict[Any, Any]
-    chain: tuple[Path, ...]
 
 
 def plain(node: omegaconf.Container) -> Any:
@@ -274,7 +266,7 @@ def _drop_replaced(
 
 
 def _merge(
-    base: _Composed | None,
+    base: Composition | None,
     over: DictConfig,
     clean: dict[Any, Any],
     replaced: list[tuple[Any, ...]],
@@ -331,7 +323,7 @@ class _Composer:
     limits: Limits
     root: Path
     root_given: bool
-    done: dict[Path, _Composed]
+    done: dict[Path, Composition]
 
     def _outside(self, path: Path, real: Path, named_by: Path) -> RecipeLoadError:
         where = (
@@ -349,7 +341,7 @@ class _Composer:
             code="V7",
         )
 
-    def compose(self, path: Path, ancestry: tuple[Path, ...], named_by: Path | None) -> _Composed:
+    def compose(self, path: Path, ancestry: tuple[Path, ...], named_by: Path | None) -> Composition:
         """``path`` composed with its ``defaults``: its files in merge order (each once, at its last place).
 
         Loads ``path`` and its ``defaults`` depth-first; parents merge left to right, the file itself last.  A
@@ -378,24 +370,24 @@ class _Composer:
             raise self._outside(path, real, named_by)
         if real in self.done:
             seen = self.done[real]
-            return _Composed(build_tree(seen.document, path), seen.document, seen.chain)
+            return Composition(seen.document, seen.chain, build_tree(seen.document, path))
         loaded = _read(path, named_by, self.limits)
         raw: dict[Any, Any] = plain(loaded)
         parents: list[Path] = []
         if _DEFAULTS in raw:
             parents = _parent_paths(raw.pop(_DEFAULTS), path)
             del loaded[_DEFAULTS]
-        composed: _Composed | None = None
+        composed: Composition | None = None
         chain: list[Path] = []
         for parent in parents:  # a composed parent holds no markers any more
             inherited = self.compose(parent, (*ancestry, real), path)
             tree, document = _merge(composed, inherited.config, inherited.document, [], parent)
-            composed = _Composed(tree, document, ())
+            composed = Composition(document, (), tree)
             chain.extend(inherited.chain)
         chain.append(path)
         own, clean, replaced = _own_part(loaded, raw, path)
         tree, document = _merge(composed, own, clean, replaced, path)
-        result = _Composed(tree, document, _last_places(chain))
+        result = Composition(document, _last_places(chain), tree)
         self.done[real] = result
         return result
 
@@ -432,5 +424,4 @@ def compose(path: Path, *, limits: Limits = DEFAULT_LIMITS, root: Path | None = 
     except (OSError, ValueError) as exc:
         raise RecipeLoadError(f"{render_name(root)}: cannot resolve the root folder: {reason(exc)}") from None
     composer = _Composer(limits, top, given, {})
-    composed = composer.compose(path, (), None)
-    return Composition(composed.document, composed.chain, composed.config)
+    return composer.compose(path, (), None)
