@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from types import SimpleNamespace
 from typing import Any
@@ -21,13 +22,19 @@ from rl_contracts.checks import (
     is_int,
     is_sequence,
     is_text,
+    real_or_none,
+    require_array,
     require_bool,
     require_collection,
+    require_float,
     require_int,
+    require_one_of,
+    require_probability,
     require_sequence,
+    require_str_collection,
     token_ids,
 )
-from rl_contracts.errors import ContractTypeError
+from rl_contracts.errors import ContractTypeError, LogprobContractError, RolloutBatchError
 
 
 @pytest.mark.parametrize(
@@ -535,3 +542,158 @@ def test_token_ids_rejects_a_matrix_and_accepts_plain_subclasses() -> None:
     out = token_ids(np.array([5, 6]).view(Tagged), "ids")
     assert out == [5, 6]
     assert {type(x) for x in out} == {int}
+
+
+# ---------------------------------------------------------------------------------------------- the range kit
+
+
+class _OddError(LogprobContractError):
+    """A section error with an ``argument`` attribute, to see the kit fill it."""
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: require_int(0, "n", low=1), ContractTypeError, "n must be >= 1, got 0"),
+        (lambda: require_int(11, "n", low=0, high=10), ContractTypeError, "n must be in [0, 10], got 11"),
+        (lambda: require_int(True, "n", low=0), ContractTypeError, "n must be an int (not bool), got bool"),
+        (
+            lambda: require_int(0, "n", low=1, error=RolloutBatchError, check="batch"),
+            RolloutBatchError,
+            "n must be >= 1, got 0",
+        ),
+        (lambda: require_float(math.nan, "x"), ContractTypeError, "x must be finite, got nan"),
+        (lambda: require_float(math.inf, "x"), ContractTypeError, "x must be finite, got inf"),
+        (lambda: require_float(10**400, "x"), ContractTypeError, "x must be finite, got inf"),
+        (lambda: require_float(-1.0, "x", low=0), ContractTypeError, "x must be finite and >= 0, got -1.0"),
+        (
+            lambda: require_float(0.0, "high", low=0, low_open=True, error=_OddError, hint="a ratio"),
+            _OddError,
+            "high must be finite and > 0, got 0.0; a ratio",
+        ),
+        (
+            lambda: require_float(1, "x", high=1, high_open=True),
+            ContractTypeError,
+            "x must be finite and < 1, got 1.0",
+        ),
+        (
+            lambda: require_float(math.nan, "x", finite=False),
+            ContractTypeError,
+            "x must be a number (not NaN), got nan",
+        ),
+        (
+            lambda: require_float("1", "x"),
+            ContractTypeError,
+            "x must be a real number (int or float, not bool), got str",
+        ),
+        (lambda: require_float(np.bool_(True), "x"), ContractTypeError, "got bool"),
+        (
+            lambda: require_probability(1.5, "p"),
+            ContractTypeError,
+            "p must be finite and in [0.0, 1.0], got 1.5",
+        ),
+        (
+            lambda: require_probability(-0.1, "p", error=_OddError),
+            _OddError,
+            "p must be finite and in [0.0, 1.0]",
+        ),
+        (
+            lambda: require_one_of("k4", "kl_type", ("k1", "k2", "k3"), error=_OddError),
+            _OddError,
+            "kl_type must be 'k1', 'k2' or 'k3', got 'k4'",
+        ),
+        (lambda: require_one_of(1, "mode", ("a",)), ContractTypeError, "mode must be 'a', got int"),
+        (
+            lambda: require_str_collection("ab", "labels"),
+            ContractTypeError,
+            "labels must be a collection of str",
+        ),
+        (
+            lambda: require_str_collection(["a", 1], "labels"),
+            ContractTypeError,
+            "labels[1] must be a str, got int",
+        ),
+        (
+            lambda: require_array([1, 2], "ids", kind="int", ndim=1),
+            ContractTypeError,
+            "ids must be a 1-D integer array or tensor, got list",
+        ),
+        (
+            lambda: require_array(np.zeros((2, 3)), "mask", kind="int", ndim=2),
+            ContractTypeError,
+            "mask must be a 2-D integer array or tensor, got ndarray with dtype float64 and 2 dimensions",
+        ),
+        (
+            lambda: require_array(np.zeros(3), "g", kind="float", ndim=2),
+            ContractTypeError,
+            "got ndarray with dtype float64 and 1 dimensions",
+        ),
+        (
+            lambda: require_array(np.zeros(3), "g", kind="float", ndim=1, library="torch"),
+            ContractTypeError,
+            "g must be a 1-D floating-point torch tensor, got ndarray",
+        ),
+        (
+            lambda: require_array(
+                torch.zeros(2, 3), "m", kind="float", ndim=2, shape=(2, 4), error=_OddError
+            ),
+            _OddError,
+            "m must be of shape (2, 4), got shape (2, 3)",
+        ),
+        (
+            lambda: require_array(torch.zeros(2, 3, device="meta"), "m", kind="float", ndim=2),
+            ContractTypeError,
+            "on the meta device",
+        ),
+    ],
+)
+def test_kit_rejects_with_the_argument_name_expected_and_actual(
+    call: Any, error: type[Exception], message: str
+) -> None:
+    """Each check raises the requested error class (``ContractTypeError`` by default) naming the argument, what it
+    must be and what it got; a section error's ``argument`` attribute is filled from the argument's name."""
+    with pytest.raises(error) as raised:
+        call()
+    assert message in str(raised.value)
+    if isinstance(raised.value, ContractTypeError | LogprobContractError):
+        assert str(raised.value).startswith(raised.value.argument or "<none>")
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda: require_int(np.int64(5), "n", low=0, high=5), 5),
+        (lambda: require_float(3, "x", low=0), 3.0),
+        (lambda: require_float(np.float32(0.5), "x"), 0.5),
+        (lambda: require_float(-0.0, "x", low=0), 0.0),
+        (lambda: require_float(math.inf, "x", finite=False), math.inf),
+        (lambda: require_probability(1, "p"), 1.0),
+        (lambda: require_one_of("k2", "kl_type", ("k1", "k2")), "k2"),
+        (lambda: require_str_collection(iter(("a", "b")), "labels"), ["a", "b"]),
+        (lambda: require_str_collection(frozenset(), "labels"), []),
+    ],
+)
+def test_kit_returns_the_checked_value(call: Any, expected: object) -> None:
+    """A value in its domain comes back as the plain Python value (ints as int, reals as float, iterables as a
+    new list)."""
+    result = call()
+    assert result == expected
+    assert type(result) is type(expected)
+
+
+def test_require_array_returns_the_same_object_and_matches_wildcards() -> None:
+    """An array of the right kind, rank and shape is returned as is; ``None`` in ``shape`` matches any length."""
+    tensor = torch.zeros(2, 3, dtype=torch.bfloat16)
+    assert require_array(tensor, "t", kind="float", ndim=2, shape=(None, 3), library="torch") is tensor
+    ids = np.arange(4, dtype=np.uint16)
+    assert require_array(ids, "ids", kind="int", ndim=1, shape=(4,), library="numpy") is ids
+    flags = torch.ones(3, dtype=torch.bool)
+    assert require_array(flags, "flags", kind="bool", ndim=1) is flags
+
+
+def test_real_or_none() -> None:
+    """Reals read as floats (ints beyond the float range as infinities); bools and non-numbers are None."""
+    assert real_or_none(np.float32(1.5)) == 1.5
+    assert real_or_none(-(10**400)) == -math.inf
+    assert real_or_none(np.int64(3)) == 3.0
+    assert [real_or_none(v) for v in (True, np.bool_(False), "1", None, torch.tensor(1.0))] == [None] * 5
