@@ -697,3 +697,13 @@ def test_real_or_none() -> None:
     assert real_or_none(-(10**400)) == -math.inf
     assert real_or_none(np.int64(3)) == 3.0
     assert [real_or_none(v) for v in (True, np.bool_(False), "1", None, torch.tensor(1.0))] == [None] * 5
+
+
+def test_keyword_attributes_override_the_errors_defaults() -> None:
+    """``value`` and ``argument`` are positional-only, so ``argument=`` sets the error's attribute (a pair checked
+    element by element names the pair); an attribute the error class lacks is a TypeError, never dropped."""
+    with pytest.raises(LogprobContractError) as raised:
+        require_float(math.nan, "band[0]", error=LogprobContractError, argument="band")
+    assert (raised.value.argument, str(raised.value)) == ("band", "band[0] must be finite, got nan")
+    with pytest.raises(TypeError, match="no attributes"):
+        require_int(0, "n", low=1, check="batch")

@@ -350,6 +350,8 @@ def test_a_batch_size_mismatch_and_an_empty_batch() -> None:
         ({"logprob_floor": "low"}, "logprob_floor"),
         ({"logprob_floor": 10**400}, "logprob_floor"),
         ({"logprob_floor": math.nan}, "logprob_floor"),
+        ({"logprob_floor": math.inf}, "logprob_floor"),  # a floor is finite and <= 0 (issue 30)
+        ({"logprob_floor": 5.0}, "logprob_floor"),
         ({"device": 3}, "device"),
         ({"device": "no-such-device"}, "device"),
     ],

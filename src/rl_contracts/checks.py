@@ -8,11 +8,13 @@ iterated).  A *real* is an int or a ``numbers.Real`` (``float``, ``numpy.float32
 
 Each ``require_*`` check returns the checked value or raises :class:`~rl_contracts.errors.ContractTypeError` naming
 the argument, what it must be (the fix) and what it is (the type, plus dtype and dimensions for an array).  A value
-of the right type outside its range (a bound, finiteness, a choice, a shape) raises ``error`` when the caller
-passes its section's error class (``error=LogprobContractError``, with any extra attributes as keywords), else a
-``ContractTypeError``; the message is always "{argument} must be {expected}, got {actual}".  The ``is_*`` and
-``*_or_none`` predicates serve callers that raise their own section's error.  Arrays and tensors are recognised by duck typing, so this module imports neither numpy, torch nor
-vLLM (SPEC §0.2: ``rl_contracts.config`` imports it and must stay free of numpy).
+of the right type outside its domain (a bound, finiteness, a choice, a shape) raises ``error`` when the caller
+passes its section's error class (``error=LogprobContractError``, extra attributes as keywords), else a
+``ContractTypeError``; the message is always "{argument} must be {expected}, got {actual}".  ``value`` and
+``argument`` are positional-only, so ``argument="band"`` among the keywords sets the error's attribute.  The
+``is_*`` and ``*_or_none`` predicates serve callers that raise their own section's error.  Arrays and tensors are
+recognised by duck typing, so this module imports neither numpy, torch nor vLLM (SPEC §0.2: ``rl_contracts.config``
+imports it and must stay free of numpy).
 """
 
 from __future__ import annotations
@@ -195,18 +197,15 @@ def _out_of_range(
     attributes: dict[str, Any],
     hint: str = "",
 ) -> ContractError:
-    """The error of a value of the right type outside its domain: ``error`` (its ``argument`` attribute filled
-    when it has one and the caller did not set it), or ``ContractTypeError`` when no ``error`` is given."""
-    if error is None or issubclass(error, ContractTypeError):
-        raised = (error or ContractTypeError).for_value(argument, expected, None, actual=actual)
-        if hint:
-            raised = type(raised)(
-                f"{raised.message}; {hint}", argument=argument, expected=expected, actual=actual
-            )
-        return raised
-    if "argument" in error.attribute_names:
+    """The error of a value of the right type outside its domain: ``error`` (default ``ContractTypeError``) with
+    ``attributes``, its ``argument`` attribute (and a type error's ``expected``/``actual``) filled unless given."""
+    cls = error or ContractTypeError
+    message = f"{argument} must be {expected}, got {actual}" + (f"; {hint}" if hint else "")
+    if issubclass(cls, ContractTypeError):
+        attributes = {"argument": argument, "expected": expected, "actual": actual, **attributes}
+    elif "argument" in cls.attribute_names:
         attributes.setdefault("argument", argument)
-    return error(f"{argument} must be {expected}, got {actual}" + (f"; {hint}" if hint else ""), **attributes)
+    return cls(message, **attributes)
 
 
 def _bounds_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
@@ -229,6 +228,7 @@ def _within(number: float, low: float | None, high: float | None, low_open: bool
 def require_int(
     value: object,
     argument: str,
+    /,
     *,
     low: int | None = None,
     high: int | None = None,
@@ -268,6 +268,7 @@ def real_or_none(value: object) -> float | None:
 def require_float(
     value: object,
     argument: str,
+    /,
     *,
     low: float | None = None,
     high: float | None = None,
@@ -302,7 +303,7 @@ def require_float(
 
 
 def require_probability(
-    value: object, argument: str, *, error: type[ContractError] | None = None, **attributes: Any
+    value: object, argument: str, /, *, error: type[ContractError] | None = None, **attributes: Any
 ) -> float:
     """Return a real number in ``[0, 1]`` as a ``float``; raises as :func:`require_float`."""
     return require_float(value, argument, low=0.0, high=1.0, error=error, **attributes)
@@ -311,6 +312,7 @@ def require_probability(
 def require_one_of(
     value: object,
     argument: str,
+    /,
     choices: Sequence[str],
     *,
     error: type[ContractError] | None = None,
@@ -360,6 +362,7 @@ def _dtype_kind(dtype: str) -> str | None:
 def require_array(
     value: _T,
     argument: str,
+    /,
     *,
     kind: Literal["int", "float", "bool"],
     ndim: int,

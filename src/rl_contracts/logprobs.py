@@ -28,6 +28,7 @@ import torch
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from ._messages import render, render_list, render_name, type_name
+from .checks import real_or_none, require_float
 from .errors import ContractTypeError, LogprobContractError, LogprobMismatchError
 
 __all__ = [
@@ -93,20 +94,12 @@ _CAUSES: Final[dict[str, str]] = {
 
 def _real(value: object) -> float:
     """A finite real number (int or float, never a bool) as a ``float``; ``ValueError`` otherwise (pydantic)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    number = real_or_none(value)
+    if number is None:
         raise ValueError(f"expected a finite real number, got {type_name(value)}")
-    number = _as_float(value)
     if not math.isfinite(number):
         raise ValueError(f"expected a finite real number, got {number}")
     return number
-
-
-def _as_float(value: float | np.integer[Any] | np.floating[Any]) -> float:
-    """``float(value)``, with ints beyond the float range read as ±inf (rejected as not finite by callers)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
 
 
 def _at_least_one(value: float) -> float:
@@ -394,19 +387,7 @@ def _check_options(neg_inf: object, positive_tolerance: object) -> float:
 
 
 def _tolerance(value: object) -> float:
-    number = _number(value, "positive_tolerance")
-    if not math.isfinite(number) or number < 0:
-        raise LogprobContractError(
-            f"positive_tolerance must be finite and >= 0, got {render(number)}", argument="positive_tolerance"
-        )
-    return number
-
-
-def _number(value: object, argument: str) -> float:
-    """A real number (int or float, not a bool) as a float, else ``ContractTypeError``."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ContractTypeError.for_value(argument, "a real number (int or float, not bool)", value)
-    return _as_float(value)
+    return require_float(value, "positive_tolerance", low=0, error=LogprobContractError)
 
 
 def _checked_batch(
@@ -603,8 +584,10 @@ def _check_kl_type(kl_type: object) -> str:
 def _check_band(band: object) -> tuple[float, float]:
     if not isinstance(band, tuple | list) or len(band) != 2:
         raise ContractTypeError.for_value("band", "a (low, high) pair of numbers", band)
-    low, high = _number(band[0], "band[0]"), _number(band[1], "band[1]")
-    if not (math.isfinite(low) and math.isfinite(high) and 0.0 < low <= 1.0 <= high):
+    low, high = (
+        require_float(band[i], f"band[{i}]", error=LogprobContractError, argument="band") for i in (0, 1)
+    )
+    if not 0.0 < low <= 1.0 <= high:
         raise LogprobContractError(
             f"band must be finite with 0 < low <= 1 <= high, got ({render(low)}, {render(high)})",
             argument="band",
@@ -1155,6 +1138,10 @@ def _sequence_weights(batch: _Batch, dtype: torch.dtype) -> torch.Tensor:
     )
 
 
+_RATIO = "the recipe's truncated_importance_sampling_ratio"
+"""What ``high`` (``low``: its ``_min``) is in a recipe, for the messages."""
+
+
 def _check_truncation(kind: object, high: object, low: object) -> tuple[str, float, float | None]:
     if not isinstance(kind, str):
         raise ContractTypeError.for_value("kind", "'tis', 'icepop' or 'seq-mask-tis'", kind)
@@ -1164,25 +1151,14 @@ def _check_truncation(kind: object, high: object, low: object) -> tuple[str, flo
             f"'{render_name(kind)}'",
             argument="kind",
         )
-    upper = _number(high, "high")
-    if not (math.isfinite(upper) and upper > 0):
-        raise LogprobContractError(
-            f"high (truncated_importance_sampling_ratio) must be finite and > 0, got {render(upper)}",
-            argument="high",
-        )
+    upper = require_float(high, "high", low=0, low_open=True, hint=_RATIO, error=LogprobContractError)
     if low is None:
         if kind != "tis":
             raise LogprobContractError(
                 f"kind '{kind}' needs low (truncated_importance_sampling_ratio_min); got None", argument="low"
             )
         return kind, upper, None
-    lower = _number(low, "low")
-    if not (math.isfinite(lower) and 0 <= lower <= upper):
-        raise LogprobContractError(
-            f"low (truncated_importance_sampling_ratio_min) must be finite with 0 <= low <= high "
-            f"{render(upper)}, got {render(lower)}",
-            argument="low",
-        )
+    lower = require_float(low, "low", low=0, high=upper, hint=f"{_RATIO}_min", error=LogprobContractError)
     return kind, upper, lower
 
 
@@ -1271,12 +1247,13 @@ def sequence_logprob_error_mask(
         ContractTypeError: ``threshold`` not a real number; inputs as :func:`logprob_mismatch`.
         LogprobContractError: ``threshold`` not finite or below 1; the input checks of :func:`logprob_mismatch`.
     """
-    limit = _number(threshold, "threshold")
-    if not (math.isfinite(limit) and limit >= 1.0):
-        raise LogprobContractError(
-            f"threshold (grpo.seq_logprob_error_threshold) must be finite and >= 1, got {render(limit)}",
-            argument="threshold",
-        )
+    limit = require_float(
+        threshold,
+        "threshold",
+        low=1,
+        hint="the recipe's grpo.seq_logprob_error_threshold",
+        error=LogprobContractError,
+    )
     batch = _checked_batch(generation_logprobs, learner_logprobs, mask)
     with torch.no_grad():
         d = _differences(batch)

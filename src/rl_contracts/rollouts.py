@@ -17,7 +17,6 @@ stand-ins all work.  The module imports torch, never vLLM.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -28,7 +27,15 @@ import torch
 from ._messages import render, render_list, type_name
 from ._sampled_logprobs import LogprobFault, sampled_token_logprobs
 from .chat import VLLM_LOGPROB_FLOOR
-from .checks import int_or_none, is_sequence, require_bool, require_int, require_sequence, token_ids
+from .checks import (
+    int_or_none,
+    is_sequence,
+    require_bool,
+    require_float,
+    require_int,
+    require_sequence,
+    token_ids,
+)
 from .errors import (
     ContractTypeError,
     RolloutBatchError,
@@ -103,7 +110,7 @@ def sampled_logprobs(
             for ``SamplingParams(logprobs=0)``), not a sequence, or of another length; a position whose mapping
             lacks the sampled token; a log-prob that is not a number, NaN or ``+inf``.  ``.choice`` is the
             output's ``index``, ``.check`` ``"token_ids"`` or ``"logprobs"``.
-        ContractTypeError: ``floor`` is not a number or ``None``, is NaN, or is an int beyond the float range.
+        ContractTypeError: ``floor`` is not ``None`` or a finite number ``<= 0`` (a log-probability floor).
 
     >>> from types import SimpleNamespace as O
     >>> output = O(index=0, token_ids=[7, 8], logprobs=[{7: O(logprob=-0.5)}, {8: O(logprob=float("-inf"))}])
@@ -156,7 +163,7 @@ def rollout_batch(
         ContractTypeError: an argument of the wrong type (``prompts`` or ``request_outputs`` not a sequence, a
             prompt row that is not a sequence of ints, ``n``/``pad_token_id`` not an int, ``finish_reasons`` a
             bare ``str``, ``allowed_versions`` neither a collection of ``str`` nor a callable, ``device`` not a
-            device, ``logprob_floor`` not a number or ``None``, NaN or an int beyond the float range), or span
+            device, ``logprob_floor`` not ``None`` or a finite number ``<= 0``), or span
             objects of the wrong type (named with the row and choice).
         RolloutBatchError: ``prompts`` and ``request_outputs`` differ in length (``check="batch"``), or a row fails
             a check; ``.row``, ``.choice`` (``None`` for a request-wide fault) and ``.check`` say where.  Its
@@ -466,10 +473,7 @@ def _prompt_rows(prompts: object) -> list[list[int]]:
 
 
 def _positive(value: object, argument: str) -> int:
-    number = require_int(value, argument)
-    if number < 1:
-        raise RolloutBatchError(f"{argument} must be >= 1, got {number}", check="batch")
-    return number
+    return require_int(value, argument, low=1, error=RolloutBatchError, check="batch")
 
 
 def _finish_reasons(value: object) -> frozenset[str]:
@@ -502,22 +506,8 @@ def _labels(value: object) -> tuple[str, ...]:
 
 
 def _floor(value: object, argument: str) -> float | None:
-    """A log-prob floor as a float: a number that is not a bool, NaN or an int beyond the float range, or
-    ``None``; ``argument`` names it in the error."""
-    if value is None:
-        return None
-    expected = "a float (not NaN) or None"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ContractTypeError.for_value(argument, expected, value)
-    try:
-        bound = float(value)
-    except OverflowError:
-        raise ContractTypeError.for_value(
-            argument, expected, value, actual="an int beyond the float range"
-        ) from None
-    if math.isnan(bound):
-        raise ContractTypeError.for_value(argument, expected, value, actual="nan")
-    return bound
+    """A log-prob floor: ``None``, or a finite number ``<= 0`` as a float; ``argument`` names it in the error."""
+    return None if value is None else require_float(value, argument, high=0, hint="a log-probability is <= 0")
 
 
 def _device(value: object) -> torch.device:
