@@ -52,7 +52,7 @@ import pybase64
 import torch
 from timing import median_seconds
 
-from rl_contracts import _base64
+from rl_contracts._internal import strict_base64 as _base64
 from rl_contracts.codec import decode_routed_experts, encode_routed_experts
 from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
 

@@ -16,7 +16,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts import _base64
+from rl_contracts._internal import strict_base64 as _base64
 from rl_contracts.codec import (
     decode_routed_experts,
     decode_vllm_routed_experts,

@@ -19,10 +19,14 @@ from rl_contracts.metrics import (
     aggregate_spec_decode_counters,
     compute_engine_step_metrics,
     compute_spec_decode_metrics,
+    parse_prometheus_text,
     per_engine_delta,
 )
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import EngineFleetStep, engine_fleet_steps
+
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
 def _process(snapshot: CounterSnapshot) -> str:
@@ -107,3 +111,75 @@ def test_the_result_does_not_depend_on_the_order_of_engines(
     assert first.resets == second.resets
     fleet = aggregate_spec_decode_counters(step.start)
     assert pickle.loads(pickle.dumps(fleet)).snapshots == fleet.snapshots
+
+
+# ------------------------------------------------------------------------------- issue 30: counters that cannot hide
+
+_GEN = "vllm:generation_tokens"
+_ENGINE_STEPS = st.lists(
+    st.tuples(st.integers(0, 10**6), st.integers(-(10**6), 10**6)), min_size=1, max_size=4
+).map(lambda steps: [(start, max(start + change, 0)) for start, change in steps])
+"""Per engine, its generation-token counter before and after the step (it may go back: a restart)."""
+
+
+def _expected(steps: list[tuple[int, int]]) -> dict[str, float]:
+    """What the step must report: the growth of the engines that did not go back, and how many did."""
+    grown = [end - start for start, end in steps if end >= start]
+    resets = len(steps) - len(grown)
+    return {
+        **({"vllm/generation_tokens": float(sum(grown))} if grown else {}),
+        **({ENGINES_RESET_KEY: float(resets)} if resets else {}),
+    }
+
+
+def _page(values: list[int]) -> str:
+    lines = [f'vllm:generation_tokens_total{{engine="{e}"}} {v}' for e, v in enumerate(values)]
+    return "# TYPE vllm:generation_tokens counter\n" + "\n".join(lines) + "\n"
+
+
+@given(_ENGINE_STEPS, st.sampled_from(["prometheus", "worker_dicts"]))
+def test_no_decrease_on_any_engine_is_hidden_by_growth_on_another(
+    steps: list[tuple[int, int]], source: str
+) -> None:
+    """Issue 30 item 7: for engines read from one Prometheus page (one identity per engine label) or as the
+    seed's worker dicts (one identity per list position), the step reports exactly the growth of the engines that
+    did not go back and counts every engine that went back in vllm/engines_reset; no decrease is netted."""
+    starts, ends = [s for s, _ in steps], [e for _, e in steps]
+    if source == "prometheus":
+        before = [parse_prometheus_text(_page(starts), process="p", taken_at=1.0).snapshot]
+        after = [parse_prometheus_text(_page(ends), process="p", taken_at=2.0).snapshot]
+        start, end = aggregate_spec_decode_counters(before), aggregate_spec_decode_counters(after)
+    else:
+        start = aggregate_spec_decode_counters([{_GEN: v} for v in starts])
+        end = aggregate_spec_decode_counters([{_GEN: v} for v in ends])
+    assert compute_engine_step_metrics(start, end) == _expected(steps)
+    parts = [part for snapshot in end.snapshots or () for part in snapshot.per_engine()]
+    scalars = [part.values.get(_GEN, 0.0) for part in parts]
+    assert all(isinstance(value, float) for value in scalars)
+    assert sum(value for value in scalars if isinstance(value, float)) == end.get(_GEN, 0.0)
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 1000), min_size=1, max_size=4), min_size=1, max_size=3),
+    st.integers(0, 3),
+    st.integers(1, 1000),
+)
+def test_an_acceptance_vector_off_its_accepted_delta_is_always_refused(
+    vectors: list[list[int]], engine: int, shortfall: int
+) -> None:
+    """Issue 30 item 7: the step's per-position acceptance counts sum to its accepted-token delta, or the step is
+    a CounterSnapshotError naming both; a consistent fleet always passes."""
+    start = aggregate_spec_decode_counters([{ACCEPTED: 0, PER_POS: [0] * len(v)} for v in vectors])
+    good: list[dict[str, float | list[float]]] = [
+        {ACCEPTED: sum(v), PER_POS: [float(x) for x in v]} for v in vectors
+    ]
+    end = aggregate_spec_decode_counters(good)
+    assert compute_spec_decode_metrics(start, end)["vllm/spec_num_accepted_tokens"] == float(
+        sum(map(sum, vectors))
+    )
+    bad = [dict(w) for w in good]
+    bad[engine % len(bad)][ACCEPTED] = sum(vectors[engine % len(bad)]) + shortfall
+    with pytest.raises(CounterSnapshotError) as info:
+        compute_spec_decode_metrics(start, aggregate_spec_decode_counters(bad))
+    assert_contract_error(info.value)
+    assert "accepted-token delta" in info.value.message

@@ -483,7 +483,7 @@ def test_body_that_stalls_is_a_timeout(server: PageServer) -> None:
 
 def test_page_size_limit(server: PageServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """A page of exactly the limit is accepted; one byte more is refused without reading the rest."""
-    first, second = spec_page(1, 2, 1, [1]), spec_page(3, 6, 3, [2])
+    first, second = spec_page(1, 2, 1, [1]), spec_page(3, 6, 3, [3])
     monkeypatch.setattr(metrics_cli, "MAX_PAGE_BYTES", max(len(first), len(second)))
     url = server.serve("/ok", first, second)
     assert run_cli(url, "--count", "1", "--json").status == 0
@@ -559,7 +559,7 @@ def test_table_is_coloured_only_on_a_terminal(
 
 def test_table_without_engine_series(server: PageServer) -> None:
     """When no engine series is kept the table says so in one row with '-' as its value."""
-    url = server.serve("/metrics", spec_page(1, 2, 1, [1]), spec_page(3, 6, 3, [2]))
+    url = server.serve("/metrics", spec_page(1, 2, 1, [1]), spec_page(3, 6, 3, [3]))
     result = run_cli(url, "--count", "1")
     lines = result.out.splitlines()
     [row] = [line for line in lines if "engine:" in line]

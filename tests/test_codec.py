@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from rl_contracts import _base64, codec
+from rl_contracts import codec
+from rl_contracts._internal import strict_base64 as _base64
 from rl_contracts.codec import (
     decode_routed_experts,
     decode_vllm_routed_experts,

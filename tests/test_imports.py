@@ -143,3 +143,47 @@ def test_the_parsers_default_section_is_the_loaders() -> None:
     from rl_contracts.config import DEFAULT_SECTION
 
     assert SHOWN == DEFAULT_SECTION
+
+
+# ---------------------------------------------------------------------------------------------- private modules
+
+PRIVATE_MODULES = sorted(
+    f"rl_contracts._internal.{path.stem}"
+    for path in (Path(__file__).parents[1] / "src" / "rl_contracts" / "_internal").glob("*.py")
+    if path.stem != "__init__"
+)
+
+
+@pytest.mark.parametrize("module", PRIVATE_MODULES)
+def test_every_private_module_imports_first(module: str) -> None:
+    """A private module imported before anything else loads (no module meets a half-imported one)."""
+    assert module in _imported_after(f"import {module}")
+
+
+def test_metrics_stage_names_are_each_stages_all() -> None:
+    """The package's lazily loaded names are exactly each stage's ``__all__``; the package loads ``names`` only."""
+    import importlib
+
+    import rl_contracts.metrics as metrics
+
+    for stage, names in metrics.STAGE_NAMES.items():
+        assert tuple(importlib.import_module(f"rl_contracts.metrics.{stage}").__all__) == names
+    loaded = _imported_after("import rl_contracts.metrics")
+    assert "rl_contracts.metrics.names" in loaded
+    assert "rl_contracts.metrics.snapshot" not in loaded
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("keys", "names"), ("engines", "snapshot"), ("prometheus", "snapshot"), ("engine_deltas", "deltas")],
+)
+def test_moved_metrics_modules_resolve_with_a_warning(old: str, new: str) -> None:
+    """An old submodule of rl_contracts.metrics is the module that holds its names now, with a DeprecationWarning
+    naming it; an unknown name stays an AttributeError."""
+    import rl_contracts.metrics as metrics
+
+    with pytest.warns(DeprecationWarning, match=f"rl_contracts.metrics.{new}"):
+        module = getattr(metrics, old)
+    assert module.__name__ == f"rl_contracts.metrics.{new}"
+    with pytest.raises(AttributeError):
+        metrics.no_such_name  # noqa: B018

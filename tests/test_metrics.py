@@ -1003,11 +1003,11 @@ def test_spec_decode_metrics_without_drafts() -> None:
 
 def test_spec_decode_metrics_keep_negative_deltas_over_the_key_union() -> None:
     """Deltas cover the union of keys and stay negative (unlike engine step metrics)."""
-    result = compute_spec_decode_metrics({DRAFTS: 10, ACCEPTED: 5, (PER_POS, 1): 2}, {DRAFTS: 4})
+    result = compute_spec_decode_metrics({DRAFTS: 10, ACCEPTED: 5, (PER_POS, 1): 5}, {DRAFTS: 4})
     assert result["vllm/spec_num_drafts"] == -6.0
     assert result["vllm/spec_num_accepted_tokens"] == -5.0
     assert result["vllm/spec_acceptance_length"] == 1.0
-    assert result[f"vllm/{PER_POS}-1"] == -2.0
+    assert result[f"vllm/{PER_POS}-1"] == -5.0
     assert "vllm/spec_acceptance_rate-pos-1" not in result
 
 

@@ -204,13 +204,18 @@ def test_the_default_process_is_this_one_and_other_processes_are_told_apart() ->
     assert aggregate_spec_decode_counters(dp) == {GEN: 10.0}  # two engine labels of one process
 
 
-def test_worker_dicts_without_process_aggregate_as_the_reference() -> None:
-    """Worker dicts and snapshots without engines keep SPEC §6.4's plain sum and the totals' delta."""
+def test_worker_dicts_without_process_are_engines_by_position() -> None:
+    """Worker dicts and snapshots without engines keep SPEC §6.4's plain sum; the position in the list is the
+    engine, so a restart on one is a reset, never netted against growth on another (issue 30 item 7)."""
     start = aggregate_spec_decode_counters([{GEN: 10}, {GEN: 10}])
     end = aggregate_spec_decode_counters([CounterSnapshot.from_worker_dict({GEN: 13}), {GEN: 9}])
-    assert start.snapshots is None
-    assert end.snapshots is None
-    assert compute_engine_step_metrics(start, end) == {"vllm/generation_tokens": 2.0}
+    assert start == {GEN: 20.0}
+    assert [s.engine.process for s in end.snapshots or ()] == ["worker_metrics[0]", "worker_metrics[1]"]  # type: ignore[union-attr]
+    assert compute_engine_step_metrics(dict(start), dict(end)) == {"vllm/generation_tokens": 2.0}  # the fault
+    assert compute_engine_step_metrics(start, end) == {
+        "vllm/generation_tokens": 3.0,
+        "vllm/engines_reset": 1.0,
+    }
     two = [CounterSnapshot.from_worker_dict({GEN: 1}, process="w") for _ in range(2)]
     _error(lambda: aggregate_spec_decode_counters(two))
 
@@ -280,7 +285,8 @@ def test_per_engine_delta_arguments() -> None:
     err = _error(lambda: per_engine_delta([CounterSnapshot.from_worker_dict({GEN: 1})], end))
     assert "names no engine" in err.message
     err = _error(lambda: per_engine_delta(aggregate_spec_decode_counters([{GEN: 1}]), end))
-    assert "do not all name their engine" in err.message
+    assert "worker_metrics[0]" in err.message
+    assert "a worker dict's engine is its position" in err.message
 
 
 # ---------------------------------------------------------------------------------------------------- types
@@ -406,3 +412,103 @@ def test_a_snapshot_with_an_engine_needs_an_instant() -> None:
         CounterSnapshot(values={}, taken_at="soon")
     built = CounterSnapshot(values={GEN: 2}, engine=EngineIdentity(process="p"), taken_at=5)
     assert per_engine_delta([built], [built]).delta == {GEN: 0.0}
+
+
+# ------------------------------------------------------------------------------- issue 30: counters that cannot hide
+
+
+def _page(gen: dict[str, int], stop: dict[str, int] | None = None) -> str:
+    """A vLLM ``/metrics`` page of one process serving data-parallel engines, one ``engine`` label each."""
+    lines = ["# TYPE vllm:generation_tokens counter"]
+    lines += [f'vllm:generation_tokens_total{{engine="{e}",model_name="m"}} {v}' for e, v in gen.items()]
+    lines.append("# TYPE vllm:request_success counter")
+    for e, v in (stop or {}).items():
+        lines.append(f'vllm:request_success_total{{engine="{e}",finished_reason="stop",model_name="m"}} {v}')
+    return "\n".join(lines) + "\n"
+
+
+def test_a_prometheus_decrease_on_one_engine_label_is_a_reset_not_netted() -> None:
+    """One page, engine="0" +100 while engine="1" goes 900 -> 850: 100 generated tokens and one reset, never the
+    50 of the page's totals."""
+    start = parse_prometheus_text(
+        _page({"0": 1000, "1": 900}), process="http://h:8000", taken_at=1.0
+    ).snapshot
+    end = parse_prometheus_text(_page({"0": 1100, "1": 850}), process="http://h:8000", taken_at=2.0).snapshot
+    assert end.values == {GEN: 1950.0}  # SPEC §6.3: the snapshot sums over the engine label
+    assert [part.engine.labels for part in end.per_engine()] == [  # type: ignore[union-attr]
+        (("engine", "0"), ("model_name", "m")),
+        (("engine", "1"), ("model_name", "m")),
+    ]
+    before, after = aggregate_spec_decode_counters([start]), aggregate_spec_decode_counters([end])
+    assert compute_engine_step_metrics(before, after) == {
+        "vllm/generation_tokens": 100.0,
+        ENGINES_RESET_KEY: 1.0,
+    }
+    [reset] = per_engine_delta(before, after).resets
+    assert (reset.engine.labels[0], reset.start, reset.end) == (("engine", "1"), 900.0, 850.0)
+
+
+def test_vllm_metric_objects_of_two_engine_labels_are_two_engines() -> None:
+    """``get_metrics()`` of an LLM with two DP engines: a decrease on one is its reset, whatever the other did."""
+    start = CounterSnapshot.from_vllm_metrics(
+        objects("0", "m", gen=1000) + objects("1", "m", gen=900), taken_at=1
+    )
+    end = CounterSnapshot.from_vllm_metrics(
+        objects("0", "m", gen=1100) + objects("1", "m", gen=850), taken_at=2
+    )
+    step = per_engine_delta([start], [end])
+    assert (step.delta, len(step.resets)) == ({GEN: 100.0}, 1)
+    assert len(end.per_engine()) == 2
+    assert pickle.loads(pickle.dumps(end)).per_engine() == end.per_engine()
+    one = CounterSnapshot.from_vllm_metrics(objects("0", "m", gen=5))
+    assert one.per_engine() == (one,)
+
+
+def test_the_seed_path_reports_a_restart_on_one_worker() -> None:
+    """Worker dicts from get_metrics() aggregated by the seed's function: engine 0 +100, engine 1 900 -> 850 is
+    100 tokens and a reset, not 50 (the reference's delta of the sums)."""
+    start = aggregate_spec_decode_counters([{GEN: 1000}, {GEN: 900}])
+    end = aggregate_spec_decode_counters([{GEN: 1100}, {GEN: 850}])
+    assert compute_engine_step_metrics(dict(start), dict(end)) == {
+        "vllm/generation_tokens": 50.0
+    }  # the fault
+    assert compute_engine_step_metrics(start, end) == {
+        "vllm/generation_tokens": 100.0,
+        ENGINES_RESET_KEY: 1.0,
+    }
+    assert compute_spec_decode_metrics(start, end)[ENGINES_RESET_KEY] == 1.0
+
+
+def test_the_seed_path_refuses_swapped_worker_dicts() -> None:
+    """Start and end worker lists passed swapped raise instead of reporting an idle step (generations_ok 0.0)."""
+    start = aggregate_spec_decode_counters([{GEN: 10, STOP: 2, ABORT: 0}, {GEN: 5, STOP: 1}])
+    end = aggregate_spec_decode_counters([{GEN: 30, STOP: 5, ABORT: 0}, {GEN: 9, STOP: 3}])
+    assert compute_engine_step_metrics(dict(end), dict(start))["vllm/generations_ok"] == 0.0  # the fault
+    for function in (compute_engine_step_metrics, compute_spec_decode_metrics):
+        assert "swapped" in _error(lambda f=function: f(end, start)).message
+
+
+def test_worker_lists_of_different_lengths_are_an_error() -> None:
+    """A worker's position is its engine, so start and end lists of different lengths cannot be matched."""
+    start = aggregate_spec_decode_counters([{GEN: 10}, {GEN: 5}])
+    end = aggregate_spec_decode_counters([{GEN: 30}])
+    err = _error(lambda: compute_engine_step_metrics(start, end))
+    assert "worker_metrics[1]" in err.message
+    assert "equal length" in err.message
+
+
+def test_an_acceptance_vector_that_disagrees_with_the_accepted_delta_is_refused() -> None:
+    """A per-position vector under-counted by the DP size (speculators #1095) is an error naming both figures."""
+    start = aggregate_spec_decode_counters([{ACCEPTED: 0, PER_POS: [0, 0]}, {ACCEPTED: 0, PER_POS: [0, 0]}])
+    whole = aggregate_spec_decode_counters(
+        [{ACCEPTED: 60, PER_POS: [40, 20]}, {ACCEPTED: 60, PER_POS: [40, 20]}]
+    )
+    assert compute_spec_decode_metrics(start, whole)["vllm/spec_num_accepted_tokens"] == 120.0
+    halved = aggregate_spec_decode_counters(
+        [{ACCEPTED: 60, PER_POS: [20, 10]}, {ACCEPTED: 60, PER_POS: [20, 10]}]
+    )
+    for before, after in ((start, halved), (dict(start), dict(halved))):
+        err = _error(lambda b=before, a=after: compute_spec_decode_metrics(b, a))
+        assert "sum to 60.0" in err.message
+        assert "accepted-token delta (vllm:spec_decode_num_accepted_tokens) is 120.0" in err.message
+        assert err.key == PER_POS

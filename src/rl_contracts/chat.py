@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 
 import torch
 
+from ._internal.routes import WIRE_DTYPE_NAMES, carry_dtype, non_negative, torch_device
+from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
 from ._messages import render, render_list, render_name, type_name
-from ._routes import WIRE_DTYPE_NAMES, carry_dtype, non_negative, torch_device
-from ._sampled_logprobs import LogprobFault, sampled_token_logprobs
 from .checks import int_or_none, is_sequence, require_int, require_sequence, token_ids
 from .codec import encode_routed_experts
 from .errors import ChatResponseContractError, ContractTypeError, SpliceError

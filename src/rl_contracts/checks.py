@@ -50,6 +50,7 @@ __all__ = [
     "require_one_of",
     "require_probability",
     "require_sequence",
+    "require_str",
     "require_str_collection",
     "token_ids",
 ]
@@ -329,6 +330,13 @@ def require_one_of(
         raise ContractTypeError.for_value(argument, expected, value, actual=_actual(value))
     if value not in choices:
         raise _out_of_range(argument, expected, f"'{render_name(value)}'", error, attributes)
+    return value
+
+
+def require_str(value: object, argument: str, /) -> str:
+    """Return ``value`` when it is a ``str``, else raise ``ContractTypeError`` naming ``argument``."""
+    if not isinstance(value, str):
+        raise ContractTypeError.for_value(argument, "a str", value, actual=_actual(value))
     return value
 
 

@@ -6,7 +6,7 @@ base64 of the C-contiguous little-endian element bytes, on any host.  Nested JSO
 about a second of CPU per hop; the envelope costs milliseconds.
 
 Base64 is strict (RFC 4648 alphabet, ``=`` padding only at the end, canonical final character) and SIMD-fast
-through ``pybase64`` when it is importable, called through its public API only (:mod:`rl_contracts._base64`:
+through ``pybase64`` when it is importable, called through its public API only (:mod:`rl_contracts._internal.strict_base64`:
 no ``ctypes``, no write into interpreter memory; one copy of the text each way).  Decoding never allocates more
 than the payload itself implies: declared shapes are checked against the payload length before any buffer of
 that size exists.
@@ -27,9 +27,8 @@ import numpy as np
 import torch
 from numpy.lib import format as npy_format
 
-from . import _base64
-from ._messages import render, render_name, type_name
-from ._routes import (
+from ._internal import strict_base64
+from ._internal.routes import (
     CARRY_DTYPE_NAMES,
     ENVIRONMENT_ERRORS,
     WIRE_DTYPE_NAMES,
@@ -37,6 +36,7 @@ from ._routes import (
     nested_ids,
     non_negative,
 )
+from ._messages import render, render_name, type_name
 from .checks import int_or_none
 from .errors import ContractTypeError, EnvelopeError
 
@@ -77,7 +77,7 @@ def encode_routed_experts(t: torch.Tensor) -> str:
     """
     name, data = _wire_bytes(t, "encoded")
     size, layers, topk = t.shape
-    return _base64.encode(f"{_PREFIX}:{name}:{size}x{layers}x{topk}:", data)
+    return strict_base64.encode(f"{_PREFIX}:{name}:{size}x{layers}x{topk}:", data)
 
 
 def _wire_bytes(t: object, purpose: str) -> tuple[str, np.ndarray]:
@@ -319,17 +319,17 @@ def decode_routed_experts(payload: str | object, dtype: torch.dtype) -> torch.Te
     body = shape_end + 1
     invalid_base64 = EnvelopeError("routed_experts envelope payload is not valid base64.", field="payload")
     try:
-        size = _base64.decoded_size(payload, body)
+        size = strict_base64.decoded_size(payload, body)
         count = shape[0] * shape[1] * shape[2]
         if size != count * wire_numpy.itemsize:
-            _base64.validate(payload, body)  # an invalid payload is reported as such, before its length
+            strict_base64.validate(payload, body)  # an invalid payload is reported as such, before its length
             raise EnvelopeError(
                 f"routed_experts envelope has {size // wire_numpy.itemsize} elements, expected {count} for shape "
                 f"{render(shape)}.",
                 field="length",
             )
-        raw = _base64.decode(payload, body)
-    except _base64.InvalidBase64:
+        raw = strict_base64.decode(payload, body)
+    except strict_base64.InvalidBase64:
         raise invalid_base64 from None
     if count == 0:
         return torch.empty(shape, dtype=target)
@@ -381,9 +381,9 @@ def decode_vllm_routed_experts(
             actual=type_name(payload),
         )
     try:
-        _base64.decoded_size(payload, 0)
-        raw = _base64.BACKEND.decode(payload)
-    except (_base64.InvalidBase64, binascii.Error, ValueError, TypeError):
+        strict_base64.decoded_size(payload, 0)
+        raw = strict_base64.BACKEND.decode(payload)
+    except (strict_base64.InvalidBase64, binascii.Error, ValueError, TypeError):
         raise _npy_error("is not valid base64.", "payload") from None
     header = io.BytesIO(raw[:_NPY_HEADER_MAX])
     try:

@@ -24,8 +24,8 @@ from typing import Any, Final
 import numpy as np
 import torch
 
+from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
 from ._messages import render, render_list, type_name
-from ._sampled_logprobs import LogprobFault, sampled_token_logprobs
 from .chat import VLLM_LOGPROB_FLOOR
 from .checks import (
     int_or_none,

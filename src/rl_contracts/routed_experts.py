@@ -20,8 +20,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._messages import render, render_list, render_name, type_name
-from ._routes import (
+from ._internal.routes import (
     CARRY_DTYPE_NAMES,
     ENVIRONMENT_ERRORS,
     WIRE_DTYPE_NAMES,
@@ -30,6 +29,7 @@ from ._routes import (
     non_negative,
     torch_device,
 )
+from ._messages import render, render_list, render_name, type_name
 from .checks import int_or_none, require_bool, require_int
 from .errors import ContractTypeError, RoutedExpertsError
 
@@ -170,7 +170,7 @@ def _integer_source(value: object, context: _Context) -> _RouteSource:
 
     Numpy arrays stay numpy arrays; tensors are used as they are (detached); nested lists and tuples go through
     numpy (no per-element Python loop, no warning for lists of arrays) and keep ids numpy cannot hold in one
-    integer dtype exact (:func:`~rl_contracts._routes.nested_ids`); anything else goes through
+    integer dtype exact (:func:`~rl_contracts._internal.routes.nested_ids`); anything else goes through
     ``torch.as_tensor``.  A source with zero elements is accepted whatever its dtype.
     """
     if isinstance(value, torch.Tensor):

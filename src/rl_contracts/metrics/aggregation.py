@@ -1,32 +1,38 @@
 """Summing the counter snapshots of every DP leader into one counter dictionary (SPEC §6.4).
 
-The result is a :class:`FleetCounters`: the plain dict of SPEC §6.4, which also remembers the snapshots it summed
-when every one of them names its engine, so that the step functions take deltas per engine.
+The result is a :class:`FleetCounters`: the plain dict of SPEC §6.4, which also remembers the snapshots it summed,
+each naming its engine (a worker dict or a snapshot without ``process`` is named by its position in the list), so
+that the step functions take deltas per engine.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
+from .._internal.counter_values import check_sum
+from .._internal.worker_dicts import read_worker_dict
 from .._messages import render, shorten, type_name
 from ..checks import require_sequence
 from ..errors import ContractTypeError, CounterSnapshotError
-from ._values import check_sum
-from ._worker_dicts import read_worker_dict
-from .engines import EngineIdentity
 from .names import AggregatedCounters, WorkerCounters
-from .snapshot import CounterSnapshot
+from .snapshot import CounterSnapshot, EngineIdentity
 
-__all__ = ["FleetCounters", "aggregate_spec_decode_counters"]
+__all__ = ["POSITION_PROCESS", "FleetCounters", "aggregate_spec_decode_counters"]
+
+POSITION_PROCESS: Final[str] = "worker_metrics["
+"""How the engine of a report without ``process`` is named: ``worker_metrics[<its index>]``, its position in the
+aggregated list (``get_metrics()`` of DP leader ``i`` is element ``i``, before and after the step)."""
 
 
 class FleetCounters(dict[str | tuple[str, int], float]):
     """Counters summed over a fleet of engines (a ``dict``, equal to the plain dict of its items), remembering the
     engine snapshots it was summed from.
 
-    ``snapshots`` is the tuple of :class:`~rl_contracts.metrics.CounterSnapshot` reports, in order, when every
-    report named its engine (``snapshot.engine`` set), else ``None``.  With snapshots on both sides,
+    ``snapshots`` is the tuple of :class:`~rl_contracts.metrics.CounterSnapshot` reports, in order, each naming its
+    engine (a worker dict as a snapshot named ``worker_metrics[i]``, read at the aggregation's instant); ``None``
+    for a ``FleetCounters`` built by hand without them.  With snapshots on both sides,
     :func:`~rl_contracts.metrics.compute_engine_step_metrics` and
     :func:`~rl_contracts.metrics.compute_spec_decode_metrics` take the delta of each engine and sum those
     (:func:`~rl_contracts.metrics.per_engine_delta`).  ``dict(counters)`` or ``counters.copy()`` is a plain dict,
@@ -46,7 +52,7 @@ class FleetCounters(dict[str | tuple[str, int], float]):
 
     @property
     def snapshots(self) -> tuple[CounterSnapshot, ...] | None:
-        """The engine snapshots summed, or ``None`` when a report did not name its engine."""
+        """The engine snapshots summed, or ``None`` when built without them."""
         return self._snapshots
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -63,17 +69,20 @@ def aggregate_spec_decode_counters(
     ``result[name]``; a vector (list or tuple) adds its element ``i`` to ``result[(name, i + 1)]``, so positions
     are 1-based.  Returns a new dict of floats with keys in first-seen order; ``[]`` gives ``{}``.
 
-    The result is a :class:`FleetCounters` (a ``dict`` with these items) that keeps the snapshots when every
-    report is a snapshot naming its engine, so that the step functions take deltas per engine; two snapshots of
-    one engine (equal ``engine``, or one process whose series both carry the same ``engine`` label, e.g. two
-    ``LLM`` objects in one process, which vLLM lets read one registry) are refused.
+    The result is a :class:`FleetCounters` (a ``dict`` with these items) that keeps the snapshots, so that the step
+    functions take deltas per engine: a report without an engine (a worker dict from ``get_metrics()``, or a
+    snapshot built without ``process``) is the engine ``worker_metrics[i]``, named by its position ``i`` and read
+    now, so pass the workers in the same order before and after the step.  Two snapshots of one engine (equal
+    ``engine``, or one process whose series both carry the same ``engine`` label, e.g. two ``LLM`` objects in one
+    process, which vLLM lets read one registry) are refused.
 
     Raises ``ContractTypeError`` when ``worker_metrics`` is not a sequence (or is a ``str``), a report is neither
     a snapshot nor a mapping, or a key is not a ``str``; ``CounterSnapshotError`` for a value that is not a finite
     number ``>= 0`` (bools included), a name that is a scalar in one report and a vector in another, a sum that
     overflows, or two snapshots of one engine.
 
-    Divergence: the reference sums whatever it receives, including NaN, negative numbers and bools.
+    Divergence: the reference sums whatever it receives, including NaN, negative numbers and bools; and its step
+    delta of the sums nets a restart on one engine against growth on another (see ``compute_engine_step_metrics``).
 
     >>> aggregate_spec_decode_counters([
     ...     {"vllm:spec_decode_num_drafts": 100, "vllm:spec_decode_num_accepted_tokens_per_pos": [50, 30]},
@@ -86,9 +95,13 @@ def aggregate_spec_decode_counters(
     result: AggregatedCounters = {}
     vector_names: dict[str, bool] = {}
     _check_distinct_engines(reports)
+    now = _instant()
+    snapshots: list[CounterSnapshot] = []
     for index, report in enumerate(reports):
         where = f"worker_metrics[{index}]"
-        for name, value in _report_values(report, where).items():
+        values = _report_values(report, where)
+        snapshots.append(_named(report, values, where, now))
+        for name, value in values.items():
             _check_same_kind(vector_names, name, value, where)
             if isinstance(value, tuple):
                 for position, number in enumerate(value, start=1):
@@ -97,8 +110,32 @@ def aggregate_spec_decode_counters(
                 result[name] = result.get(name, 0.0) + value
     for key, total in result.items():
         check_sum(key, total, "aggregated")
-    engines = all(isinstance(r, CounterSnapshot) and r.engine is not None for r in reports)
-    return FleetCounters(result.items(), tuple(reports) if engines else None)
+    return FleetCounters(result.items(), tuple(snapshots))
+
+
+_last_instant = 0.0
+
+
+def _instant() -> float:
+    """``time.time()``, strictly later than the previous aggregation's in this process (a coarse clock may
+    return one value twice), so that the later of two aggregations is always the later instant."""
+    global _last_instant
+    _last_instant = max(time.time(), _last_instant + 1e-6)
+    return _last_instant
+
+
+def _named(
+    report: object, values: Mapping[str, float | tuple[float, ...]], where: str, now: float
+) -> CounterSnapshot:
+    """``report`` as a snapshot naming its engine: itself, or named by its position ``where`` and read ``now``."""
+    if isinstance(report, CounterSnapshot) and report.engine is not None:
+        return report
+    taken_at = report.taken_at if isinstance(report, CounterSnapshot) else None
+    return CounterSnapshot.model_construct(
+        values=values,
+        engine=EngineIdentity.model_construct(process=where, labels=()),
+        taken_at=now if taken_at is None else taken_at,
+    )
 
 
 def _check_distinct_engines(reports: Sequence[object]) -> None:

@@ -1,23 +1,151 @@
-"""``CounterSnapshot``: one worker's kept engine counters, from any of its three sources (SPEC §6.3)."""
+"""``CounterSnapshot``: one worker's kept engine counters and the engine they were read from, from any of its three
+sources: worker dicts, the objects ``vllm.LLM.get_metrics()`` returns, Prometheus text (SPEC §6.3).
+
+An engine is named by the process that read its counters and by the labels of its series (``engine``,
+``model_name``, ...; every label but ``finished_reason`` and the per-position ``position``).  vLLM keeps one
+Prometheus registry per process, and a second ``LLM`` in a process replaces the first one's series with its own
+(both then report the same series, labelled ``engine="0"``), so two snapshots of one process whose series share an
+``engine`` label, or carry equal labels, are the same counters read twice, never two engines: aggregation refuses
+them (:func:`~rl_contracts.metrics.aggregate_spec_decode_counters`).  A page or a list of metric objects holding
+several ``engine`` labels is one snapshot whose :meth:`CounterSnapshot.per_engine` parts are the engines, so that
+deltas are taken per engine.
+"""
 
 from __future__ import annotations
 
+import math
+import os
+import socket
+import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, WithJsonSchema, field_serializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    WithJsonSchema,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import Self
 
-from ..errors import ContractTypeError
+from .._internal.counter_series import EnginePart
+from .._internal.counter_values import FrozenCounters
+from .._internal.prometheus_text import read_prometheus_text
+from .._internal.vllm_metric_objects import read_vllm_metrics
+from .._internal.worker_dicts import read_worker_dict
+from .._messages import render, shorten, type_name
+from ..checks import real_or_none
+from ..errors import ContractTypeError, CounterSnapshotError
 from ..protocols import MetricLike
-from ._prometheus_text import read_prometheus_text
-from ._reading import engine_of, instant, instant_or_now
-from ._vllm_metrics import read_vllm_metrics
-from ._worker_dicts import read_worker_dict
-from .engines import EngineIdentity
-from .names import WorkerCounters
+from .names import ENGINE_LABEL, WorkerCounters
 
-__all__ = ["CounterSnapshot"]
+__all__ = ["CounterSnapshot", "EngineIdentity", "PrometheusPage", "parse_prometheus_text", "this_process"]
+
+
+def this_process() -> str:
+    """The name of the calling process, ``"<hostname>:<pid>"``: the default ``process`` of a snapshot.
+
+    A restarted process has a new pid, so a restarted engine gets a new identity; pass a stable name (the DP rank,
+    the Ray actor's name) to the snapshot constructors instead when a restart must be matched to the engine it
+    replaced and reported as a reset.
+    """
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class EngineIdentity(BaseModel):
+    """The engine a snapshot was read from: ``process`` and the ``labels`` of its series (frozen, hashable).
+
+    ``labels`` is a sorted tuple of distinct ``(name, value)`` pairs: the labels of every kept series except
+    ``finished_reason`` and ``position``.  A process running data-parallel engines reports one snapshot holding
+    all of them, e.g. ``(("engine", "0"), ("engine", "1"), ("model_name", "qwen3"))``.
+
+    >>> EngineIdentity(process="dp-3", labels=[("model_name", "qwen3"), ("engine", "0")]).labels
+    (('engine', '0'), ('model_name', 'qwen3'))
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    process: str
+    """The process that read the counters: ``"<hostname>:<pid>"`` by default, or a name the caller gives."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Sorted, distinct ``(label, value)`` pairs of the engine's series."""
+
+    @field_validator("process", mode="before")
+    @classmethod
+    def _validate_process(cls, value: object) -> str:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"process must be a non-empty str, got {type_name(value)} {render(value)}")
+        return value
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _validate_labels(cls, value: object) -> tuple[tuple[str, str], ...]:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise ValueError(f"labels must be (name, value) pairs, got {type_name(value)}")
+        pairs: set[tuple[str, str]] = set()
+        for pair in value:
+            if not (
+                isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+            ):
+                raise ValueError(f"every label must be a (str, str) pair, got {render(pair)}")
+            pairs.add((pair[0], pair[1]))
+        return tuple(sorted(pairs))
+
+    def describe(self) -> str:
+        """The identity as messages show it: ``process {label="value", ...}``, shortened to 200 characters."""
+        labels = ", ".join(f'{name}="{value}"' for name, value in self.labels)
+        return shorten(f"{self.process} {{{labels}}}", 200)
+
+    def claims(self) -> tuple[tuple[str, object], ...]:
+        """What two snapshots of one fleet may not share: the whole identity, and each ``engine`` label value of
+        its process (an engine of one process read twice, whatever its other labels)."""
+        engines = [value for name, value in self.labels if name == ENGINE_LABEL]
+        return ((self.process, self.labels), *((self.process, (ENGINE_LABEL, e)) for e in engines))
+
+
+def _engine_of(labels: tuple[tuple[str, str], ...], process: object) -> EngineIdentity:
+    """The identity of counters read by ``process`` (``None``: :func:`this_process`) with series ``labels``.
+
+    ``labels`` come sorted and distinct from the readers.  Raises ``ContractTypeError`` for a ``process`` that is
+    not a ``str`` or ``None``, ``CounterSnapshotError`` for an empty one.
+    """
+    if process is None:
+        process = this_process()
+    elif not isinstance(process, str):
+        raise ContractTypeError.for_value("process", "a str naming the engine's process, or None", process)
+    elif not process:
+        raise CounterSnapshotError(
+            "process must be a non-empty str naming the engine's process (a DP rank, an actor name, a URL)",
+            value=render(process),
+        )
+    return EngineIdentity.model_construct(process=process, labels=labels)
+
+
+def _instant(taken_at: object) -> float:
+    """``taken_at`` as a finite float (seconds since the epoch).
+
+    Raises ``ContractTypeError`` for a non-number (a bool included), ``CounterSnapshotError`` for NaN or an
+    infinity.
+    """
+    number = real_or_none(taken_at)
+    if number is None:
+        raise ContractTypeError.for_value("taken_at", "a number of seconds (time.time())", taken_at)
+    if not math.isfinite(number):
+        raise CounterSnapshotError(
+            f"taken_at must be a finite number of seconds (time.time()), got {type_name(taken_at)} "
+            f"{render(taken_at)}",
+            value=render(taken_at),
+        )
+    return number + 0.0
+
+
+def _instant_or_now(taken_at: object) -> float:
+    """:func:`_instant` of ``taken_at``, or ``time.time()`` when it is ``None``."""
+    return time.time() if taken_at is None else _instant(taken_at)
+
 
 _VALUES_JSON_SCHEMA: Final = {
     "type": "object",
@@ -66,6 +194,42 @@ class CounterSnapshot(BaseModel):
     """The engine the counters were read from; ``None`` for a worker dict without a ``process``."""
     taken_at: float | None = None
     """When the counters were read (seconds since the epoch, ``time.time()``); required with ``engine``."""
+    _parts: tuple[CounterSnapshot, ...] = PrivateAttr(default=())
+    """The snapshot per ``engine`` label when its series carried several (see :meth:`per_engine`)."""
+
+    def per_engine(self) -> tuple[CounterSnapshot, ...]:
+        """The snapshot split into one snapshot per engine: per value of the ``engine`` label when a Prometheus
+        page or the metric objects carried several (series without the label form one more part), else
+        ``(self,)``.
+
+        Each part names its engine (the process and the labels of its own series) and has this ``taken_at``; the
+        parts' values sum to ``values``.  Per-engine deltas read these, so that a counter that went back on one
+        engine is a reset, never netted against growth on another.  The split survives pickling and
+        ``model_copy``, not JSON (a snapshot read back from JSON is one engine).
+        """
+        return self._parts or (self,)
+
+    @classmethod
+    def _read(
+        cls,
+        values: FrozenCounters,
+        labels: tuple[tuple[str, str], ...],
+        parts: tuple[EnginePart, ...],
+        process: object,
+        taken_at: object,
+    ) -> CounterSnapshot:
+        """A snapshot read from a live source, with its engine, its instant and its per-engine parts."""
+        engine, at = _engine_of(labels, process), _instant_or_now(taken_at)
+        snapshot = cls.model_construct(values=values, engine=engine, taken_at=at)
+        snapshot._parts = tuple(
+            cls.model_construct(
+                values=part.values,
+                engine=EngineIdentity.model_construct(process=engine.process, labels=part.labels),
+                taken_at=at,
+            )
+            for part in parts
+        )
+        return snapshot
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CounterSnapshot):
@@ -87,7 +251,7 @@ class CounterSnapshot(BaseModel):
         if value is None:
             return None
         try:
-            return instant(value)
+            return _instant(value)
         except ContractTypeError as err:  # pydantic reports ValueErrors only
             raise ValueError(err.message) from err
 
@@ -131,10 +295,10 @@ class CounterSnapshot(BaseModel):
         values = read_worker_dict(d, drop_unkept=True, where="worker dict", argument="d")
         if process is None:
             return cls.model_construct(
-                values=values, engine=None, taken_at=None if taken_at is None else instant(taken_at)
+                values=values, engine=None, taken_at=None if taken_at is None else _instant(taken_at)
             )
         return cls.model_construct(
-            values=values, engine=engine_of((), process), taken_at=instant_or_now(taken_at)
+            values=values, engine=_engine_of((), process), taken_at=_instant_or_now(taken_at)
         )
 
     @classmethod
@@ -155,6 +319,8 @@ class CounterSnapshot(BaseModel):
         (in the Ray actor), or pass the engine's own name as ``process`` when the objects were shipped elsewhere:
         snapshots of several engines built in one process with the default would be refused as one engine read
         twice, which is what two ``LLM`` objects in one process are (vLLM keeps one registry per process).
+        Objects of several ``engine`` labels (data-parallel engines in one ``LLM``) are kept apart too
+        (:meth:`per_engine`).
 
         Raises ``ContractTypeError`` when ``metrics`` is not an iterable of objects (a ``str``, a mapping or a 0-d
         array included), ``process`` is not a ``str`` or ``taken_at`` not a number, and ``CounterSnapshotError``
@@ -172,10 +338,7 @@ class CounterSnapshot(BaseModel):
         ... ]).values
         {'vllm:prompt_tokens': 150.0}
         """
-        values, labels = read_vllm_metrics(metrics)
-        return cls.model_construct(
-            values=values, engine=engine_of(labels, process), taken_at=instant_or_now(taken_at)
-        )
+        return cls._read(*read_vllm_metrics(metrics), process, taken_at)
 
     @classmethod
     def from_prometheus_text(
@@ -192,7 +355,58 @@ class CounterSnapshot(BaseModel):
         >>> CounterSnapshot.from_prometheus_text(page).values
         {'vllm:prompt_tokens': 7.0}
         """
-        values, _, labels = read_prometheus_text(text)
-        return cls.model_construct(
-            values=values, engine=engine_of(labels, process), taken_at=instant_or_now(taken_at)
-        )
+        return parse_prometheus_text(text, process=process, taken_at=taken_at).snapshot
+
+
+class PrometheusPage(NamedTuple):
+    """What :func:`parse_prometheus_text` reads from one page."""
+
+    snapshot: CounterSnapshot
+    """The kept counters of the page."""
+    vllm_families: tuple[str, ...]
+    """The names of the page's ``vllm:`` families in page order, of every type, kept or not (empty for a page
+    that is not a vLLM engine's)."""
+
+
+def parse_prometheus_text(
+    text: str, *, process: str | None = None, taken_at: float | None = None
+) -> PrometheusPage:
+    """Parse Prometheus text exposition, or OpenMetrics, into a counter snapshot and the page's ``vllm:`` families.
+
+    A page that ends with a ``# EOF`` line is OpenMetrics and is parsed with ``prometheus_client``'s OpenMetrics
+    parser; any other page with its Prometheus text parser.  Only families named ``vllm:...`` are read:
+
+    - counter families contribute their ``<family>_total`` samples (``_created`` is ignored), under
+      ``# TYPE vllm:x_total counter`` (the classic spelling) and ``# TYPE vllm:x counter`` (the OpenMetrics
+      spelling) alike: the text parser splits the latter into an empty counter and an untyped ``vllm:x_total``
+      family, which is read as the counter, so a kept counter is never dropped;
+    - histogram families contribute ``_count`` and ``_sum`` as ``key|count`` and ``key|sum`` (``_bucket`` and
+      ``_created`` are ignored);
+    - gauge, summary, info, stateset, gauge-histogram and other untyped families are ignored;
+    - the counter ``vllm:spec_decode_num_accepted_tokens_per_pos`` becomes a vector indexed by its ``position``
+      label (missing positions are 0, the length is the largest position + 1).
+
+    Keys and the sum over every label but ``finished_reason`` are as in ``CounterSnapshot.from_vllm_metrics``.
+    The OpenMetrics parser keeps the first of two timestamp-less samples of one series (its rule); the text
+    parser's duplicates are refused below.
+
+    The snapshot's ``engine`` is ``process`` (the URL the page was scraped from, say; default
+    :func:`~rl_contracts.metrics.this_process`) with the labels of the kept samples, and ``taken_at`` defaults to
+    now (see :class:`~rl_contracts.metrics.CounterSnapshot`).  Samples of several ``engine`` labels are kept apart
+    too (:meth:`~rl_contracts.metrics.CounterSnapshot.per_engine`), so that each engine's delta is its own.
+
+    Raises ``ContractTypeError`` when ``text`` is not a ``str``, and ``CounterSnapshotError`` "could not parse
+    Prometheus text: {reason}" for text the parser rejects or a sample that sets a series twice; also for a bad
+    value, a native histogram, or a per-position sample whose ``position`` label is missing, not a non-negative
+    decimal, or above 4095 (:data:`~rl_contracts.metrics.MAX_SPEC_DECODE_POSITIONS`, the bound every snapshot
+    source follows, so that a hostile page cannot allocate a huge vector).
+
+    >>> page = parse_prometheus_text(
+    ...     "# TYPE vllm:num_requests_running gauge\\nvllm:num_requests_running 2\\n"
+    ...     "# TYPE vllm:generation_tokens counter\\nvllm:generation_tokens_total 48\\n"
+    ... )
+    >>> page.snapshot.values, page.vllm_families
+    ({'vllm:generation_tokens': 48.0}, ('vllm:num_requests_running', 'vllm:generation_tokens'))
+    """
+    values, families, labels, parts = read_prometheus_text(text)
+    return PrometheusPage(CounterSnapshot._read(values, labels, parts, process, taken_at), families)

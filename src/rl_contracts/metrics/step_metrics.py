@@ -6,14 +6,12 @@ import sys
 from collections.abc import Mapping
 from typing import Final
 
+from .._internal.counter_values import counter_value, key_text
 from .._messages import render
 from ..checks import int_or_none
 from ..errors import ContractTypeError, CounterSnapshotError
-from ._values import counter_value, key_text
 from .aggregation import FleetCounters
-from .deltas import first_delta, mean_from_histogram
-from .engine_deltas import StepDelta, per_engine_delta
-from .keys import encode_counter_key
+from .deltas import StepDelta, first_delta, mean_from_histogram, per_engine_delta
 from .names import (
     FINISHED_REASON_LABEL,
     GENERATION_LENGTH_HISTOGRAMS,
@@ -27,6 +25,7 @@ from .names import (
     SPEC_DECODE_NUM_DRAFT_TOKENS,
     SPEC_DECODE_NUM_DRAFTS,
     AggregatedCounters,
+    encode_counter_key,
 )
 
 __all__ = ["ENGINES_RESET_KEY", "compute_engine_step_metrics", "compute_spec_decode_metrics"]
@@ -39,6 +38,9 @@ _MAX_POSITION: Final = sys.maxsize
 """Largest position in an aggregated key: a position is a list index + 1, and output keys print it in decimal."""
 
 _Delta = dict[str | tuple[str, int], float]
+
+_SUM_TOLERANCE: Final = 1e-9
+"""Relative slack of the acceptance-vector sum check: counters are whole numbers, their float sums exact to this."""
 
 
 def compute_engine_step_metrics(
@@ -111,9 +113,12 @@ def compute_spec_decode_metrics(
     :func:`compute_engine_step_metrics`): the delta is the sum of each engine's delta, every value ``>= 0``, and
     an engine that restarted during the step is left out and counted in a final ``vllm/engines_reset``.
 
-    Raises as :func:`compute_engine_step_metrics`.
+    Raises as :func:`compute_engine_step_metrics`, and ``CounterSnapshotError`` naming both figures when the
+    per-position acceptance counts of the step do not sum to its accepted-token delta (every accepted draft token
+    is counted at exactly one position, so one of the two series under-counts: a vector read from one DP rank, a
+    corrupt snapshot).
 
-    Divergence: the reference derives a per-position rate from every tuple key; this derives it only from the
+    Divergence: the reference accepts such a vector; and it derives a per-position rate from every tuple key; this derives it only from the
     accepted-per-position family, the only vector vLLM emits, so results agree in practice.
 
     >>> m = compute_spec_decode_metrics(
@@ -130,6 +135,7 @@ def compute_spec_decode_metrics(
         delta = {key: end.get(key, 0.0) - start.get(key, 0.0) for key in {**start, **end}}
     else:
         delta = step.delta
+    _check_acceptance_vector(delta)
     drafts = delta.get(SPEC_DECODE_NUM_DRAFTS, 0.0)
     draft_tokens = delta.get(SPEC_DECODE_NUM_DRAFT_TOKENS, 0.0)
     accepted = delta.get(SPEC_DECODE_NUM_ACCEPTED_TOKENS, 0.0)
@@ -149,6 +155,24 @@ def compute_spec_decode_metrics(
                 metrics[f"vllm/spec_acceptance_rate-pos-{position}"] = delta[(metric, position)] / drafts
     metrics.update(_resets(step))
     return metrics
+
+
+def _check_acceptance_vector(delta: _Delta) -> None:
+    """Refuse a step whose per-position accepted counts do not sum to the accepted-token delta (both present)."""
+    positions = [v for k, v in delta.items() if isinstance(k, tuple) and k[0] == SPEC_DECODE_ACCEPTED_PER_POS]
+    accepted = delta.get(SPEC_DECODE_NUM_ACCEPTED_TOKENS)
+    if not positions or accepted is None:
+        return
+    total = sum(positions)
+    if abs(total - accepted) > _SUM_TOLERANCE * max(1.0, abs(accepted)):
+        raise CounterSnapshotError(
+            f"the step's per-position acceptance counts ({SPEC_DECODE_ACCEPTED_PER_POS}, {len(positions)} "
+            f"positions) sum to {render(total)} but its accepted-token delta ({SPEC_DECODE_NUM_ACCEPTED_TOKENS}) is "
+            f"{render(accepted)}: every accepted draft token counts at exactly one position, so one series "
+            "under-counts (a vector from one DP rank only, or a corrupt snapshot); read both from every engine",
+            key=SPEC_DECODE_ACCEPTED_PER_POS,
+            value=render(total),
+        )
 
 
 def _per_engine(start_counters: object, end_counters: object) -> StepDelta | None:

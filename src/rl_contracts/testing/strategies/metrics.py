@@ -106,7 +106,8 @@ def worker_counters(
 ) -> st.SearchStrategy[dict[str, float | list[float]]]:
     """One worker's dict in the reference's format (invariant 23).
 
-    Kept scalar keys map to valid values, the per-position key (sometimes) to a list of them; with
+    Kept scalar keys map to valid values, the per-position key (sometimes) to a list of them, and then the
+    accepted-token counter to the list's sum (vLLM counts every accepted token at exactly one position); with
     ``with_unkept`` the dict also holds unkept keys whose values are junk (``None``, bools, NaN, -1, text), which
     every consumer must skip without inspecting.
     """
@@ -126,6 +127,7 @@ def worker_counters(
         result: dict[str, float | list[float]] = dict(scalars)
         if per_pos is not None:
             result[names.SPEC_DECODE_ACCEPTED_PER_POS] = per_pos
+            result[names.SPEC_DECODE_NUM_ACCEPTED_TOKENS] = float(sum(per_pos))
         result.update(junk)  # type: ignore[arg-type]  # junk values are the point
         return result
 
@@ -150,7 +152,8 @@ def aggregated_counter_pairs(
     """``(start, end)`` aggregated snapshots (invariants 25 and 26).
 
     Each drawn key is in ``start``, ``end`` or both; a series present in both grows, stays or, with ``resets``,
-    goes backwards (an engine restart).  Whole numbers by default.
+    goes backwards (an engine restart).  Whole numbers by default.  Where per-position keys are drawn, the
+    accepted-token counter of each side is their sum, as vLLM counts it.
     """
     values = counter_values(integer_valued=integer_valued)
     keys = draw(st.lists(st.sampled_from(_AGGREGATED_KEYS), unique=True, max_size=12))
@@ -170,6 +173,11 @@ def aggregated_counter_pairs(
             end[key] = draw(values)
         elif mode == "reset":
             end[key] = draw(st.floats(0.0, before)) if before > 0 else 0.0
+    if any(isinstance(key, tuple) for key in keys):
+        for side in (start, end):
+            side[names.SPEC_DECODE_NUM_ACCEPTED_TOKENS] = sum(
+                v for k, v in side.items() if isinstance(k, tuple)
+            )
     return start, end
 
 
@@ -213,15 +221,20 @@ def vllm_metric_objects(draw: st.DrawFn, *, max_engines: int = 3) -> list[Simple
                     name=name, labels=_labels(e, {}), count=n, sum=float(draw(count)), buckets={"+Inf": n}
                 )
             )
-    if draw(st.booleans()):
-        objects += [
-            SimpleNamespace(
-                name=names.SPEC_DECODE_ACCEPTED_PER_POS,
-                labels=_labels(e, {}),
-                values=draw(st.lists(count, min_size=1, max_size=_MAX_POSITIONS)),
+    if draw(
+        st.booleans()
+    ):  # the accepted-token counter of an engine is then its vector's sum, as vLLM counts
+        vectors = [draw(st.lists(count, min_size=1, max_size=_MAX_POSITIONS)) for _ in engines]
+        objects = [o for o in objects if o.name != names.SPEC_DECODE_NUM_ACCEPTED_TOKENS]
+        for e, vector in zip(engines, vectors, strict=True):
+            objects.append(
+                SimpleNamespace(name=names.SPEC_DECODE_ACCEPTED_PER_POS, labels=_labels(e, {}), values=vector)
             )
-            for e in engines
-        ]
+            objects.append(
+                SimpleNamespace(
+                    name=names.SPEC_DECODE_NUM_ACCEPTED_TOKENS, labels=_labels(e, {}), value=sum(vector)
+                )
+            )
     return draw(st.permutations(objects))
 
 
@@ -332,7 +345,8 @@ class EngineFleetStep(NamedTuple):
 def engine_fleet_steps(draw: st.DrawFn, *, max_engines: int = 4, resets: bool = True) -> EngineFleetStep:
     """Start and end snapshots of 1 to ``max_engines`` named engines (whole numbers), some restarted.
 
-    Every engine's series grow or stay, except, with ``resets``, those of engines that restarted, where one scalar
+    Every engine's series grow or stay (its accepted-token counter is its per-position vector's sum, and absent
+    without one), except, with ``resets``, those of engines that restarted, where one scalar
     series is lower at the end or gone (a restart; its other series keep growing, so only the drop reveals it).
     ``delta`` is the per-engine delta summed by hand over the engines that did not restart, for
     :func:`~rl_contracts.metrics.per_engine_delta` and the step functions.
@@ -350,7 +364,14 @@ def engine_fleet_steps(draw: st.DrawFn, *, max_engines: int = 4, resets: bool = 
         after = {key: value + draw(values) for key, value in before.items()}
         vector_before = draw(st.lists(values, max_size=3))
         vector_after = [value + draw(values) for value in vector_before]
-        restarted = resets and draw(st.booleans())
+        if vector_before:  # vLLM counts every accepted token at exactly one position
+            before[names.SPEC_DECODE_NUM_ACCEPTED_TOKENS] = float(sum(vector_before))
+            after[names.SPEC_DECODE_NUM_ACCEPTED_TOKENS] = float(sum(vector_after))
+        else:  # and an engine without the vector has no accepted-token counter either
+            before.pop(names.SPEC_DECODE_NUM_ACCEPTED_TOKENS, None)
+            after.pop(names.SPEC_DECODE_NUM_ACCEPTED_TOKENS, None)
+        keys = list(before)
+        restarted = bool(keys) and resets and draw(st.booleans())
         if restarted:
             key = draw(st.sampled_from(keys))
             before[key] += 1.0

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._messages import render, render_name, type_name
-from .errors import ContractTypeError, EnvelopeError
+from .._messages import render, render_name, type_name
+from ..errors import ContractTypeError, EnvelopeError
 
 __all__ = [
     "BACKEND",

@@ -11,9 +11,9 @@ from types import MappingProxyType
 import numpy as np
 import torch
 
-from ._messages import render, render_name
-from .checks import require_int
-from .errors import ContractTypeError, RoutedExpertsError
+from .._messages import render, render_name
+from ..checks import require_int
+from ..errors import ContractTypeError, RoutedExpertsError
 
 __all__ = [
     "CARRY_DTYPE_NAMES",

@@ -7,22 +7,30 @@ from collections.abc import Iterable, Mapping
 from .._messages import render, shorten, type_name
 from ..checks import describe_array, is_collection
 from ..errors import ContractTypeError, CounterSnapshotError
-from ._series import Accumulator, check_metric_name, series_key
-from ._values import FrozenCounters, is_vector
-from .keys import is_kept
-from .names import COUNTER_KEY_SEP, FINISHED_REASON_LABEL, HISTOGRAM_COUNT_PART, HISTOGRAM_SUM_PART
+from ..metrics.names import (
+    COUNTER_KEY_SEP,
+    FINISHED_REASON_LABEL,
+    HISTOGRAM_COUNT_PART,
+    HISTOGRAM_SUM_PART,
+    is_kept,
+)
+from .counter_series import Accumulator, EnginePart, check_metric_name, series_key
+from .counter_values import FrozenCounters, is_vector
 
 __all__ = ["read_vllm_metrics"]
 
 
-def read_vllm_metrics(metrics: object) -> tuple[FrozenCounters, tuple[tuple[str, str], ...]]:
+def read_vllm_metrics(
+    metrics: object,
+) -> tuple[FrozenCounters, tuple[tuple[str, str], ...], tuple[EnginePart, ...]]:
     """Sum the kept metric objects of ``metrics`` by snapshot key (see ``CounterSnapshot.from_vllm_metrics``);
-    also return the identity labels of the kept objects (sorted, distinct)."""
+    also return the identity labels of the kept objects (sorted, distinct) and the sums per ``engine`` label
+    (``()`` for objects of one engine)."""
     objects = _metric_objects(metrics)
     accumulator = Accumulator("vLLM metric")
     for index, metric in enumerate(objects):
         _add_metric(accumulator, metric, f"metrics[{index}]")
-    return accumulator.result(), accumulator.identity_labels()
+    return accumulator.result(), accumulator.identity_labels(), accumulator.engine_parts()
 
 
 def _metric_objects(metrics: object) -> Iterable[object]:
@@ -50,8 +58,7 @@ def _add_metric(accumulator: Accumulator, metric: object, where: str) -> None:
     name = check_metric_name(raw_name, where)
     labels = getattr(metric, "labels", None)
     key = _flat_key(name, labels, f"metric {where}")
-    if isinstance(labels, Mapping):  # always, once _flat_key has passed
-        accumulator.add_labels(labels, f"metric {where}", key)
+    engine = accumulator.add_labels(labels, f"metric {where}", key) if isinstance(labels, Mapping) else None
     values = getattr(metric, "values", None)
     value = getattr(metric, "value", None)
     count, total = getattr(metric, "count", None), getattr(metric, "sum", None)
@@ -63,12 +70,12 @@ def _add_metric(accumulator: Accumulator, metric: object, where: str) -> None:
                 key=shorten(key, 200),
                 value=render(values),
             )
-        accumulator.add_vector(key, values)
+        accumulator.add_vector(key, values, engine)
     elif value is not None:
-        accumulator.add_scalar(key, value)
+        accumulator.add_scalar(key, value, engine)
     elif count is not None and total is not None:
-        accumulator.add_scalar(key + COUNTER_KEY_SEP + HISTOGRAM_COUNT_PART, count)
-        accumulator.add_scalar(key + COUNTER_KEY_SEP + HISTOGRAM_SUM_PART, total)
+        accumulator.add_scalar(key + COUNTER_KEY_SEP + HISTOGRAM_COUNT_PART, count, engine)
+        accumulator.add_scalar(key + COUNTER_KEY_SEP + HISTOGRAM_SUM_PART, total, engine)
     else:
         raise CounterSnapshotError(
             f"metric {where} '{shorten(key, 200)}' ({type_name(metric)}) has none of 'values', 'value' "

@@ -6,9 +6,8 @@ from collections.abc import Mapping
 
 from .._messages import render, type_name
 from ..errors import ContractTypeError, CounterSnapshotError
-from ._values import FrozenCounters, counter_value, counter_vector, is_vector, key_text
-from .keys import is_kept
-from .names import KEPT_COUNTER_NAMES
+from ..metrics.names import KEPT_COUNTER_NAMES, is_kept
+from .counter_values import FrozenCounters, counter_value, counter_vector, is_vector, key_text
 
 __all__ = ["read_worker_dict"]
 

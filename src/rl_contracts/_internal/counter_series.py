@@ -2,21 +2,35 @@
 
 Both live sources (vLLM metric objects and Prometheus text) name a series by its metric name plus, when present,
 its ``finished_reason`` label, and add up every series that shares a key: scalars add, vectors add element-wise.
+The sums are also kept per value of the ``engine`` label, so that each engine's counters stay apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._messages import render, shorten, type_name
 from ..errors import CounterSnapshotError
-from ._values import FrozenCounters, check_sum, counter_value, counter_vector, key_text
-from .engines import NOT_IDENTITY_LABELS
-from .keys import encode_counter_key
-from .names import COUNTER_KEY_SEP, FINISHED_REASON_LABEL
+from ..metrics.names import (
+    COUNTER_KEY_SEP,
+    ENGINE_LABEL,
+    FINISHED_REASON_LABEL,
+    NOT_IDENTITY_LABELS,
+    encode_counter_key,
+)
+from .counter_values import FrozenCounters, check_sum, counter_value, counter_vector, key_text
 
-__all__ = ["Accumulator", "check_metric_name", "identity_labels", "series_key"]
+__all__ = ["Accumulator", "EnginePart", "check_metric_name", "identity_labels", "series_key"]
+
+
+class EnginePart(NamedTuple):
+    """The series of one ``engine`` label value (``None``: series without the label) of a source."""
+
+    labels: tuple[tuple[str, str], ...]
+    """The sorted, distinct identity labels of those series."""
+    values: FrozenCounters
+    """Their sums by snapshot key."""
 
 
 def check_metric_name(name: object, where: str) -> str:
@@ -41,45 +55,73 @@ class Accumulator:
     """Sums scalars and per-position vectors by snapshot key, refusing a key that gets both kinds.
 
     Every value is checked as it is added; :meth:`result` checks the sums and returns them in first-seen order.
-    The labels of every kept series are collected too (:meth:`add_labels`), for the snapshot's engine identity.
-    ``where`` starts every message (``"vLLM metric"``, ``"Prometheus"``).
+    The labels of every kept series are collected too (:meth:`add_labels`), for the snapshot's engine identity, and
+    each value is also added to the part of its series' ``engine`` label (:meth:`engine_parts`).  ``where`` starts
+    every message (``"vLLM metric"``, ``"Prometheus"``).
     """
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, *, split: bool = True) -> None:
         self.where = where
         self.scalars: dict[str, float] = {}
         self.vectors: dict[str, dict[int, float]] = {}
         self.order: dict[str, None] = {}
         self.labels: set[tuple[str, str]] = set()
+        self.parts: dict[str | None, Accumulator] | None = {} if split else None
 
-    def add_labels(self, labels: Mapping[Any, object], where: str, key: str) -> None:
-        """Collect the identity labels of one kept series (``where`` and ``key`` name it in errors)."""
-        self.labels.update(identity_labels(labels, where, key))
+    def add_labels(self, labels: Mapping[Any, object], where: str, key: str) -> str | None:
+        """Collect the identity labels of one kept series (``where`` and ``key`` name it in errors); return its
+        ``engine`` label, the ``engine`` argument of the ``add_*`` calls for this series."""
+        pairs = identity_labels(labels, where, key)
+        self.labels.update(pairs)
+        engine = dict(pairs).get(ENGINE_LABEL)
+        if self.parts is not None:
+            self._part(engine).labels.update(pairs)
+        return engine
+
+    def engine_parts(self) -> tuple[EnginePart, ...]:
+        """The sums per ``engine`` label value, in first-seen order, when the series carry two or more values
+        (else ``()``: the whole is one engine)."""
+        if self.parts is None or len(self.parts) < 2:
+            return ()
+        return tuple(EnginePart(part.identity_labels(), part.result()) for part in self.parts.values())
+
+    def _part(self, engine: str | None) -> Accumulator:
+        assert self.parts is not None
+        part = self.parts.get(engine)
+        if part is None:
+            part = self.parts[engine] = Accumulator(self.where, split=False)
+        return part
 
     def identity_labels(self) -> tuple[tuple[str, str], ...]:
         """The sorted, distinct identity labels of every series added."""
         return tuple(sorted(self.labels))
 
-    def add_scalar(self, key: str, value: object) -> None:
-        """Add a scalar counter under ``key``."""
+    def add_scalar(self, key: str, value: object, engine: str | None = None) -> None:
+        """Add a scalar counter under ``key`` (and to the part of ``engine``)."""
         number = counter_value(value, key, self.where)
         self._claim(key, self.vectors)
         self.scalars[key] = self.scalars.get(key, 0.0) + number
+        if self.parts is not None:
+            self._part(engine).add_scalar(key, number)
 
-    def add_position(self, key: str, position: int, value: object) -> None:
-        """Add one element (0-based ``position``) of the vector under ``key``."""
+    def add_position(self, key: str, position: int, value: object, engine: str | None = None) -> None:
+        """Add one element (0-based ``position``) of the vector under ``key`` (and to the part of ``engine``)."""
         number = counter_value(value, key, self.where)
         self._claim(key, self.scalars)
         slots = self.vectors.setdefault(key, {})
         slots[position] = slots.get(position, 0.0) + number
+        if self.parts is not None:
+            self._part(engine).add_position(key, position, number)
 
-    def add_vector(self, key: str, values: Sequence[object]) -> None:
+    def add_vector(self, key: str, values: Sequence[object], engine: str | None = None) -> None:
         """Add a whole vector under ``key``, element-wise (the shorter one is padded with zeros)."""
         numbers = counter_vector(values, key, self.where)
         self._claim(key, self.scalars)
         slots = self.vectors.setdefault(key, {})
         for position, number in enumerate(numbers):
             slots[position] = slots.get(position, 0.0) + number
+        if self.parts is not None:
+            self._part(engine).add_vector(key, numbers)
 
     def result(self) -> FrozenCounters:
         """The summed values: scalars as floats, vectors as tuples whose missing positions are 0."""

@@ -1,4 +1,4 @@
-"""Counter value checks shared by every metrics entry point, and the frozen mapping snapshots hold.
+"""Counter value checks shared by every metrics entry point, and the frozen mapping snapshots hold (private).
 
 A counter value is a finite real number ``>= 0`` that is not a bool; a bad one raises
 :class:`~rl_contracts.errors.CounterSnapshotError` naming where it was found, the (shortened) key and the value.
@@ -7,33 +7,23 @@ A counter value is a finite real number ``>= 0`` that is not a bool; a bad one r
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from typing import Any
 
 from .._messages import render, shorten, type_name
-from ..checks import is_int
-from ..errors import ContractTypeError, CounterSnapshotError
-from .names import MAX_SPEC_DECODE_POSITIONS
+from ..checks import real_or_none
+from ..errors import CounterSnapshotError
+from ..metrics.names import MAX_SPEC_DECODE_POSITIONS
 
 __all__ = [
     "FrozenCounters",
-    "as_number",
     "check_positions",
     "check_sum",
     "counter_value",
     "counter_vector",
     "is_vector",
     "key_text",
-    "require_str",
 ]
-
-
-def require_str(value: object, argument: str) -> str:
-    """Return ``value`` when it is a ``str``, else raise ``ContractTypeError`` naming ``argument``."""
-    if not isinstance(value, str):
-        raise ContractTypeError.for_value(argument, "a str", value)
-    return value
 
 
 def key_text(key: object) -> str:
@@ -41,22 +31,12 @@ def key_text(key: object) -> str:
     return shorten(key, 200) if isinstance(key, str) else render(key)
 
 
-def as_number(value: object) -> float | None:
-    """``float(value)`` for a real number that is not a bool (``inf`` when it overflows), else ``None``."""
-    if isinstance(value, bool) or not (is_int(value) or isinstance(value, numbers.Real)):
-        return None
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except OverflowError:
-        return math.inf
-
-
 def counter_value(value: object, key: object, where: str) -> float:
     """Check one counter value (finite, ``>= 0``, a number but not a bool) and return it as a float.
 
     Raises ``CounterSnapshotError`` with ``.key`` and ``.value``; ``where`` starts the message.
     """
-    number = as_number(value)
+    number = real_or_none(value)
     if number is None:
         raise CounterSnapshotError(
             f"{where} counter '{key_text(key)}' must be an int or float (not bool), got {type_name(value)} "

@@ -14,17 +14,18 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from .._messages import render, render_name, shorten
+from ..checks import require_str
 from ..errors import CounterSnapshotError
-from ._series import Accumulator, check_metric_name, series_key
-from ._values import FrozenCounters, require_str
-from .keys import is_kept
-from .names import (
+from ..metrics.names import (
     COUNTER_KEY_SEP,
     HISTOGRAM_COUNT_PART,
     HISTOGRAM_SUM_PART,
     MAX_SPEC_DECODE_POSITIONS,
     SPEC_DECODE_ACCEPTED_PER_POS,
+    is_kept,
 )
+from .counter_series import Accumulator, EnginePart, check_metric_name, series_key
+from .counter_values import FrozenCounters
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -47,9 +48,10 @@ _Identity = tuple[str, "str | None", tuple[tuple[str, str], ...]]
 
 def read_prometheus_text(
     text: object,
-) -> tuple[FrozenCounters, tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """Sum the kept samples of a page by snapshot key; also return the names of the page's ``vllm:`` families and
-    the identity labels of the kept samples (sorted, distinct).
+) -> tuple[FrozenCounters, tuple[str, ...], tuple[tuple[str, str], ...], tuple[EnginePart, ...]]:
+    """Sum the kept samples of a page by snapshot key; also return the names of the page's ``vllm:`` families,
+    the identity labels of the kept samples (sorted, distinct) and the sums per ``engine`` label (``()`` for a
+    page of one engine).
 
     The names are in page order, every type counted, kept or not; the untyped half of a split counter is not a
     family of its own.  Raises as ``CounterSnapshot.from_prometheus_text``.
@@ -68,7 +70,7 @@ def read_prometheus_text(
         read = _parts(family, base)
         if read is not None and is_kept(check_metric_name(read[0], "Prometheus family")):
             _add_samples(accumulator, seen, family, *read)
-    return accumulator.result(), tuple(names), accumulator.identity_labels()
+    return accumulator.result(), tuple(names), accumulator.identity_labels(), accumulator.engine_parts()
 
 
 def _parse(text: str) -> list[Metric]:
@@ -136,13 +138,13 @@ def _add_samples(
             seen, (name, part, tuple(sorted(sample.labels.items()))), sample.name, sample.labels, sample.value
         )
         key = series_key(name, sample.labels)
-        accumulator.add_labels(sample.labels, "Prometheus sample", key)
+        engine = accumulator.add_labels(sample.labels, "Prometheus sample", key)
         if part is not None:
-            accumulator.add_scalar(key + COUNTER_KEY_SEP + part, sample.value)
+            accumulator.add_scalar(key + COUNTER_KEY_SEP + part, sample.value, engine)
         elif vector:
-            accumulator.add_position(key, _position(sample.labels, key), sample.value)
+            accumulator.add_position(key, _position(sample.labels, key), sample.value, engine)
         else:
-            accumulator.add_scalar(key, sample.value)
+            accumulator.add_scalar(key, sample.value, engine)
 
 
 def _claim_once(
