@@ -30,6 +30,7 @@ from .checks import (
     is_collection,
     is_sequence,
     require_int,
+    require_str,
     token_ids,
 )
 from .errors import ContractTypeError, PromptFormatError, RolloutPromptMismatchError, TokenizerMismatchError
@@ -119,8 +120,7 @@ def check_bos_not_repeated(
     """
     ids = token_ids(prompt, name if isinstance(name, str) else "prompt")
     bos = require_int(bos_token_id, "bos_token_id")
-    if not isinstance(name, str):
-        raise ContractTypeError.for_value("name", "a str", name)
+    require_str(name, "name")
     if len(ids) >= 2 and ids[0] == ids[1] == bos:
         raise _repeated_bos_error(ids, bos, name)
 

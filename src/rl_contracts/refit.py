@@ -9,7 +9,7 @@ import heapq
 from collections.abc import Iterable
 
 from ._messages import MAX_LIST_ITEMS, render, render_name, shorten, type_name
-from .checks import require_collection
+from .checks import require_collection, require_str
 from .errors import MAX_MESSAGE_CHARS, ContractTypeError
 
 __all__ = [
@@ -41,8 +41,7 @@ def format_refit_key_error(label: str, keys: Iterable[str]) -> str:
         >>> format_refit_key_error("missing keys", {"b", "a"})
         "missing keys (2): ['a', 'b']"
     """
-    if not isinstance(label, str):
-        raise ContractTypeError.for_value("label", "a str", label)
+    require_str(label, "label")
     items = require_collection(keys, "keys", "a collection of str keys (not a bare str)")
     if set(map(type, items)) - {str}:  # the common all-str case costs no Python-level loop
         for item in items:

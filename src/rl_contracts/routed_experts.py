@@ -124,9 +124,7 @@ def resolve_routed_experts_dtype(num_experts: int | None) -> torch.dtype:
     """
     if num_experts is None:
         return ROUTED_EXPERTS_FALLBACK_DTYPE
-    n = require_int(num_experts, "num_experts")
-    if n <= 0:
-        raise RoutedExpertsError(f"num_experts must be >= 1, got {render(n)}")
+    n = require_int(num_experts, "num_experts", low=1, error=RoutedExpertsError)
     if n > _INT32_EXPERTS_LIMIT:
         raise RoutedExpertsError(
             f"num_experts must be <= 2**31 for the int32 carry dtype, got {render(n)}",

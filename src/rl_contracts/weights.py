@@ -19,7 +19,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
 from ._messages import render, render_list, render_name, type_name
-from .checks import ContractInt, int_or_none, is_collection, is_sequence, token_ids
+from .checks import ContractInt, int_or_none, is_collection, is_sequence, require_bool, token_ids
 from .errors import ContractTypeError, WeightVersionError
 from .protocols import CompletionOutputLike
 
@@ -183,8 +183,7 @@ def weight_version_spans(
     Example: an output of 12 tokens with ``[("7", 0, 4), ("8", 4, 12)]`` gives two spans; ``[("7", 0, 4),
     ("8", 5, 12)]`` raises naming span 1.
     """
-    if not isinstance(required, bool):
-        raise ContractTypeError.for_value("required", "a bool", required)
+    require_bool(required, "required")
     raw = getattr(completion_output, "weight_versions", None)
     output_index = int_or_none(getattr(completion_output, "index", None))
     if raw is None:
