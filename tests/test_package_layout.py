@@ -132,9 +132,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-PRIVATE_PACKAGE_INIT = (
-    '"""Private implementation modules of rl_contracts: no stability promise; import from the public modules."""\n'
-)
+PRIVATE_PACKAGE_INIT = '"""Private implementation modules of rl_contracts: no stability promise; import from the public modules."""\n'
 """The whole ``__init__.py`` of ``rl_contracts._internal``: a private package exports nothing."""
 
 
