@@ -39,9 +39,6 @@ _MAX_POSITION: Final = sys.maxsize
 
 _Delta = dict[str | tuple[str, int], float]
 
-_SUM_TOLERANCE: Final = 1e-9
-"""Relative slack of the acceptance-vector sum check: counters are whole numbers, their float sums exact to this."""
-
 
 def compute_engine_step_metrics(
     start_counters: AggregatedCounters,
@@ -135,7 +132,7 @@ def compute_spec_decode_metrics(
         delta = {key: end.get(key, 0.0) - start.get(key, 0.0) for key in {**start, **end}}
     else:
         delta = step.delta
-    _check_acceptance_vector(delta)
+    _check_acceptance_vector(delta, (start, end))
     drafts = delta.get(SPEC_DECODE_NUM_DRAFTS, 0.0)
     draft_tokens = delta.get(SPEC_DECODE_NUM_DRAFT_TOKENS, 0.0)
     accepted = delta.get(SPEC_DECODE_NUM_ACCEPTED_TOKENS, 0.0)
@@ -157,14 +154,23 @@ def compute_spec_decode_metrics(
     return metrics
 
 
-def _check_acceptance_vector(delta: _Delta) -> None:
-    """Refuse a step whose per-position accepted counts do not sum to the accepted-token delta (both present)."""
+def _is_acceptance_key(key: str | tuple[str, int]) -> bool:
+    return key == SPEC_DECODE_NUM_ACCEPTED_TOKENS or (
+        isinstance(key, tuple) and key[0] == SPEC_DECODE_ACCEPTED_PER_POS
+    )
+
+
+def _check_acceptance_vector(delta: _Delta, snapshots: tuple[_Delta, _Delta]) -> None:
+    """Refuse a step whose per-position accepted counts do not sum to the accepted-token delta (both present),
+    beyond the rounding of float subtraction at the counters' magnitude (none for whole counters below 2**53)."""
     positions = [v for k, v in delta.items() if isinstance(k, tuple) and k[0] == SPEC_DECODE_ACCEPTED_PER_POS]
     accepted = delta.get(SPEC_DECODE_NUM_ACCEPTED_TOKENS)
     if not positions or accepted is None:
         return
     total = sum(positions)
-    if abs(total - accepted) > _SUM_TOLERANCE * max(1.0, abs(accepted)):
+    values = (v for counters in snapshots for k, v in counters.items() if _is_acceptance_key(k))
+    scale = max(values, default=0.0)
+    if abs(total - accepted) > 4 * (len(positions) + 1) * sys.float_info.epsilon * max(scale, 1.0):
         raise CounterSnapshotError(
             f"the step's per-position acceptance counts ({SPEC_DECODE_ACCEPTED_PER_POS}, {len(positions)} "
             f"positions) sum to {render(total)} but its accepted-token delta ({SPEC_DECODE_NUM_ACCEPTED_TOKENS}) is "
