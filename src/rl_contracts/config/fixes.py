@@ -2,7 +2,7 @@
 
 ``rl-contracts validate --fix`` / ``--unsafe-fixes`` / ``--diff`` run on this module.  A finding is fixable when its
 rule's registry record has a ``fix_safety`` and the finding carries a
-:class:`~rl_contracts.config.suggested_fix.SuggestedFix`.  Safe fixes (``K1`` rename to the one did-you-mean key,
+:class:`~rl_contracts.config.finding.SuggestedFix`.  Safe fixes (``K1`` rename to the one did-you-mean key,
 ``P28`` move to the place NeMo RL reads) apply by default; unsafe ones (``W2`` remove a dead key, which may be a
 deliberate note; value changes such as ``P9``'s ``train_global_batch_size``) only with ``unsafe_fixes=True``.
 
@@ -31,14 +31,14 @@ from pathlib import Path
 from .._messages import render_name
 from ..errors import ConfigContractError, RecipeError, RecipeLoadError
 from ._internal.paths import Keys, lookup, split_path
+from .finding import SuggestedFix
 from .loading.compose import compose
 from .loading.issues import ConfigIssue
 from .loading.load_recipe import load_recipe
 from .loading.provenance import OVERRIDE_SOURCE
+from .rule import FixSafety
 from .rules.preflight import PreflightOptions
 from .rules.registry import rule_for
-from .rules.rule import FixSafety
-from .rules.suggested_fix import SuggestedFix
 from .yaml_edits import Declined, insert_value, move_entry, remove_entry, rename_key, set_value
 
 __all__ = [

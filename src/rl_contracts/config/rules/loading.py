@@ -10,7 +10,7 @@ composition (a ``RecipeLoadError``).
 
 from __future__ import annotations
 
-from .rule import Rule
+from ..rule import Rule
 
 __all__ = ["V1", "V2", "V3", "V4", "V5", "V6", "V7"]
 

@@ -16,8 +16,8 @@ from .._internal.absent import ABSENT
 from .._internal.paths import Loc
 from .._internal.view import ConfigView
 from .._internal.violations import Violation, rule_error
+from ..rule import Rule, checks
 from ..section.vllm_cfg import VllmSpecificArgs
-from .rule import Rule
 
 __all__ = [
     "C1",
@@ -185,6 +185,7 @@ policy:
 )
 
 
+@checks(C1)
 def check_top_k(value: int, info: ValidationInfo) -> int:
     """Rule C1 for a top-k field (``top_k``, ``val_top_k``): ``-1`` or ``>= 1`` (``None`` never reaches it)."""
     if value != -1 and value < 1:
@@ -197,6 +198,7 @@ def check_top_k(value: int, info: ValidationInfo) -> int:
     return value
 
 
+@checks(C1)
 def check_top_p(value: float, info: ValidationInfo) -> float:
     """Rule C1 for a top-p field (``top_p``, ``val_top_p``): ``0 < p <= 1``."""
     if not 0 < value <= 1:
@@ -207,6 +209,7 @@ def check_top_p(value: float, info: ValidationInfo) -> float:
     return value
 
 
+@checks(C2)
 def port_range_violations(low: int | None, high: int | None) -> list[Violation]:
     """Rule C2 across fields: ``port_range_low`` ≤ ``port_range_high`` when both are set."""
     if low is not None and high is not None and low > high:
@@ -222,6 +225,7 @@ def port_range_violations(low: int | None, high: int | None) -> list[Violation]:
     return []
 
 
+@checks(C3, C4, C5)
 def parallelism_violations(vllm: VllmSpecificArgs) -> list[Violation]:
     """Rules C3–C5: pipeline parallelism needs the async engine; EP is a multiple of TP; DP inside vLLM is sync."""
     tp, pp, ep = vllm.tensor_parallel_size, vllm.pipeline_parallel_size, vllm.expert_parallel_size
@@ -257,6 +261,7 @@ def parallelism_violations(vllm: VllmSpecificArgs) -> list[Violation]:
     return violations
 
 
+@checks(C10)
 def nvfp4_violations(view: ConfigView, keys: tuple[str, ...]) -> list[Violation]:
     """Rule C10 (second part): with NVFP4 per-token rollout on, each of ``keys`` that is set is a violation."""
     nvfp4 = view.section("nvfp4_pertoken_rollout")
@@ -278,6 +283,7 @@ def nvfp4_violations(view: ConfigView, keys: tuple[str, ...]) -> list[Violation]
     return violations
 
 
+@checks(C10)
 def exclusive_option_violations(view: ConfigView) -> list[Violation]:
     """Rule C10: a worker extension excludes ``quant_cfg``; NVFP4 per-token rollout excludes three options."""
     violations = []
@@ -296,6 +302,7 @@ def exclusive_option_violations(view: ConfigView) -> list[Violation]:
     return violations
 
 
+@checks(C11)
 def real_quant_violations(view: ConfigView) -> list[Violation]:
     """Rule C11: a real-quant export states its CPU offload, and no offload needs colocated CUDA-IPC refit."""
     if view.get("real_quant") is not True:
