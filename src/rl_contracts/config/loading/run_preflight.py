@@ -3,8 +3,9 @@ to the recipe's issues, with its provenance."""
 
 from __future__ import annotations
 
+from .._internal.base import V3
 from .._internal.paths import split_path
-from ..rules.loading import V2, V3, V4
+from ..rules.loading import V2, V4
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule, preflight
 from .issues import IssueReport
 from .resolve import Resolution

@@ -2,8 +2,8 @@
 missing or is not validated, a recipe beyond a loading limit (V6) or with a parent outside its root (V7).
 
 They are raised by the loading stage (:mod:`rl_contracts.config.loading`): V1 by composition and overrides (a
-:class:`~rl_contracts.errors.RecipeLoadError`), V2, V4 and V5 by the section check, V3 by the section's schema
-(every pydantic line error without a rule of its own, and a key given in both spellings); V6 by reading, composing
+:class:`~rl_contracts.errors.RecipeLoadError`), V2, V4 and V5 by the section check (V3, the schema, is declared with the base model,
+:mod:`rl_contracts.config._internal.base`); V6 by reading, composing
 and resolving (a ``RecipeLoadError``, or an error issue for a value whose resolution goes beyond a limit), V7 by
 composition (a ``RecipeLoadError``).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..rule import Rule
 
-__all__ = ["V1", "V2", "V3", "V4", "V5", "V6", "V7"]
+__all__ = ["V1", "V2", "V4", "V5", "V6", "V7"]
 
 V1 = Rule(
     "V1",
@@ -53,28 +53,6 @@ policy:
     max_new_tokens: ${policy.max_new_token_count}
 """,
     fix="Give the value in the recipe or with `--set KEY=VALUE`, or fix the interpolation.",
-)
-V3 = Rule(
-    "V3",
-    "schema-violation",
-    summary="a value breaks the VllmConfig schema (type, range, forbidden key)",
-    reference="vllm_worker.py and the config TypedDicts (S1-S3)",
-    what_it_checks=(
-        "That the generation section matches the `VllmConfig` schema: every required key present, every value "
-        "of its declared type (strict: no bool for an int, no string for a number), no forbidden extra key, "
-        "and no key given in both its `_key` and `key` spellings."
-    ),
-    why_it_matters=(
-        "The reference's config is an unchecked `TypedDict`: a wrong type reaches `vllm_worker.py` or the "
-        "engine arguments and fails there (S1-S3, a `TypeError`/`KeyError` after Ray and the workers "
-        "started), or is silently used as is."
-    ),
-    example="""\
-policy:
-  generation:
-    max_new_tokens: '512'
-""",
-    fix="Give the value the type the issue names (here the int `512`, not the string `'512'`).",
 )
 V4 = Rule(
     "V4",

@@ -23,7 +23,7 @@ from .._internal.violations import Violation
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig
-from .refit_transport import check_refit
+from ..section.refit_transport import check_refit
 
 __all__ = [
     "R2",

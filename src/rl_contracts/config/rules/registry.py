@@ -23,9 +23,11 @@ from pydantic_core import ErrorDetails
 from ..._messages import render
 from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
+from .._internal import base
 from .._internal.violations import rule_code
 from ..rule import FAMILIES, Check, Rule, collect_checks
-from . import loading, refit_support, refit_transport, section, unknown_keys
+from ..section import cross_field, refit_transport
+from . import loading, refit_support, unknown_keys
 from .preflight.engine import PREFLIGHT_CHECKS
 
 __all__ = [
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 CHECKS: Final[tuple[Check, ...]] = (
-    *collect_checks(loading, section, refit_transport, refit_support, unknown_keys),
+    *collect_checks(loading, base, cross_field, refit_transport, refit_support, unknown_keys),
     *PREFLIGHT_CHECKS,
 )
 """Every check, with the rules it reports."""
@@ -64,7 +66,7 @@ RULES: Final[tuple[Rule, ...]] = tuple(
         {
             rule.code: rule
             for rule in (
-                *_declared(loading, section, refit_transport, refit_support, unknown_keys),
+                *_declared(loading),
                 *(rule for check in CHECKS for rule in check.rules),
             )
         }.values(),
@@ -97,7 +99,7 @@ def code_of_error(error: ErrorDetails) -> str:
     if code is not None and code in _BY_CODE:
         return code
     claimed = _BY_PYDANTIC_TYPE.get(str(error["type"]))
-    return claimed.code if claimed is not None else loading.V3.code
+    return claimed.code if claimed is not None else base.V3.code
 
 
 def _matches(code: str, patterns: Iterable[str]) -> bool:

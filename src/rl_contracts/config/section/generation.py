@@ -27,8 +27,7 @@ from .._internal.scalars import (
 )
 from .._internal.view import ConfigView
 from .._internal.violations import Violation, raise_violations
-from ..rules.refit_transport import check_refit
-from ..rules.section import (
+from .cross_field import (
     check_top_k,
     check_top_p,
     exclusive_option_violations,
@@ -37,6 +36,7 @@ from ..rules.section import (
     real_quant_violations,
 )
 from .refit_cfg import VllmRefitConfig
+from .refit_transport import check_refit
 from .vllm_cfg import VllmSpecificArgs
 
 __all__ = [

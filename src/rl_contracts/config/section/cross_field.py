@@ -17,7 +17,7 @@ from .._internal.paths import Loc
 from .._internal.view import ConfigView
 from .._internal.violations import Violation, rule_error
 from ..rule import Rule, checks
-from ..section.vllm_cfg import VllmSpecificArgs
+from .vllm_cfg import VllmSpecificArgs
 
 __all__ = [
     "C1",

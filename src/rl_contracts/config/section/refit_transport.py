@@ -18,13 +18,13 @@ from .._internal.absent import ABSENT
 from .._internal.view import ConfigView
 from .._internal.violations import Violation
 from ..rule import Rule, checks
-from ..section.refit_cfg import (
+from .cross_field import nvfp4_violations
+from .refit_cfg import (
     VLLM_REFIT_SELECTORS,
     VllmCheckpointEnginePluginConfig,
     VllmRefitConfig,
     is_plugin_path,
 )
-from .section import nvfp4_violations
 
 __all__ = ["C6", "C7", "C8", "C9", "RefitCheck", "check_refit"]
 
