@@ -2,9 +2,10 @@
 
 Stages, lowest first (docs/development/config-core.md): the core records (``config.finding``, ``config.rule``);
 the private base models and helpers (``config._internal``); what a section is (``config.section``); the rule
-families, the preflight engine and the rule table (``config.rules``); how a file becomes a checked recipe
-(``config.loading``, ``config.worker_class``); fixes, baselines and YAML edits; the public ``config`` package;
-the CLI.  Every import is read with ``ast`` (at module level, under ``TYPE_CHECKING`` and inside functions).
+families and the preflight engine (``config.rules``); how a file becomes a document and its section is checked
+(``config.loading``, ``config.worker_class``); the rule table (``config.rules.registry``, which collects the checks
+of every stage below); ``load_recipe``, which runs them all; fixes, baselines and YAML edits; the public
+``config`` package; the CLI.  Every import is read with ``ast`` (at module level, under ``TYPE_CHECKING`` and inside functions).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("rl_contracts.config.section",),
     ("rl_contracts.config.rules",),
     ("rl_contracts.config.loading", "rl_contracts.config.worker_class"),
+    ("rl_contracts.config.rules.registry",),
+    ("rl_contracts.config.loading.load_recipe",),
     ("rl_contracts.config.fixes", "rl_contracts.config.baseline", "rl_contracts.config.yaml_edits"),
     ("rl_contracts.config",),
     ("rl_contracts.cli",),
@@ -95,9 +98,11 @@ def test_no_module_imports_a_higher_stage() -> None:
         ("rl_contracts.config._internal.base", 1),
         ("rl_contracts.config.section.cross_field", 2),
         ("rl_contracts.config.rules.preflight.engine", 3),
-        ("rl_contracts.config.loading.load_recipe", 4),
-        ("rl_contracts.config", 6),
-        ("rl_contracts.cli.validate", 7),
+        ("rl_contracts.config.loading.compose", 4),
+        ("rl_contracts.config.rules.registry", 5),
+        ("rl_contracts.config.loading.load_recipe", 6),
+        ("rl_contracts.config", 8),
+        ("rl_contracts.cli.validate", 9),
         ("rl_contracts.errors", None),
     ],
 )

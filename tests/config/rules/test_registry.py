@@ -18,11 +18,11 @@ from rl_contracts.config.rules.registry import (
     FAMILIES,
     check_patterns,
     checks_of,
-    code_of_error,
     code_selected,
     rule_for,
 )
 from rl_contracts.config.rules.registry import RULES as CODES
+from rl_contracts.config.section.cross_field import code_of_error
 from rl_contracts.errors import ConfigContractError, ContractTypeError
 from rl_contracts.testing.strategies import minimal_vllm_generation
 
@@ -84,6 +84,22 @@ def test_a_check_lives_beside_the_records_it_declares() -> None:
         module = importlib.import_module(check.function.__module__)
         assert all(getattr(module, rule.code) is rule for rule in check.rules), check.location
         assert check.location == f"{module.__name__.replace('.', '/')}.py:{check.function.__qualname__}"
+
+
+def test_every_declared_rule_is_in_the_table_with_a_check() -> None:
+    """A Rule record anywhere in the config package is in the table, so it has a check (none is forgotten)."""
+    import pkgutil
+
+    import rl_contracts.config
+
+    declared = {
+        value.code
+        for info in pkgutil.walk_packages(rl_contracts.config.__path__, "rl_contracts.config.")
+        for value in vars(importlib.import_module(info.name)).values()
+        if isinstance(value, Rule)
+    }
+    assert declared == {rule.code for rule in CODES}
+    assert all(checks_of(rule.code) for rule in CODES)
 
 
 def test_checks_of_names_where_a_rule_is_checked() -> None:

@@ -22,13 +22,12 @@ from ..._messages import render_list, render_name
 from ...checks import require_bool, require_collection
 from ...errors import ContractTypeError, RecipeError
 from .._internal.paths import Keys, lookup
-from ..rules.loading import V6
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
 from .check_section import DEFAULT_SECTION, check_section, default_section
-from .compose import build_tree, compose
+from .compose import V6, build_tree, compose
 from .expansion import analyse
 from .issues import ConfigIssue, IssueReport
 from .limits import DEFAULT_LIMITS, Limits, budget_scope

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from .._internal.base import V3
 from .._internal.paths import split_path
-from ..rules.loading import V2, V4
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule, preflight
+from .check_section import V4
 from .issues import IssueReport
-from .resolve import Resolution
+from .resolve import V2, Resolution
 
 __all__ = ["preflight_issues"]
 

@@ -18,16 +18,14 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from pydantic_core import ErrorDetails
-
 from ..._messages import render
 from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
 from .._internal import base
-from .._internal.violations import rule_code
+from ..loading import check_section, compose, resolve
 from ..rule import FAMILIES, Check, Rule, collect_checks
 from ..section import cross_field, refit_transport
-from . import loading, refit_support, unknown_keys
+from . import refit_support, unknown_keys
 from .preflight.engine import PREFLIGHT_CHECKS
 
 __all__ = [
@@ -36,22 +34,17 @@ __all__ = [
     "RULES",
     "check_patterns",
     "checks_of",
-    "code_of_error",
     "code_selected",
     "rule_for",
 ]
 
 CHECKS: Final[tuple[Check, ...]] = (
-    *collect_checks(loading, base, cross_field, refit_transport, refit_support, unknown_keys),
+    *collect_checks(
+        base, cross_field, refit_transport, refit_support, unknown_keys, compose, resolve, check_section
+    ),
     *PREFLIGHT_CHECKS,
 )
 """Every check, with the rules it reports."""
-
-
-def _declared(*modules: types.ModuleType) -> tuple[Rule, ...]:
-    """The records ``modules`` list in ``__all__`` (the families whose checks are not declared yet)."""
-    found = (getattr(module, name) for module in modules for name in getattr(module, "__all__", ()))
-    return tuple(value for value in found if isinstance(value, Rule))
 
 
 _CHECKS_OF: Final[Mapping[str, tuple[Check, ...]]] = types.MappingProxyType(
@@ -63,22 +56,13 @@ _CHECKS_OF: Final[Mapping[str, tuple[Check, ...]]] = types.MappingProxyType(
 
 RULES: Final[tuple[Rule, ...]] = tuple(
     sorted(
-        {
-            rule.code: rule
-            for rule in (
-                *_declared(loading),
-                *(rule for check in CHECKS for rule in check.rules),
-            )
-        }.values(),
+        {rule.code: rule for check in CHECKS for rule in check.rules}.values(),
         key=lambda rule: rule.order,
     )
 )
 """Every rule, sorted by family (``V``, ``C``, ``R``, ``K``, ``P``, ``W``, ``N``) then number."""
 
 _BY_CODE: Final[Mapping[str, Rule]] = types.MappingProxyType({rule.code: rule for rule in RULES})
-_BY_PYDANTIC_TYPE: Final[Mapping[str, Rule]] = types.MappingProxyType(
-    {error_type: rule for rule in RULES for error_type in rule.pydantic_types}
-)
 
 
 def checks_of(code: str) -> tuple[Check, ...]:
@@ -90,16 +74,6 @@ def checks_of(code: str) -> tuple[Check, ...]:
 def rule_for(code: str) -> Rule | None:
     """The record of ``code`` (``"P7"``), or ``None`` for a code the registry does not have."""
     return _BY_CODE.get(code)
-
-
-def code_of_error(error: ErrorDetails) -> str:
-    """The code of one pydantic line error of the generation section: the rule a violation carries, else the rule
-    that claims pydantic's error type (a range error is C2), else V3 (the schema)."""
-    code = rule_code(error)
-    if code is not None and code in _BY_CODE:
-        return code
-    claimed = _BY_PYDANTIC_TYPE.get(str(error["type"]))
-    return claimed.code if claimed is not None else base.V3.code
 
 
 def _matches(code: str, patterns: Iterable[str]) -> bool:

@@ -9,13 +9,17 @@ field); a validated section is read through :class:`~rl_contracts.config._intern
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import ValidationInfo
+from pydantic_core import ErrorDetails
 
 from ..._messages import render
 from .._internal.absent import ABSENT
+from .._internal.base import V3
 from .._internal.paths import Loc
 from .._internal.view import ConfigView
-from .._internal.violations import Violation, rule_error
+from .._internal.violations import Violation, rule_code, rule_error
 from ..rule import Rule, checks
 from .vllm_cfg import VllmSpecificArgs
 
@@ -29,6 +33,7 @@ __all__ = [
     "C11",
     "check_top_k",
     "check_top_p",
+    "code_of_error",
     "exclusive_option_violations",
     "nvfp4_violations",
     "parallelism_violations",
@@ -332,3 +337,18 @@ def real_quant_violations(view: ConfigView) -> list[Violation]:
             )
         ]
     return []
+
+
+_CLAIMED: Final[dict[str, Rule]] = {
+    error_type: rule for rule in (C1, C2, C3, C4, C5, C10, C11) for error_type in rule.pydantic_types
+}
+
+
+def code_of_error(error: ErrorDetails) -> str:
+    """The code of one pydantic line error of the section: the rule its violation carries, else the rule that
+    claims pydantic's error type (a range error is C2), else V3 (the schema)."""
+    code = rule_code(error)
+    if code is not None:
+        return code
+    claimed = _CLAIMED.get(str(error["type"]))
+    return claimed.code if claimed is not None else V3.code
