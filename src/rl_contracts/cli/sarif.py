@@ -211,6 +211,19 @@ def _notifications(reports: Sequence[FileReport]) -> list[dict[str, Any]]:
     return notes
 
 
+def _overlapped(
+    fix: ResultFix, taken: dict[str, list[tuple[tuple[int, int], tuple[int, int], str]]]
+) -> str | None:
+    """The finding (``"K1 policy..."``) whose fix already emitted for the same file touches a region of ``fix``,
+    else ``None``: SARIF consumers apply every fix of a file at once, so their regions must not overlap."""
+    for item in fix.replacements:
+        start, end = (item.start_line, item.start_column), (item.end_line, item.end_column)
+        for other_start, other_end, owner in taken.get(os.path.realpath(item.file), ()):
+            if start <= other_end and other_start <= end:
+                return owner
+    return None
+
+
 def sarif_log(
     reports: Sequence[FileReport],
     rules: Sequence[Rule],
@@ -219,13 +232,28 @@ def sarif_log(
     fix_for: Callable[[FileReport, Finding], ResultFix | None] | None = None,
 ) -> dict[str, Any]:
     """The SARIF 2.1.0 log of one ``validate`` run: the ``rules`` as the driver's rules, one result per issue of
-    ``reports`` (with its fix when ``fix_for`` returns one), the skipped rules as notifications."""
+    ``reports`` (with its fix when ``fix_for`` returns one), the skipped rules as notifications.  The fixes of one
+    file never overlap: a fix whose region touches one emitted before it is left out, and its result's
+    ``properties.fixPending`` says which fix it waits for ("run again")."""
     index = {rule.code: position for position, rule in enumerate(rules)}
-    results = [
-        _result(issue, report, index, None if fix_for is None else fix_for(report, issue))
-        for report in reports
-        for issue in report.issues
-    ]
+    taken: dict[str, list[tuple[tuple[int, int], tuple[int, int], str]]] = {}
+    results = []
+    for report in reports:
+        for issue in report.issues:
+            fix = None if fix_for is None else fix_for(report, issue)
+            waits = None if fix is None else _overlapped(fix, taken)
+            if fix is not None and waits is None:
+                for item in fix.replacements:
+                    start, end = (item.start_line, item.start_column), (item.end_line, item.end_column)
+                    taken.setdefault(os.path.realpath(item.file), []).append(
+                        (start, end, f"{issue.code} {issue.path}")
+                    )
+            result = _result(issue, report, index, None if waits else fix)
+            if waits:
+                result["properties"]["fixPending"] = (
+                    f"its fix overlaps the fix of {waits} in the same file; apply that one and run again"
+                )
+            results.append(result)
     failed = any(report.status == "error" for report in reports)
     run: dict[str, Any] = {
         "tool": {
