@@ -1,7 +1,7 @@
 """The stages of the config core import downward only: no module imports one of a higher stage.
 
 Stages, lowest first (docs/development/config-core.md): the core records (``config.finding``, ``config.rule``);
-the private base models and helpers (``config._internal``); what a section is (``config.section``); the rule
+the private base models and helpers (``rl_contracts._internal.config_*``); what a section is (``config.section``); the rule
 families and the preflight engine (``config.rules``); how a file becomes a document and its section is checked
 (``config.loading``, ``config.worker_class``); the rule table (``config.rules.registry``, which collects the checks
 of every stage below); ``load_recipe``, which runs them all; fixes, baselines and YAML edits; the public
@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 STAGES: tuple[tuple[str, ...], ...] = (
     ("rl_contracts.config.finding", "rl_contracts.config.rule"),
-    ("rl_contracts.config._internal",),
+    ("rl_contracts._internal.config_",),
     ("rl_contracts.config.section",),
     ("rl_contracts.config.rules",),
     ("rl_contracts.config.loading", "rl_contracts.config.worker_class"),
@@ -37,9 +37,11 @@ def stage_of(module: str) -> int | None:
     best: tuple[int, int] | None = None
     for index, prefixes in enumerate(STAGES):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and (
-                best is None or len(prefix) > best[1]
-            ):
+            if (
+                module == prefix
+                or module.startswith(prefix + ".")
+                or (prefix.endswith("_") and module.startswith(prefix))
+            ) and (best is None or len(prefix) > best[1]):
                 best = (index, len(prefix))
     return None if best is None else best[0]
 
@@ -95,7 +97,7 @@ def test_no_module_imports_a_higher_stage() -> None:
     ("module", "stage"),
     [
         ("rl_contracts.config.finding", 0),
-        ("rl_contracts.config._internal.base", 1),
+        ("rl_contracts._internal.config_base", 1),
         ("rl_contracts.config.section.cross_field", 2),
         ("rl_contracts.config.rules.preflight.engine", 3),
         ("rl_contracts.config.loading.compose", 4),

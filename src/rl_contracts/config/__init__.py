@@ -9,7 +9,7 @@ import importlib
 import warnings
 from typing import Final
 
-from ._internal.scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
+from .._internal.config_scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
 from .loading.check_section import DEFAULT_SECTION, EVALUATION_SECTION
 from .loading.issues import ConfigIssue
 from .loading.load_recipe import LoadedRecipe, load_recipe

@@ -28,9 +28,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._internal.config_paths import Keys, lookup, split_path
 from .._messages import render_name
 from ..errors import ConfigContractError, RecipeError, RecipeLoadError
-from ._internal.paths import Keys, lookup, split_path
 from .finding import SuggestedFix
 from .loading.compose import compose
 from .loading.issues import ConfigIssue

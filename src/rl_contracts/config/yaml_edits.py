@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .._internal.config_paths import Keys
 from .._messages import render_name
-from ._internal.paths import Keys
 from .loading.parsing import RecipeLoader
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs

@@ -14,10 +14,10 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from ..._internal.config_absent import ABSENT
+from ..._internal.config_paths import Keys, dotted_path, is_under, lookup
 from ..._messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
-from .._internal.absent import ABSENT
-from .._internal.paths import Keys, dotted_path, is_under, lookup
 from ..rule import Rule, checks
 from ..rules.refit_support import reload_refit_violation
 from ..rules.unknown_keys import K1, K2, P28, unknown_keys

@@ -36,9 +36,9 @@ import omegaconf
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 
+from ..._internal.config_paths import dotted_path
 from ..._messages import render, render_list, render_name, type_name
 from ...errors import RecipeLoadError
-from .._internal.paths import dotted_path
 from ..rule import Rule, checks
 from .limits import DEFAULT_LIMITS, Limits
 from .parsing import kind, reason

@@ -5,9 +5,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._internal.config_absent import ABSENT, MISSING_VALUE
+from ..._internal.config_paths import Keys, dotted_path, lookup
 from ..._messages import render
-from .._internal.absent import ABSENT, MISSING_VALUE
-from .._internal.paths import Keys, dotted_path, lookup
 from ..finding import Finding, Severity, SuggestedFix, json_value
 from .provenance import Provenance
 

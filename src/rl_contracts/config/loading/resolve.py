@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 import omegaconf
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from .._internal.paths import Keys, dotted_path
+from ..._internal.config_paths import Keys, dotted_path
 from ..rule import Rule, checks
 from .limits import active_budget
 from .parsing import reason

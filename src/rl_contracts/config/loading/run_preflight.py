@@ -3,8 +3,8 @@ to the recipe's issues, with its provenance."""
 
 from __future__ import annotations
 
-from .._internal.base import V3
-from .._internal.paths import split_path
+from ..._internal.config_base import V3
+from ..._internal.config_paths import split_path
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule, preflight
 from .check_section import V4
 from .issues import IssueReport

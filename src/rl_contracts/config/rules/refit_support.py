@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..._internal.config_absent import ABSENT, render_value
+from ..._internal.config_paths import dotted
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation
 from ..._messages import render, shorten
 from ...errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
-from .._internal.absent import ABSENT, render_value
-from .._internal.paths import dotted
-from .._internal.view import ConfigView
-from .._internal.violations import Violation
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig

@@ -18,10 +18,10 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from ..._internal import config_base as base
 from ..._messages import render
 from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
-from .._internal import base
 from ..loading import check_section, compose, resolve
 from ..rule import FAMILIES, Check, Rule, collect_checks
 from ..section import cross_field, refit_transport

@@ -24,9 +24,9 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 
+from ..._internal.config_base import known_keys
+from ..._internal.config_paths import Loc
 from ..._messages import render, render_name
-from .._internal.base import known_keys
-from .._internal.paths import Loc
 from ..finding import SuggestedFix
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig

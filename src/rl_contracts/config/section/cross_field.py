@@ -14,12 +14,12 @@ from typing import Final
 from pydantic import ValidationInfo
 from pydantic_core import ErrorDetails
 
+from ..._internal.config_absent import ABSENT
+from ..._internal.config_base import V3
+from ..._internal.config_paths import Loc
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation, rule_code, rule_error
 from ..._messages import render
-from .._internal.absent import ABSENT
-from .._internal.base import V3
-from .._internal.paths import Loc
-from .._internal.view import ConfigView
-from .._internal.violations import Violation, rule_code, rule_error
 from ..rule import Rule, checks
 from .vllm_cfg import VllmSpecificArgs
 

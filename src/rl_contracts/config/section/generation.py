@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from .._internal.base import ConfigModel
-from .._internal.scalars import (
+from ..._internal.config_base import ConfigModel
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigFloat,
@@ -25,8 +25,8 @@ from .._internal.scalars import (
     StrList,
     TokenIdList,
 )
-from .._internal.view import ConfigView
-from .._internal.violations import Violation, raise_violations
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation, raise_violations
 from .cross_field import (
     check_top_k,
     check_top_p,

@@ -13,10 +13,10 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from ..._internal.config_absent import ABSENT
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation
 from ..._messages import render, type_name
-from .._internal.absent import ABSENT
-from .._internal.view import ConfigView
-from .._internal.violations import Violation
 from ..rule import Rule, checks
 from .cross_field import nvfp4_violations
 from .refit_cfg import (

@@ -5,7 +5,7 @@ resolved document and returns a :class:`PreflightReport` of findings and skipped
 torch nor vLLM and never raises on a malformed document.  The modules are listed in README's package layout.
 """
 
-from ..._internal.absent import ABSENT
+from ...._internal.config_absent import ABSENT
 from ...finding import Finding
 from .engine import PREFLIGHT_RULES, preflight
 from .report import ENTRYPOINTS, Entrypoint, PreflightOptions, PreflightReport

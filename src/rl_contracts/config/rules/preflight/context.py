@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import MAX_MESSAGE_CHARS, shorten
-from ..._internal.absent import ABSENT
 from ...finding import Finding, SuggestedFix
 from .reader import Reader
 from .report import Entrypoint, PreflightOptions

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import render
-from ..._internal.absent import ABSENT
 from ...finding import SuggestedFix
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context

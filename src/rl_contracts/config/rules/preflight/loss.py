@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import render
-from ..._internal.absent import ABSENT
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, Context
 

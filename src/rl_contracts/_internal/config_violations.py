@@ -16,9 +16,9 @@ from typing import Final
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
-from ..rule import Rule
-from .absent import ABSENT
-from .paths import Loc
+from ..config.rule import Rule
+from .config_absent import ABSENT
+from .config_paths import Loc
 
 __all__ = ["RULE_CONTEXT_KEY", "Violation", "raise_violations", "rule_code", "rule_error"]
 

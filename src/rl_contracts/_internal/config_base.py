@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..rule import Rule, checks
-from .violations import Violation, raise_violations
+from ..config.rule import Rule, checks
+from .config_violations import Violation, raise_violations
 
 __all__ = [
     "V3",
