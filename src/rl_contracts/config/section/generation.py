@@ -4,7 +4,7 @@ SPEC §1.1 (fields, "Req." semantics) and §1.2 (rules C1–C11).  Cross-field r
 report *every* violation at once inside one pydantic ``ValidationError``; each line error's ``loc`` is the dotted
 key the rule reports against, relative to the generation section (e.g. ``("vllm_cfg", "pipeline_parallel_size")``),
 and its ``type`` is ``config_rule_<rule>`` (``config_rule_c9_missing`` / ``config_rule_c11_missing`` mark an absent
-key).  Scalars are strict (:mod:`rl_contracts.config._internal.scalars`); the rules are
+key).  Scalars are strict (:mod:`rl_contracts._internal.config_scalars`); the rules are
 :mod:`rl_contracts.config.rules.section`'s and :mod:`rl_contracts.config.rules.refit_transport`'s.
 """
 
@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from .._internal.base import ConfigModel
-from .._internal.scalars import (
+from ..._internal.config_base import ConfigModel
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigFloat,
@@ -25,10 +25,9 @@ from .._internal.scalars import (
     StrList,
     TokenIdList,
 )
-from .._internal.view import ConfigView
-from .._internal.violations import Violation, raise_violations
-from ..rules.refit_transport import check_refit
-from ..rules.section import (
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation, raise_violations
+from .cross_field import (
     check_top_k,
     check_top_p,
     exclusive_option_violations,
@@ -37,6 +36,7 @@ from ..rules.section import (
     real_quant_violations,
 )
 from .refit_cfg import VllmRefitConfig
+from .refit_transport import check_refit
 from .vllm_cfg import VllmSpecificArgs
 
 __all__ = [
