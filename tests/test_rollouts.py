@@ -361,6 +361,27 @@ def test_arguments_of_the_wrong_type_are_contract_type_errors(kwargs: dict[str, 
     assert err.argument == argument
 
 
+@pytest.mark.parametrize(
+    ("prompts", "generated", "pad", "where"),
+    [
+        ([[2**63]], [5], 0, (0, None, "prompt", "prompts[0]")),
+        ([[1]], [5, 2**63], 0, (0, 0, "token_ids", "token_ids")),
+        ([[1]], [-(2**63) - 1], 0, (0, 0, "token_ids", "token_ids")),
+        ([[1]], [5], 2**63, (None, None, "batch", "pad_token_id")),
+    ],
+)
+def test_token_ids_beyond_int64_are_a_rollout_batch_error_naming_the_argument(
+    prompts: list[list[int]], generated: list[int], pad: int, where: tuple[Any, ...]
+) -> None:
+    """An id the int64 token tensor cannot hold (prompt, generated or pad) is a typed error, never OverflowError."""
+    rows = [request(prompts[0], choice(0, generated))]
+    err = _batch_error(lambda: rollout_batch(prompts, rows, pad_token_id=pad))
+    row, choice_index, check, argument = where
+    assert (err.row, err.choice, err.check) == (row, choice_index, check)
+    assert argument in err.message
+    assert "int64" in err.message
+
+
 def test_n_below_one_is_refused() -> None:
     """n=0 can never be satisfied."""
     assert _batch_error(lambda: rollout_batch(PROMPTS, two_rows(), n=0)).check == "batch"

@@ -44,6 +44,9 @@ from .weights import WeightVersionSpan, check_weight_versions, weight_version_pe
 
 __all__ = ["NO_VERSION", "RolloutBatch", "rollout_batch", "sampled_logprobs"]
 
+_INT64: Final = np.iinfo(np.int64)
+"""The range of a token id: the batch's ``token_ids`` tensor is int64."""
+
 NO_VERSION: Final[int] = -1
 """``RolloutBatch.version_codes`` at prompt and padding positions, and at tokens the engine labelled with no
 weight version (vLLM before 0.32, or a trainer that never called ``set_weight_version``)."""
@@ -178,6 +181,12 @@ def rollout_batch(
     choices_per_row = None if n is None else _positive(n, "n")
     accepted = _finish_reasons(finish_reasons)
     pad = require_int(pad_token_id, "pad_token_id")
+    if _outside_int64([pad]) is not None:
+        raise RolloutBatchError(
+            f"pad_token_id={render(pad)} does not fit the int64 token_ids tensor (ids lie in [{_INT64.min}, "
+            f"{_INT64.max}]); pass the tokenizer's pad id",
+            check="batch",
+        )
     bound = _floor(logprob_floor, "logprob_floor")
     target = _device(device)
     allowed = _allowed(allowed_versions)
@@ -237,6 +246,7 @@ def _row(
     for choice, completion in _choices(row, output, n):
         where = f"rollout row {row}, choice {choice}"
         generated = _generated(completion, where, row, choice)
+        _check_int64(generated, f"{where}: the completion output's token_ids", row, choice, "token_ids")
         reason = getattr(completion, "finish_reason", None)
         if not isinstance(reason, str) or reason not in accepted:
             raise RolloutBatchError(
@@ -462,7 +472,30 @@ def _codes(sequence: _Sequence, labels: tuple[str, ...]) -> np.ndarray[Any, Any]
 
 def _prompt_rows(prompts: object) -> list[list[int]]:
     rows = require_sequence(prompts, "prompts", "a sequence of prompts (one sequence of token ids per row)")
-    return [token_ids(prompt, f"prompts[{row}]") for row, prompt in enumerate(rows)]
+    learner = [token_ids(prompt, f"prompts[{row}]") for row, prompt in enumerate(rows)]
+    for row, prompt in enumerate(learner):
+        _check_int64(prompt, f"rollout row {row}: prompts[{row}]", row, None, "prompt")
+    return learner
+
+
+def _outside_int64(ids: list[int]) -> int | None:
+    """The first id of ``ids`` outside int64's range, or ``None`` (two C-speed passes, no per-token bytecode)."""
+    if not ids or (_INT64.min <= min(ids) and max(ids) <= _INT64.max):
+        return None
+    return next(i for i, value in enumerate(ids) if not _INT64.min <= value <= _INT64.max)
+
+
+def _check_int64(ids: list[int], where: str, row: int, choice: int | None, check: str) -> None:
+    """Every id fits the int64 ``token_ids`` tensor, or a ``RolloutBatchError`` naming ``where`` and the position."""
+    position = _outside_int64(ids)
+    if position is not None:
+        raise RolloutBatchError(
+            f"{where} hold token id {render(ids[position])} at position {position}, outside the int64 range of token ids "
+            f"[{_INT64.min}, {_INT64.max}]; no vocabulary has such an id, so the ids are corrupt",
+            row=row,
+            choice=choice,
+            check=check,
+        )
 
 
 def _positive(value: object, argument: str) -> int:
