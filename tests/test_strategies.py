@@ -518,7 +518,11 @@ def test_rollout_generations_are_accepted_with_what_they_expect() -> None:
 
     def outcome(generation: RolloutGeneration) -> frozenset[str]:
         batch = rollout_batch(
-            generation.prompts, generation.request_outputs, n=generation.n, allowed_versions=ROLLOUT_LABELS
+            generation.prompts,
+            generation.request_outputs,
+            n=generation.n,
+            allowed_versions=ROLLOUT_LABELS,
+            allow_mixed_versions=True,
         )
         assert batch.rows.tolist() == [e.row for e in generation.expected]
         kinds = {"empty batch"} if not generation.expected else set()
@@ -543,6 +547,7 @@ def test_broken_rollout_generations_fail_at_the_planted_row_and_choice(fault: st
                 generation.request_outputs,
                 n=generation.n,
                 allowed_versions=ROLLOUT_LABELS,
+                allow_mixed_versions=True,
             )
         except RolloutBatchError as err:
             return case.fault, (err.row, err.choice, err.check) == (case.row, case.choice, case.check)

@@ -121,7 +121,8 @@ def rollout_generations(draw: st.DrawFn, *, max_rows: int = 4, max_n: int = 3) -
     Prompts have 0 to 8 ids; every choice has 0 to 6 tokens, each sampled token present (with its drawn log-prob)
     among up to two other candidates, weight versions tiling its tokens with labels from :data:`ROLLOUT_LABELS`,
     and ``finish_reason`` ``stop`` or ``length``; a request's choices come in any order.  ``expected`` holds what
-    the batch must contain, computed here, for :func:`~rl_contracts.rollouts.rollout_batch` round-trip properties.
+    the batch must contain, computed here, for :func:`~rl_contracts.rollouts.rollout_batch` round-trip properties
+    (pass ``allowed_versions=ROLLOUT_LABELS, allow_mixed_versions=True``: an output may change version mid-way).
     """
     rows = draw(st.integers(0, max_rows))
     n = draw(st.integers(1, max_n))
