@@ -45,6 +45,7 @@ from rl_contracts.errors import (
     ContractTypeError,
     RolloutBatchError,
     RoutedExpertsError,
+    RouteStitchError,
     SpliceError,
     UnsupportedConfigError,
     WeightVersionError,
@@ -65,7 +66,12 @@ from rl_contracts.routed_experts import (
     pad_and_align_routed_expert_indices,
     routing_agreement,
 )
-from rl_contracts.splice import resolve_terminator_token_ids, splice_prefix_tokens
+from rl_contracts.splice import (
+    check_turn_tokens,
+    resolve_terminator_token_ids,
+    splice_prefix_tokens,
+    turn_trajectory,
+)
 from rl_contracts.testing import strategies as strategies_module
 from rl_contracts.testing.strategies import (
     BASE_RECIPE,
@@ -80,12 +86,15 @@ from rl_contracts.testing.strategies import (
     SPELLINGS,
     TERMINATOR,
     TEXT_TOKENS,
+    TITO_TEMPLATES,
     TOKEN_CONTAINER_KINDS,
     BrokenRolloutGeneration,
     EngineFleetStep,
     HostileRecipe,
     RolloutGeneration,
     Spelling,
+    TitoConversation,
+    TurnRouteCase,
     aggregated_counter_pairs,
     alignment_cases,
     as_token_container,
@@ -140,7 +149,9 @@ from rl_contracts.testing.strategies import (
     splice_cases,
     splice_token_inputs,
     terminator_declarations,
+    tito_conversations,
     tool_call_histories,
+    turn_route_cases,
     unsupported_refit_configs,
     valid_recipes,
     vllm_config_dicts,
@@ -149,6 +160,7 @@ from rl_contracts.testing.strategies import (
     weight_version_span_lists,
     worker_counters,
 )
+from rl_contracts.turn_routes import stitch_turn_routes
 from rl_contracts.weights import weight_version_spans
 
 T = TypeVar("T")
@@ -1068,3 +1080,38 @@ def test_route_pairs_hold_changed_permuted_and_sentinel_rows() -> None:
 
     seen = set().union(*_outcomes(route_pairs(), outcome, examples=100))
     assert {"changed", "permuted", "sentinel", "3-D", "4-D", "masked", "all"} <= seen
+
+
+# --- multi-turn ------------------------------------------------------------------------------------------------
+
+
+def test_tito_conversations_pass_the_turn_check_across_templates_and_stops() -> None:
+    """Every conversation's trajectory passes ``check_turn_tokens``; every template, tool turns, cut turns and
+    turns spelled in pieces occur."""
+
+    def outcome(case: TitoConversation) -> frozenset[str]:
+        ids, spans = turn_trajectory(case.turns)
+        check_turn_tokens(case.tokenizer, case.messages, ids, spans)
+        kinds = {case.tokenizer.chat_template or ""}
+        kinds |= {"tool" for m in case.messages if m["role"] == "tool"}
+        kinds |= {"cut" for _, generated in case.turns if not generated or generated[-1] != 2}
+        return frozenset(kinds)
+
+    seen = set().union(*_outcomes(tito_conversations(), outcome, examples=30))
+    assert {"tool", "cut", *TITO_TEMPLATES} <= seen
+
+
+def test_turn_route_cases_stitch_or_name_the_first_uncovered_token() -> None:
+    """Covered cases stitch to their expected routes; others raise at ``uncovered``; both occur."""
+
+    def outcome(case: TurnRouteCase) -> str:
+        if case.uncovered is not None:
+            with pytest.raises(RouteStitchError) as info:
+                stitch_turn_routes(case.turns, device="cpu", routes_start=case.routes_start)
+            assert info.value.position == case.uncovered
+            return "refused"
+        routes = stitch_turn_routes(case.turns, device="cpu", routes_start=case.routes_start)
+        assert routes[: case.expected.shape[0]].tolist() == case.expected.tolist()
+        return "stitched"
+
+    assert set(_outcomes(turn_route_cases(), outcome)) == {"stitched", "refused"}
