@@ -388,6 +388,17 @@ def _version_order(version_order: object) -> dict[str, int]:
     return positions
 
 
+def _placed(label: str, place: int | None, among: str, fix: str) -> int:
+    """``place`` of ``label`` in the version order, or the error saying it has none."""
+    if place is None:
+        raise WeightVersionError(
+            f"weight version '{render_name(label)}' cannot be ordered among {among}, so its staleness cannot be "
+            f"told; {fix}",
+            version=label,
+        )
+    return place
+
+
 def weight_version_lag(
     version: str, *, current_version: int | str, version_order: Sequence[str] | None = None
 ) -> int:
@@ -435,14 +446,7 @@ def weight_version_lag(
         among = "the integer versions"
         fix = "label every weight update with its integer step (set_weight_version(str(step))), or pass version_order"
         place = _integer_label(version)
-    for label, found in ((current_version, current_place), (version, place)):
-        if found is None:
-            raise WeightVersionError(
-                f"weight version '{render_name(str(label))}' cannot be ordered among {among}, so its staleness "
-                f"cannot be told; {fix}",
-                version=str(label),
-            )
-    lag = int(current_place or 0) - int(place or 0)  # both found: checked just above
+    lag = _placed(str(current_version), current_place, among, fix) - _placed(version, place, among, fix)
     if lag < 0:
         raise WeightVersionError(
             f"weight version '{render_name(version)}' is {-lag} versions newer than current_version="
