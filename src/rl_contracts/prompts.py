@@ -882,5 +882,7 @@ def media_placeholder_token_ids(source: VocabularyTokenizerLike | ProcessorLike)
         ids |= more_ids
     names.update(MEDIA_PLACEHOLDER_TOKENS)
     ids.update(vocab[name] for name in names if name in vocab)
-    ids.update(index for index, content, *_ in _added_tokens(tokenizer, argument) if _MEDIA_WORDS.search(content))
+    ids.update(
+        index for index, content, *_ in _added_tokens(tokenizer, argument) if _MEDIA_WORDS.search(content)
+    )
     return frozenset(ids)
