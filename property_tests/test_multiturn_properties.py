@@ -1,7 +1,7 @@
 """Property tests of the multi-turn and hand-off contracts of issue 30.
 
 - token in, token out (``splice.check_turn_tokens``) on ``tito_conversations``;
-- route stitching (``turn_routes.stitch_turn_routes``) on ``turn_route_cases``;
+- route stitching (``routed_experts.stitch_turn_routes``) on ``turn_route_cases``;
 - forbidden tokens, weight versions by default, staleness and int64 ids (``rollouts.rollout_batch``) on
   ``rollout_generations``.
 """
@@ -24,6 +24,7 @@ from rl_contracts.errors import (
     TurnTokenMismatchError,
 )
 from rl_contracts.rollouts import rollout_batch
+from rl_contracts.routed_experts import stitch_turn_routes
 from rl_contracts.splice import check_turn_tokens, turn_trajectory
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.strategies import (
@@ -35,7 +36,6 @@ from rl_contracts.testing.strategies import (
     tito_conversations,
     turn_route_cases,
 )
-from rl_contracts.turn_routes import stitch_turn_routes
 
 # Each example renders a chat template a few times: fewer examples keep the CI tier fast.
 _RENDERS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

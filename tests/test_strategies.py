@@ -65,6 +65,7 @@ from rl_contracts.routed_experts import (
     as_routed_experts_tensor,
     pad_and_align_routed_expert_indices,
     routing_agreement,
+    stitch_turn_routes,
 )
 from rl_contracts.splice import (
     check_turn_tokens,
@@ -160,7 +161,6 @@ from rl_contracts.testing.strategies import (
     weight_version_span_lists,
     worker_counters,
 )
-from rl_contracts.turn_routes import stitch_turn_routes
 from rl_contracts.weights import weight_version_spans
 
 T = TypeVar("T")

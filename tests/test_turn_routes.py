@@ -1,4 +1,4 @@
-"""Multi-turn router replay: per-turn routes stitched into one trajectory (``rl_contracts.turn_routes``)."""
+"""Multi-turn router replay: per-turn routes stitched into one trajectory (``rl_contracts.routed_experts.stitch_turn_routes``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import pytest
 import torch
 
 from rl_contracts.errors import ContractTypeError, RoutedExpertsError, RouteStitchError
-from rl_contracts.routed_experts import pad_and_align_routed_expert_indices
+from rl_contracts.routed_experts import pad_and_align_routed_expert_indices, stitch_turn_routes
 from rl_contracts.testing import assert_contract_error
-from rl_contracts.turn_routes import stitch_turn_routes
 
 # Two turns, L=1 and K=2; the route of token t is [[t + 10, t + 20]].  Turn 0: prompt [1, 2], generated [3, 4];
 # turn 1: prompt [1, 2, 3, 4, 5] (turn 0's ids plus a tool result), generated [6, 7].

@@ -13,8 +13,6 @@ from .logprobs import *  # noqa: F403
 from .logprobs import __all__ as _logprobs
 from .metrics import *  # noqa: F403
 from .metrics import __all__ as _metrics
-from .multiturn import *  # noqa: F403
-from .multiturn import __all__ as _multiturn
 from .prompts import *  # noqa: F403
 from .prompts import __all__ as _prompts
 from .recipes import *  # noqa: F403
@@ -34,7 +32,6 @@ __all__ = [
     *_hostile_recipes,
     *_logprobs,
     *_metrics,
-    *_multiturn,
     *_prompts,
     *_recipes,
     *_rollouts,
