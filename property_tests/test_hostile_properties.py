@@ -400,6 +400,12 @@ MODULE_CALLS: dict[str, Callable[[st.DataObject], None]] = {
         finish_reasons=d.draw(st.one_of(st.just(("stop", "length")), HOSTILE)),
         pad_token_id=d.draw(st.one_of(st.just(0), HOSTILE)),
         logprob_floor=d.draw(st.one_of(st.none(), HOSTILE)),
+        forbidden_token_ids=d.draw(st.one_of(st.none(), st.just({5}), HOSTILE)),
+        allow_mixed_versions=d.draw(st.one_of(st.just(False), HOSTILE)),
+        current_version=d.draw(st.one_of(st.none(), st.just(3), HOSTILE)),
+        max_staleness=d.draw(st.one_of(st.none(), st.just(1), HOSTILE)),
+        version_order=d.draw(st.one_of(st.none(), HOSTILE)),
+        prefix_cache_version=d.draw(st.one_of(st.none(), st.just("7"), HOSTILE)),
     ),
     "sampled_logprobs": lambda d: _call(
         sampled_logprobs,

@@ -29,7 +29,11 @@ def test_every_sequence_round_trips_into_the_batch(generation: RolloutGeneration
     """Each (row, choice), in row then choice order, holds its prompt and tokens, its sampled log-probs (float32)
     and version codes at exactly its generated positions, and padding everywhere else."""
     batch = rollout_batch(
-        generation.prompts, generation.request_outputs, n=generation.n, allowed_versions=ROLLOUT_LABELS
+        generation.prompts,
+        generation.request_outputs,
+        n=generation.n,
+        allowed_versions=ROLLOUT_LABELS,
+        allow_mixed_versions=True,
     )
     assert len(batch) == len(generation.expected)
     width = max((len(e.prompt) + len(e.generated) for e in generation.expected), default=0)
@@ -63,7 +67,7 @@ def test_labels_are_the_versions_met_in_order_and_inputs_stay_unchanged(
 ) -> None:
     """Default labels are the distinct versions in order of first appearance; nothing passed in is changed."""
     before = copy.deepcopy((generation.prompts, generation.request_outputs))
-    batch = rollout_batch(generation.prompts, generation.request_outputs)
+    batch = rollout_batch(generation.prompts, generation.request_outputs, allow_mixed_versions=True)
     seen = list(dict.fromkeys(v for e in generation.expected for v in e.versions))
     assert list(batch.version_labels) == seen
     assert repr((generation.prompts, generation.request_outputs)) == repr(before)
@@ -76,7 +80,11 @@ def test_a_planted_fault_is_reported_at_its_row_and_choice(case: BrokenRolloutGe
     generation = case.generation
     with pytest.raises(RolloutBatchError) as info:
         rollout_batch(
-            generation.prompts, generation.request_outputs, n=generation.n, allowed_versions=ROLLOUT_LABELS
+            generation.prompts,
+            generation.request_outputs,
+            n=generation.n,
+            allowed_versions=ROLLOUT_LABELS,
+            allow_mixed_versions=True,
         )
     err = info.value
     assert_contract_error(err)

@@ -42,6 +42,9 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.RolloutBatchError, (ValueError,)),
     (errors.RolloutPromptError, (errors.RolloutPromptMismatchError, errors.RolloutBatchError, ValueError)),
     (errors.RolloutWeightVersionError, (errors.WeightVersionError, errors.RolloutBatchError, ValueError)),
+    (errors.ForbiddenTokenError, (errors.RolloutBatchError, ValueError)),
+    (errors.RouteStitchError, (errors.RoutedExpertsError, ValueError)),
+    (errors.TurnTokenMismatchError, (ValueError,)),
     (errors.LogprobContractError, (ValueError,)),
     (errors.LogprobMismatchError, (errors.LogprobContractError, ValueError)),
 ]
@@ -509,6 +512,20 @@ REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
         row=0,
         choice=1,
         check="weight_versions",
+    ),
+    errors.ForbiddenTokenError: lambda: errors.ForbiddenTokenError(
+        "row 2 choice 1: generated <|image_pad|>",
+        row=2,
+        choice=1,
+        check="forbidden_token",
+        position=7,
+        token_id=151655,
+    ),
+    errors.RouteStitchError: lambda: errors.RouteStitchError(
+        "turn 1 leaves token 12 without a route", turn=1, position=12, routes=9, expected=12
+    ),
+    errors.TurnTokenMismatchError: lambda: errors.TurnTokenMismatchError(
+        "turn 1: the separator is missing", turn=1, position=9, missing_ids=(198,), extra_ids=()
     ),
     errors.LogprobContractError: lambda: _logprob_error(mismatch=False),
     errors.LogprobMismatchError: lambda: _logprob_error(mismatch=True),

@@ -23,10 +23,12 @@ from rl_contracts.errors import (
     TokenizerMismatchError,
 )
 from rl_contracts.prompts import (
+    MEDIA_PLACEHOLDER_TOKENS,
     TOKENIZER_COMPONENTS,
     TokenizerFingerprint,
     check_bos_not_repeated,
     check_tokenizers_match,
+    media_placeholder_token_ids,
     tokenizer_fingerprint,
     validate_rollout_prompt,
 )
@@ -272,3 +274,44 @@ def test_unreadable_tokenizers_raise_contract_type_errors(case: str, tokenizer: 
     assert_contract_error(info.value)
     with pytest.raises(ContractTypeError):
         tokenizer_fingerprint(tokenizer)
+
+
+# ---------------------------------------------------------------------------------------------------- media tokens
+
+
+def test_media_placeholder_ids_come_from_known_names_added_tokens_and_declared_attributes() -> None:
+    """Known placeholders in the vocabulary, added tokens naming a medium, and a processor's declared tokens."""
+    tokenizer = StandInChatTokenizer(
+        words=("<|image_pad|>", "<|video_pad|>", "<start_of_image>", "image", "hello")
+    )
+    vocab = tokenizer.get_vocab()
+    found = media_placeholder_token_ids(tokenizer)
+    assert found == {vocab["<|image_pad|>"], vocab["<|video_pad|>"], vocab["<start_of_image>"]}
+    assert vocab["image"] not in found  # an ordinary word is not a media token
+    assert media_placeholder_token_ids(StandInChatTokenizer()) == frozenset()
+    added = StandInChatTokenizer()
+    added.added_tokens_decoder = {**added.added_tokens_decoder, 7: AddedToken("<|patch_marker|>")}
+    assert media_placeholder_token_ids(added) == {7}
+    processor = SimpleNamespace(tokenizer=StandInChatTokenizer(), image_token="</s>", video_token_id=3)
+    assert media_placeholder_token_ids(processor) == {2, 3}
+
+
+def test_media_placeholder_names_are_unique() -> None:
+    """The known-name table lists each token once."""
+    assert len(set(MEDIA_PLACEHOLDER_TOKENS)) == len(MEDIA_PLACEHOLDER_TOKENS)
+
+
+@pytest.mark.parametrize(
+    ("source", "argument"),
+    [
+        (object(), "source"),
+        (SimpleNamespace(tokenizer=object()), "source.tokenizer"),
+        (SimpleNamespace(tokenizer=StandInChatTokenizer(), image_token=5), "source.image_token"),
+        (SimpleNamespace(tokenizer=StandInChatTokenizer(), image_token_id="5"), "source.image_token_id"),
+    ],
+)
+def test_media_placeholder_ids_refuse_unreadable_sources(source: Any, argument: str) -> None:
+    """No vocabulary, or a declared media attribute of the wrong type, is a ContractTypeError naming it."""
+    with pytest.raises(ContractTypeError) as info:
+        media_placeholder_token_ids(source)
+    assert info.value.argument == argument

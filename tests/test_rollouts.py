@@ -23,6 +23,7 @@ import torch
 
 from rl_contracts.errors import (
     ContractTypeError,
+    ForbiddenTokenError,
     RolloutBatchError,
     RolloutPromptError,
     RolloutPromptMismatchError,
@@ -63,7 +64,8 @@ PROMPTS = [[1, 2, 3], [4, 5]]
 
 
 def two_rows() -> list[O]:
-    """Two requests, n=2, of different lengths, with weight versions changing in one choice."""
+    """Two requests, n=2, of different lengths, with weight versions changing in one choice (so a batch of them
+    needs ``allow_mixed_versions=True``)."""
     return [
         request(
             PROMPTS[0],
@@ -86,7 +88,9 @@ def _batch_error(call: Any, error: type[Exception] = RolloutBatchError) -> Any:
 
 def test_a_batch_holds_every_choice_right_padded_in_token_coordinates() -> None:
     """Rows then choices by index; prompt + generated ids padded; mask, log-probs and codes at generated tokens."""
-    batch = rollout_batch(PROMPTS, two_rows(), n=2, allowed_versions={"v1", "v2"}, pad_token_id=-7)
+    batch = rollout_batch(
+        PROMPTS, two_rows(), allow_mixed_versions=True, n=2, allowed_versions={"v1", "v2"}, pad_token_id=-7
+    )
     assert len(batch) == 4
     assert batch.rows.tolist() == [0, 0, 1, 1]
     assert batch.choices.tolist() == [0, 1, 0, 1]
@@ -123,7 +127,7 @@ def test_a_batch_holds_every_choice_right_padded_in_token_coordinates() -> None:
 
 def test_batch_dtypes_fit_the_agreement_check() -> None:
     """Token ids int64, log-probs and mask float32 0/1 of one shape [B, T], codes int64, on the device asked."""
-    batch = rollout_batch(PROMPTS, two_rows(), device=torch.device("cpu"))
+    batch = rollout_batch(PROMPTS, two_rows(), allow_mixed_versions=True, device=torch.device("cpu"))
     assert batch.token_ids.dtype == torch.int64
     assert batch.generation_logprobs.dtype == torch.float32
     assert batch.loss_mask.dtype == torch.float32
@@ -141,7 +145,7 @@ def test_batch_dtypes_fit_the_agreement_check() -> None:
 def test_the_batch_feeds_check_logprob_agreement_directly() -> None:
     """``check_logprob_agreement(batch.generation_logprobs, learner, batch.loss_mask)`` takes the batch as it is."""
     logprobs = importlib.import_module("rl_contracts.logprobs")
-    batch = rollout_batch(PROMPTS, two_rows())
+    batch = rollout_batch(PROMPTS, two_rows(), allow_mixed_versions=True)
     report = logprobs.check_logprob_agreement(
         batch.generation_logprobs, batch.generation_logprobs, batch.loss_mask
     )
@@ -150,11 +154,12 @@ def test_the_batch_feeds_check_logprob_agreement_directly() -> None:
 
 def test_version_labels_fix_the_codes_and_a_missing_label_names_the_row() -> None:
     """Given labels index the codes; a label the rollout carries but the list lacks is a row error."""
-    batch = rollout_batch(PROMPTS, two_rows(), version_labels=["v2", "v1"])
+    batch = rollout_batch(PROMPTS, two_rows(), allow_mixed_versions=True, version_labels=["v2", "v1"])
     assert batch.version_labels == ("v2", "v1")
     assert batch.version_codes[0, 3:].tolist() == [1, 0, 0]
     err = _batch_error(
-        lambda: rollout_batch(PROMPTS, two_rows(), version_labels=["v2"]), RolloutWeightVersionError
+        lambda: rollout_batch(PROMPTS, two_rows(), allow_mixed_versions=True, version_labels=["v2"]),
+        RolloutWeightVersionError,
     )
     assert (err.row, err.choice, err.check, err.version) == (0, 0, "weight_versions", "v1")
     assert err.message.startswith("rollout row 0, choice 0: ")
@@ -197,7 +202,9 @@ def test_a_disallowed_version_names_the_row_and_choice_and_stays_a_weight_versio
     assert isinstance(err, RolloutBatchError)
     assert (err.row, err.choice, err.version, err.start, err.end, err.span_index) == (1, 0, "v1", 1, 2, 1)
     assert err.message.startswith("rollout row 1, choice 0: output tokens [1, 2) of completion output 0")
-    assert rollout_batch([[1], [2]], rows, allowed_versions=lambda v: v in "v1v2").version_labels == (
+    assert rollout_batch(
+        [[1], [2]], rows, allowed_versions=lambda v: v in "v1v2", allow_mixed_versions=True
+    ).version_labels == (
         "v2",
         "v1",
     )
@@ -210,21 +217,23 @@ def test_a_different_prompt_is_a_rollout_prompt_error_naming_the_row() -> None:
     """vLLM prefilled another prompt for row 1: RolloutPromptError, also a RolloutPromptMismatchError."""
     rows = two_rows()
     rows[1].prompt_token_ids = [4, 5, 9]
-    err = _batch_error(lambda: rollout_batch(PROMPTS, rows), RolloutPromptMismatchError)
+    err = _batch_error(
+        lambda: rollout_batch(PROMPTS, rows, allow_mixed_versions=True), RolloutPromptMismatchError
+    )
     assert isinstance(err, RolloutPromptError)
     assert (err.row, err.choice, err.check) == (1, None, "prompt")
     assert (err.expected_length, err.actual_length, err.first_mismatch_index) == (2, 3, 2)
     assert err.message.startswith("rollout row 1 (every choice): vLLM processed prompt differs")
     rows[1].prompt_token_ids = None
-    err = _batch_error(lambda: rollout_batch(PROMPTS, rows), RolloutPromptError)
+    err = _batch_error(lambda: rollout_batch(PROMPTS, rows, allow_mixed_versions=True), RolloutPromptError)
     assert (err.actual_length, err.first_mismatch_index) == (None, None)
 
 
 def test_prompts_compare_by_value_whatever_the_container() -> None:
     """Tuples, numpy arrays and tensors as learner prompts equal the engine's list (SPEC §4.1 semantics)."""
     prompts = [np.array([1, 2, 3]), torch.tensor([4, 5])]
-    assert len(rollout_batch(prompts, two_rows())) == 4  # type: ignore[arg-type]
-    assert len(rollout_batch([(1, 2, 3), (4, 5)], two_rows())) == 4
+    assert len(rollout_batch(prompts, two_rows(), allow_mixed_versions=True)) == 4  # type: ignore[arg-type]
+    assert len(rollout_batch([(1, 2, 3), (4, 5)], two_rows(), allow_mixed_versions=True)) == 4
 
 
 @pytest.mark.parametrize(
@@ -292,7 +301,7 @@ def test_each_row_check_names_row_choice_and_check(
     """Every fault of row 1 (or 0 for choices) is a RolloutBatchError with the row, the choice and the check."""
     rows = two_rows()
     mutate(rows)
-    err = _batch_error(lambda: rollout_batch(PROMPTS, rows, n=2))
+    err = _batch_error(lambda: rollout_batch(PROMPTS, rows, n=2, allow_mixed_versions=True))
     assert err.check == check
     assert err.choice == choice_index
     assert err.row in (0, 1)
@@ -305,7 +314,10 @@ def test_finish_reasons_and_n_are_the_callers_to_choose() -> None:
     rows = two_rows()
     rows[1].outputs[0].finish_reason = "abort"
     assert (
-        rollout_batch(PROMPTS, rows, finish_reasons={"stop", "length", "abort"}).finish_reasons[2] == "abort"
+        rollout_batch(
+            PROMPTS, rows, finish_reasons={"stop", "length", "abort"}, allow_mixed_versions=True
+        ).finish_reasons[2]
+        == "abort"
     )
     rows = [request([1], choice(0, [5])), request([2], choice(0, [6]), choice(1, [7]), choice(2, [8]))]
     assert rollout_batch([[1], [2]], rows).choices.tolist() == [0, 0, 1, 2]
@@ -358,14 +370,38 @@ def test_a_batch_size_mismatch_and_an_empty_batch() -> None:
 )
 def test_arguments_of_the_wrong_type_are_contract_type_errors(kwargs: dict[str, Any], argument: str) -> None:
     """Each argument of the wrong type names itself in a ContractTypeError."""
-    call = {"prompts": PROMPTS, "request_outputs": two_rows(), **kwargs}
+    call = {"prompts": PROMPTS, "request_outputs": two_rows(), "allow_mixed_versions": True, **kwargs}
     err = _batch_error(lambda: rollout_batch(**call), ContractTypeError)
     assert err.argument == argument
 
 
+@pytest.mark.parametrize(
+    ("prompts", "generated", "pad", "where"),
+    [
+        ([[2**63]], [5], 0, (0, None, "prompt", "prompts[0]")),
+        ([[1]], [5, 2**63], 0, (0, 0, "token_ids", "token_ids")),
+        ([[1]], [-(2**63) - 1], 0, (0, 0, "token_ids", "token_ids")),
+        ([[1]], [5], 2**63, (None, None, "batch", "pad_token_id")),
+    ],
+)
+def test_token_ids_beyond_int64_are_a_rollout_batch_error_naming_the_argument(
+    prompts: list[list[int]], generated: list[int], pad: int, where: tuple[Any, ...]
+) -> None:
+    """An id the int64 token tensor cannot hold (prompt, generated or pad) is a typed error, never OverflowError."""
+    rows = [request(prompts[0], choice(0, generated))]
+    err = _batch_error(lambda: rollout_batch(prompts, rows, pad_token_id=pad))
+    row, choice_index, check, argument = where
+    assert (err.row, err.choice, err.check) == (row, choice_index, check)
+    assert argument in err.message
+    assert "int64" in err.message
+
+
 def test_n_below_one_is_refused() -> None:
     """n=0 can never be satisfied."""
-    assert _batch_error(lambda: rollout_batch(PROMPTS, two_rows(), n=0)).check == "batch"
+    assert (
+        _batch_error(lambda: rollout_batch(PROMPTS, two_rows(), allow_mixed_versions=True, n=0)).check
+        == "batch"
+    )
 
 
 def test_malformed_span_objects_name_the_row_and_choice() -> None:
@@ -379,10 +415,10 @@ def test_inputs_are_never_mutated_and_errors_pickle() -> None:
     """A passing and a failing call leave prompts and outputs as they were; errors survive pickle."""
     rows, prompts = two_rows(), copy.deepcopy(PROMPTS)
     before = copy.deepcopy(rows)
-    rollout_batch(prompts, rows, allowed_versions={"v1", "v2"})
+    rollout_batch(prompts, rows, allowed_versions={"v1", "v2"}, allow_mixed_versions=True)
     rows[1].outputs[0].finish_reason = "error"
     before[1].outputs[0].finish_reason = "error"
-    err = _batch_error(lambda: rollout_batch(prompts, rows))
+    err = _batch_error(lambda: rollout_batch(prompts, rows, allow_mixed_versions=True))
     assert repr(rows) == repr(before)
     assert prompts == PROMPTS
     clone = pickle.loads(pickle.dumps(err))
@@ -391,7 +427,7 @@ def test_inputs_are_never_mutated_and_errors_pickle() -> None:
 
 def test_the_batch_is_frozen_and_pickles() -> None:
     """A RolloutBatch cannot be reassigned and crosses processes (Ray) with its tensors."""
-    batch = rollout_batch(PROMPTS, two_rows())
+    batch = rollout_batch(PROMPTS, two_rows(), allow_mixed_versions=True)
     with pytest.raises(AttributeError):
         batch.version_labels = ()  # type: ignore[misc]
     clone = pickle.loads(pickle.dumps(batch))
@@ -489,3 +525,134 @@ def test_the_recorded_generate_becomes_a_batch_that_agrees_with_the_same_weights
     difference = (learner - batch.generation_logprobs).abs()[mask]
     assert float(difference.max()) < RECORDED["agreement_tolerance"]
     assert int(mask.sum()) == sum(len(row) for row in RECORDED["learner_logprobs"])
+
+
+# ---------------------------------------------------------------------------------------------------- issue 30
+
+
+def test_a_generated_media_placeholder_names_row_choice_position_and_token() -> None:
+    """verl #7038: a sampled <|image_pad|> (id 151655 here) is refused with where it is; other ids pass."""
+    rows = [request([1], choice(0, [5])), request([2], choice(0, [7, 151655, 8]))]
+    err = _batch_error(
+        lambda: rollout_batch([[1], [2]], rows, forbidden_token_ids={151655, 151656}), ForbiddenTokenError
+    )
+    assert (err.row, err.choice, err.check, err.position, err.token_id) == (
+        1,
+        0,
+        "forbidden_token",
+        1,
+        151655,
+    )
+    assert err.message.startswith(
+        "rollout row 1, choice 0: generated token 151655 at position 1 is forbidden"
+    )
+    assert len(rollout_batch([[1], [2]], rows, forbidden_token_ids={9})) == 2
+    assert len(rollout_batch([[1], [2]], rows)) == 2  # nothing is forbidden by default
+
+
+def test_forbidden_token_ids_must_be_ints() -> None:
+    """A bare int, a str or a float among the ids is a ContractTypeError naming the argument."""
+    rows = [request([1], choice(0, [5]))]
+    for value, argument in (
+        (5, "forbidden_token_ids"),
+        ("5", "forbidden_token_ids"),
+        ([1.5], "forbidden_token_ids[0]"),
+    ):
+        err = _batch_error(
+            lambda value=value: rollout_batch([[1]], rows, forbidden_token_ids=value), ContractTypeError
+        )
+        assert err.argument == argument
+
+
+def test_an_output_under_two_weight_versions_is_refused_by_default() -> None:
+    """SkyRL #1836: one output sampled by two versions fails closed, naming both spans; allow_mixed_versions passes."""
+    rows = [request([1], choice(0, [5, 6, 7], spans=[("3", 0, 2), ("4", 2, 3)]))]
+    err = _batch_error(lambda: rollout_batch([[1]], rows), RolloutWeightVersionError)
+    assert (err.row, err.choice, err.check, err.span_index, err.version, err.start, err.end) == (
+        0,
+        0,
+        "mixed_versions",
+        1,
+        "4",
+        2,
+        3,
+    )
+    assert "allow_mixed_versions=True" in err.message
+    err = _batch_error(
+        lambda: rollout_batch([[1]], rows, allowed_versions={"3", "4"}), RolloutWeightVersionError
+    )
+    assert err.check == "mixed_versions"  # allowing both labels is not allowing them in one output
+    batch = rollout_batch([[1]], rows, allow_mixed_versions=True)
+    assert batch.version_codes.tolist() == [[NO_VERSION, 0, 0, 1]]
+
+
+def _versioned(*labels: str) -> list[O]:
+    """One row per label, each a single-version output of two tokens."""
+    return [request([row], choice(0, [5, 6], spans=[(label, 0, 2)])) for row, label in enumerate(labels)]
+
+
+def test_a_rollout_lagging_beyond_max_staleness_is_refused() -> None:
+    """AReaL #1388: with integer labels, lag = current - label; a lag of 5 against a bound of 2 names the row."""
+    rows = _versioned("7", "5", "2")
+    prompts = [[0], [1], [2]]
+    err = _batch_error(
+        lambda: rollout_batch(prompts, rows, current_version=7, max_staleness=2), RolloutWeightVersionError
+    )
+    assert (err.row, err.choice, err.check, err.version) == (2, 0, "staleness", "2")
+    assert "5 versions behind current_version=7, beyond max_staleness=2" in err.message
+    assert len(rollout_batch(prompts, rows, current_version=7, max_staleness=5)) == 3
+    assert len(rollout_batch(prompts, rows, current_version="7", max_staleness=5)) == 3
+
+
+def test_staleness_needs_an_order_and_both_arguments() -> None:
+    """Opaque labels are never ordered by guess: vLLM's "default" needs version_order; half a bound is an error."""
+    rows = _versioned("default")
+    err = _batch_error(
+        lambda: rollout_batch([[0]], rows, current_version=3, max_staleness=1), RolloutWeightVersionError
+    )
+    assert err.check == "staleness"
+    assert "cannot be ordered" in err.message
+    ordered = rollout_batch(
+        [[0]], rows, current_version="b", max_staleness=2, version_order=["default", "a", "b"]
+    )
+    assert ordered.version_labels == ("default",)
+    err = _batch_error(
+        lambda: rollout_batch(
+            [[0]], rows, current_version="a", max_staleness=0, version_order=["default", "a"]
+        ),
+        RolloutWeightVersionError,
+    )
+    assert "1 versions behind" in err.message
+    for kwargs in ({"current_version": 3}, {"max_staleness": 1}, {"version_order": ["a"]}):
+        assert _batch_error(lambda kwargs=kwargs: rollout_batch([[0]], rows, **kwargs)).check == "batch"
+    newer = _versioned("9")
+    err = _batch_error(
+        lambda: rollout_batch([[0]], newer, current_version=3, max_staleness=1), RolloutWeightVersionError
+    )
+    assert "newer than current_version=3" in err.message
+
+
+def test_a_staleness_bound_requires_weight_versions() -> None:
+    """An output without labels cannot pass a staleness bound unchecked."""
+    rows = [request([1], choice(0, [5]))]
+    err = _batch_error(
+        lambda: rollout_batch([[1]], rows, current_version=1, max_staleness=1), RolloutWeightVersionError
+    )
+    assert "carries no weight_versions" in err.message
+
+
+def test_a_cached_prefix_under_another_version_is_refused() -> None:
+    """With prefix_cache_version, a request served partly from cache whose first span is another version fails."""
+    rows = _versioned("8")
+    rows[0].num_cached_tokens = 32
+    err = _batch_error(
+        lambda: rollout_batch([[0]], rows, prefix_cache_version="7"), RolloutWeightVersionError
+    )
+    assert (err.row, err.choice, err.check, err.version) == (0, 0, "prefix_cache", "8")
+    assert "served 32 prompt tokens from its prefix cache" in err.message
+    assert len(rollout_batch([[0]], rows, prefix_cache_version="8")) == 1
+    rows[0].num_cached_tokens = 0
+    assert len(rollout_batch([[0]], rows, prefix_cache_version="7")) == 1  # nothing came from the cache
+    numeric: Any = 7
+    err = _batch_error(lambda: rollout_batch([[0]], rows, prefix_cache_version=numeric), ContractTypeError)
+    assert err.argument == "prefix_cache_version"

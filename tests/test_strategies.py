@@ -45,6 +45,7 @@ from rl_contracts.errors import (
     ContractTypeError,
     RolloutBatchError,
     RoutedExpertsError,
+    RouteStitchError,
     SpliceError,
     UnsupportedConfigError,
     WeightVersionError,
@@ -64,8 +65,14 @@ from rl_contracts.routed_experts import (
     as_routed_experts_tensor,
     pad_and_align_routed_expert_indices,
     routing_agreement,
+    stitch_turn_routes,
 )
-from rl_contracts.splice import resolve_terminator_token_ids, splice_prefix_tokens
+from rl_contracts.splice import (
+    check_turn_tokens,
+    resolve_terminator_token_ids,
+    splice_prefix_tokens,
+    turn_trajectory,
+)
 from rl_contracts.testing import strategies as strategies_module
 from rl_contracts.testing.strategies import (
     BASE_RECIPE,
@@ -80,12 +87,15 @@ from rl_contracts.testing.strategies import (
     SPELLINGS,
     TERMINATOR,
     TEXT_TOKENS,
+    TITO_TEMPLATES,
     TOKEN_CONTAINER_KINDS,
     BrokenRolloutGeneration,
     EngineFleetStep,
     HostileRecipe,
     RolloutGeneration,
     Spelling,
+    TitoConversation,
+    TurnRouteCase,
     aggregated_counter_pairs,
     alignment_cases,
     as_token_container,
@@ -140,7 +150,9 @@ from rl_contracts.testing.strategies import (
     splice_cases,
     splice_token_inputs,
     terminator_declarations,
+    tito_conversations,
     tool_call_histories,
+    turn_route_cases,
     unsupported_refit_configs,
     valid_recipes,
     vllm_config_dicts,
@@ -518,7 +530,11 @@ def test_rollout_generations_are_accepted_with_what_they_expect() -> None:
 
     def outcome(generation: RolloutGeneration) -> frozenset[str]:
         batch = rollout_batch(
-            generation.prompts, generation.request_outputs, n=generation.n, allowed_versions=ROLLOUT_LABELS
+            generation.prompts,
+            generation.request_outputs,
+            n=generation.n,
+            allowed_versions=ROLLOUT_LABELS,
+            allow_mixed_versions=True,
         )
         assert batch.rows.tolist() == [e.row for e in generation.expected]
         kinds = {"empty batch"} if not generation.expected else set()
@@ -543,6 +559,7 @@ def test_broken_rollout_generations_fail_at_the_planted_row_and_choice(fault: st
                 generation.request_outputs,
                 n=generation.n,
                 allowed_versions=ROLLOUT_LABELS,
+                allow_mixed_versions=True,
             )
         except RolloutBatchError as err:
             return case.fault, (err.row, err.choice, err.check) == (case.row, case.choice, case.check)
@@ -1078,3 +1095,38 @@ def test_route_pairs_hold_changed_permuted_and_sentinel_rows() -> None:
 
     seen = set().union(*_outcomes(route_pairs(), outcome, examples=100))
     assert {"changed", "permuted", "sentinel", "3-D", "4-D", "masked", "all"} <= seen
+
+
+# --- multi-turn ------------------------------------------------------------------------------------------------
+
+
+def test_tito_conversations_pass_the_turn_check_across_templates_and_stops() -> None:
+    """Every conversation's trajectory passes ``check_turn_tokens``; every template, tool turns, cut turns and
+    turns spelled in pieces occur."""
+
+    def outcome(case: TitoConversation) -> frozenset[str]:
+        ids, spans = turn_trajectory(case.turns)
+        check_turn_tokens(case.tokenizer, case.messages, ids, spans)
+        kinds = {case.tokenizer.chat_template or ""}
+        kinds |= {"tool" for m in case.messages if m["role"] == "tool"}
+        kinds |= {"cut" for _, generated in case.turns if not generated or generated[-1] != 2}
+        return frozenset(kinds)
+
+    seen = set().union(*_outcomes(tito_conversations(), outcome, examples=30))
+    assert {"tool", "cut", *TITO_TEMPLATES} <= seen
+
+
+def test_turn_route_cases_stitch_or_name_the_first_uncovered_token() -> None:
+    """Covered cases stitch to their expected routes; others raise at ``uncovered``; both occur."""
+
+    def outcome(case: TurnRouteCase) -> str:
+        if case.uncovered is not None:
+            with pytest.raises(RouteStitchError) as info:
+                stitch_turn_routes(case.turns, device="cpu", routes_start=case.routes_start)
+            assert info.value.position == case.uncovered
+            return "refused"
+        routes = stitch_turn_routes(case.turns, device="cpu", routes_start=case.routes_start)
+        assert routes[: case.expected.shape[0]].tolist() == case.expected.tolist()
+        return "stitched"
+
+    assert set(_outcomes(turn_route_cases(), outcome)) == {"stitched", "refused"}

@@ -13,11 +13,14 @@ import pytest
 from pydantic import ValidationError
 
 from rl_contracts import WeightVersionError
-from rl_contracts.errors import ContractError, ContractTypeError
+from rl_contracts.errors import ConfigContractError, ContractError, ContractTypeError
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.weights import (
     WeightVersionSpan,
+    check_weight_version_staleness,
     check_weight_versions,
+    max_staleness_from_recipe,
+    weight_version_lag,
     weight_version_per_token,
     weight_version_spans,
 )
@@ -491,4 +494,112 @@ def test_huge_bounds_are_rendered_in_every_tiling_message() -> None:
     with pytest.raises(WeightVersionError) as info:
         weight_version_spans(_output([("7", 0, huge)], n=3))
     assert "ends beyond the 3 output tokens" in str(info.value)
+    assert_contract_error(info.value)
+
+
+# ---------------------------------------------------------------------------------------------------- staleness
+
+
+@pytest.mark.parametrize(
+    ("version", "kwargs", "lag"),
+    [
+        ("5", {"current_version": 7}, 2),
+        ("7", {"current_version": "7"}, 0),
+        ("0", {"current_version": 0}, 0),
+        ("a", {"current_version": "c", "version_order": ["a", "b", "c"]}, 2),
+        ("default", {"current_version": "step-1", "version_order": ("default", "step-1")}, 1),
+    ],
+)
+def test_weight_version_lag_counts_versions(version: str, kwargs: dict[str, Any], lag: int) -> None:
+    """Integer labels subtract; with version_order, positions subtract."""
+    assert weight_version_lag(version, **kwargs) == lag
+
+
+@pytest.mark.parametrize(
+    ("version", "kwargs", "error", "fragment"),
+    [
+        (
+            "default",
+            {"current_version": 3},
+            WeightVersionError,
+            "cannot be ordered among the integer versions",
+        ),
+        ("07", {"current_version": 7}, WeightVersionError, "cannot be ordered"),
+        ("v7", {"current_version": 7}, WeightVersionError, "cannot be ordered"),
+        ("7", {"current_version": "v7"}, WeightVersionError, "'v7' cannot be ordered"),
+        ("9", {"current_version": 7}, WeightVersionError, "2 versions newer than current_version=7"),
+        ("z", {"current_version": "a", "version_order": ["a"]}, WeightVersionError, "'z' cannot be ordered"),
+        ("a", {"current_version": "a", "version_order": ["a", "a"]}, WeightVersionError, "twice"),
+        ("a", {"current_version": 1, "version_order": ["a"]}, ContractTypeError, "current_version"),
+        ("a", {"current_version": "a", "version_order": "a"}, ContractTypeError, "version_order"),
+        ("7", {"current_version": True}, ContractTypeError, "current_version"),
+        ("7", {"current_version": -1}, ContractTypeError, "current_version"),
+        (7, {"current_version": 7}, ContractTypeError, "version"),
+    ],
+)
+def test_weight_version_lag_fails_closed(
+    version: Any, kwargs: dict[str, Any], error: type[Exception], fragment: str
+) -> None:
+    """A label that cannot be ordered, a newer label, or a bad argument is refused, never guessed."""
+    with pytest.raises(error) as info:
+        weight_version_lag(version, **kwargs)
+    assert_contract_error(info.value)
+    assert fragment in str(info.value)
+
+
+def test_check_weight_version_staleness_names_the_first_span_beyond_the_bound() -> None:
+    """The largest lag is returned; the first span beyond max_staleness is named with its tokens."""
+    spans = (WeightVersionSpan(version="4", start=0, end=3), WeightVersionSpan(version="6", start=3, end=5))
+    assert check_weight_version_staleness(spans, current_version=6, max_staleness=2) == 2
+    assert check_weight_version_staleness((), current_version=6, max_staleness=0) == 0
+    with pytest.raises(WeightVersionError) as info:
+        check_weight_version_staleness(spans, current_version=6, max_staleness=1)
+    assert_contract_error(info.value)
+    assert (info.value.span_index, info.value.version, info.value.start, info.value.end) == (0, "4", 0, 3)
+    with pytest.raises(WeightVersionError, match="max_staleness must be >= 0"):
+        check_weight_version_staleness(spans, current_version=6, max_staleness=-1)
+    with pytest.raises(ContractTypeError):
+        check_weight_version_staleness([("4", 0, 3)], current_version=6, max_staleness=1)  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("recipe", "bound"),
+    [
+        ({"grpo": {"async_grpo": {"enabled": True, "max_trajectory_age_steps": 4}}}, 4),
+        ({"grpo": {"async_grpo": {"enabled": True}}}, 1),
+        ({"grpo": {"async_grpo": {"enabled": False, "max_trajectory_age_steps": 4}}}, None),
+        ({"grpo": {"num_prompts_per_step": 8}}, None),
+        ({"ppo": {"async_ppo": {"enabled": True, "max_trajectory_age_steps": 3}}}, 3),
+        ({"async_rl": {"sampler": {"name": "windowed", "max_staleness_versions": 2}}}, 2),
+        ({"async_rl": {"sampler": {"name": "weight_fifo"}}}, 1),
+        (
+            SimpleNamespace(
+                document={"grpo": {"async_grpo": {"enabled": True, "max_trajectory_age_steps": 0}}}
+            ),
+            0,
+        ),
+    ],
+)
+def test_max_staleness_from_recipe_reads_the_async_bound(recipe: Any, bound: int | None) -> None:
+    """NeMo RL's async sections give the bound; a synchronous recipe gives None."""
+    assert max_staleness_from_recipe(recipe) == bound
+
+
+@pytest.mark.parametrize(
+    ("recipe", "error"),
+    [
+        (
+            {"grpo": {"async_grpo": {"enabled": True, "max_trajectory_age_steps": "${steps}"}}},
+            ConfigContractError,
+        ),
+        ({"grpo": {"async_grpo": {"enabled": True, "max_trajectory_age_steps": -1}}}, ConfigContractError),
+        ({"grpo": {"async_grpo": {"enabled": "true"}}}, ConfigContractError),
+        ({"async_rl": {"sampler": {"name": "in_order", "max_lookahead_versions": 1}}}, ConfigContractError),
+        ("grpo.yaml", ContractTypeError),
+    ],
+)
+def test_max_staleness_from_recipe_fails_closed(recipe: Any, error: type[Exception]) -> None:
+    """An unresolved or negative bound, a non-bool switch, a sampler it does not read, or no recipe: an error."""
+    with pytest.raises(error) as info:
+        max_staleness_from_recipe(recipe)
     assert_contract_error(info.value)

@@ -12,6 +12,7 @@ from .errors import ContractError as ContractError
 from .errors import ContractTypeError as ContractTypeError
 from .errors import CounterSnapshotError as CounterSnapshotError
 from .errors import EnvelopeError as EnvelopeError
+from .errors import ForbiddenTokenError as ForbiddenTokenError
 from .errors import LogprobContractError as LogprobContractError
 from .errors import LogprobMismatchError as LogprobMismatchError
 from .errors import PlaceholderRemapError as PlaceholderRemapError
@@ -24,8 +25,10 @@ from .errors import RolloutPromptError as RolloutPromptError
 from .errors import RolloutPromptMismatchError as RolloutPromptMismatchError
 from .errors import RolloutWeightVersionError as RolloutWeightVersionError
 from .errors import RoutedExpertsError as RoutedExpertsError
+from .errors import RouteStitchError as RouteStitchError
 from .errors import SpliceError as SpliceError
 from .errors import TokenizerMismatchError as TokenizerMismatchError
+from .errors import TurnTokenMismatchError as TurnTokenMismatchError
 from .errors import UnsupportedConfigError as UnsupportedConfigError
 from .errors import WeightVersionError as WeightVersionError
 

@@ -32,6 +32,7 @@ __all__ = [
     "ContractTypeError",
     "CounterSnapshotError",
     "EnvelopeError",
+    "ForbiddenTokenError",
     "LogprobContractError",
     "LogprobMismatchError",
     "PlaceholderRemapError",
@@ -43,9 +44,11 @@ __all__ = [
     "RolloutPromptError",
     "RolloutPromptMismatchError",
     "RolloutWeightVersionError",
+    "RouteStitchError",
     "RoutedExpertsError",
     "SpliceError",
     "TokenizerMismatchError",
+    "TurnTokenMismatchError",
     "UnsupportedConfigError",
     "WeightVersionError",
     "contract_error",
@@ -254,6 +257,15 @@ class RoutedExpertsError(ContractError, ValueError):
     limit: int | None
 
 
+class RouteStitchError(RoutedExpertsError):
+    """Per-turn routes that cannot be stitched into one trajectory for router replay: ``turn`` is the turn at
+    fault (0-based), ``position`` the token index in the trajectory of the first row left without a route."""
+
+    attribute_names: ClassVar[tuple[str, ...]] = (*RoutedExpertsError.attribute_names, "turn", "position")
+    turn: int | None
+    position: int | None
+
+
 class EnvelopeError(ContractError, ValueError):
     """A malformed routed-experts wire envelope or an unencodable tensor.
 
@@ -403,13 +415,30 @@ class TokenizerMismatchError(ContractError, ValueError):
     engine_digest: str | None
 
 
+class TurnTokenMismatchError(ContractError, ValueError):
+    """A multi-turn prompt built turn by turn (token in, token out) that differs from the chat template's full
+    render outside the model's own turns.
+
+    ``turn`` is the template segment at fault: segment ``k`` is what precedes generated turn ``k`` (0: the first
+    prompt; ``len(generated_spans)``: what follows the last generated turn).  ``position`` is the index in the
+    built ids where they first differ, ``missing_ids`` the template's ids the built ids lack there and
+    ``extra_ids`` the ids the built ids hold instead.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = ("turn", "position", "missing_ids", "extra_ids")
+    turn: int | None
+    position: int | None
+    missing_ids: tuple[int, ...] | None
+    extra_ids: tuple[int, ...] | None
+
+
 class RolloutBatchError(ContractError, ValueError):
     """A row of a rollout batch that the learner must not train on (the batch hand-off of ``rl_contracts.rollouts``).
 
     ``row`` is the request's position in the batch (the prompt's row), ``choice`` the completion output's
     ``index`` within it (``None`` when the fault is the whole request's) and ``check`` what failed: ``"batch"``,
-    ``"prompt"``, ``"finished"``, ``"choices"``, ``"token_ids"``, ``"finish_reason"``, ``"logprobs"`` or
-    ``"weight_versions"``.  :class:`RolloutPromptError` and :class:`RolloutWeightVersionError` are also the
+    ``"prompt"``, ``"finished"``, ``"choices"``, ``"token_ids"``, ``"forbidden_token"``, ``"finish_reason"``,
+    ``"logprobs"`` or ``"weight_versions"``.  :class:`RolloutPromptError` and :class:`RolloutWeightVersionError` are also the
     errors of the single-row checks they wrap, so ``except RolloutPromptMismatchError`` keeps working.
     """
 
@@ -435,6 +464,16 @@ class RolloutWeightVersionError(WeightVersionError, RolloutBatchError):
         *WeightVersionError.attribute_names,
         *RolloutBatchError.attribute_names,
     )
+
+
+class ForbiddenTokenError(RolloutBatchError):
+    """A choice of a rollout batch generated a token the rollout forbids (a media placeholder such as
+    ``<|image_pad|>``, or another id the caller listed); ``position`` is its index among the generated tokens
+    and ``token_id`` the id (``check`` is ``"forbidden_token"``)."""
+
+    attribute_names: ClassVar[tuple[str, ...]] = (*RolloutBatchError.attribute_names, "position", "token_id")
+    position: int | None
+    token_id: int | None
 
 
 class LogprobContractError(ContractError, ValueError):

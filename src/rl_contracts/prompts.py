@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, final, overload
 
@@ -34,9 +35,10 @@ from .checks import (
     token_ids,
 )
 from .errors import ContractTypeError, PromptFormatError, RolloutPromptMismatchError, TokenizerMismatchError
-from .protocols import VocabularyTokenizerLike
+from .protocols import ProcessorLike, VocabularyTokenizerLike
 
 __all__ = [
+    "MEDIA_PLACEHOLDER_TOKENS",
     "OLDER_MEDIA_KEYS",
     "TOKENIZER_COMPONENTS",
     "IntArrayLike",
@@ -47,6 +49,7 @@ __all__ = [
     "check_bos_not_repeated",
     "check_tokenizers_match",
     "format_prompt_for_vllm_generation",
+    "media_placeholder_token_ids",
     "tokenizer_fingerprint",
     "validate_rollout_prompt",
 ]
@@ -759,3 +762,127 @@ def check_tokenizers_match(
         learner_digest=mine.digest,
         engine_digest=theirs.digest,
     )
+
+
+# ---------------------------------------------------------------------------------------------------- media tokens
+
+MEDIA_PLACEHOLDER_TOKENS: tuple[str, ...] = (
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|audio_pad|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|media_pad|>",
+    "<|image|>",
+    "<|video|>",
+    "<|audio|>",
+    "<|AUDIO|>",
+    "<|audio_bos|>",
+    "<|audio_eos|>",
+    "<image>",
+    "<video>",
+    "<audio>",
+    "<start_of_image>",
+    "<end_of_image>",
+    "<image_soft_token>",
+    "<start_of_audio>",
+    "<end_of_audio>",
+    "<audio_soft_token>",
+    "<IMG_CONTEXT>",
+    "<img>",
+    "</img>",
+    "[IMG]",
+    "[IMG_BREAK]",
+    "[IMG_END]",
+    "<fake_token_around_image>",
+)
+"""Media tokens of common vision and audio models (Qwen2-VL/2.5-VL/3-VL and Omni, LLaVA, Gemma 3/3n, InternVL,
+Pixtral, Idefics, Kimi-VL, Phi/Llama 4): a text policy must never sample one of them."""
+
+_MEDIA_WORDS = re.compile(r"image|video|audio|vision|img|patch|frame|media", re.IGNORECASE)
+"""Added (special) tokens whose text names a medium are media markers too, whatever the model calls them."""
+
+_MEDIA_TOKEN_ATTRIBUTES = (
+    "image_token",
+    "video_token",
+    "audio_token",
+    "boi_token",
+    "eoi_token",
+    "boa_token",
+    "eoa_token",
+    "image_start_token",
+    "image_end_token",
+    "vision_start_token",
+    "vision_end_token",
+)
+_MEDIA_ID_ATTRIBUTES = (
+    "image_token_id",
+    "video_token_id",
+    "audio_token_id",
+    "image_token_index",
+    "video_token_index",
+    "audio_token_index",
+    "vision_start_token_id",
+    "vision_end_token_id",
+)
+
+
+def _declared_media(source: object, argument: str) -> tuple[set[str], set[int]]:
+    """The media tokens ``source`` declares by attribute: strings and ids (a missing attribute is ``None``)."""
+    names: set[str] = set()
+    ids: set[int] = set()
+    for attribute in _MEDIA_TOKEN_ATTRIBUTES:
+        value = getattr(source, attribute, None)
+        if value is not None:
+            if not isinstance(value, str):
+                raise ContractTypeError.for_value(f"{argument}.{attribute}", "a str token or None", value)
+            names.add(value)
+    for attribute in _MEDIA_ID_ATTRIBUTES:
+        index = _optional_id(source, attribute, argument)
+        if index is not None:
+            ids.add(index)
+    return names, ids
+
+
+def media_placeholder_token_ids(source: VocabularyTokenizerLike | ProcessorLike) -> frozenset[int]:
+    """The ids of the media placeholder and marker tokens of a tokenizer or multimodal processor.
+
+    Pass the result as ``rollout_batch(..., forbidden_token_ids=...)``: a policy that samples ``<|image_pad|>``
+    produces a rollout whose learner-side processing expects media that does not exist (verl #7038, #5817).  The
+    ids are the union of:
+
+    - every token of :data:`MEDIA_PLACEHOLDER_TOKENS` present in the vocabulary (``get_vocab()``);
+    - every added token (``added_tokens_decoder``, else ``get_added_vocab()``) whose text names a medium
+      (image, video, audio, vision, img, patch, frame, media; case-insensitive);
+    - the media tokens the processor or tokenizer declares: ``image_token``, ``video_token``, ``audio_token``,
+      ``boi_token``, ... looked up in the vocabulary, and ``image_token_id``, ``video_token_id``, ... as they are.
+
+    ``source`` is a tokenizer (anything with ``get_vocab()``) or a processor holding one as ``.tokenizer``.  A
+    text-only tokenizer gives an empty set.  Reads attributes only; imports no ``transformers``.
+
+    Raises:
+        ContractTypeError: ``source`` has neither ``get_vocab()`` nor a ``tokenizer`` that has it, or an
+            attribute read has the wrong type (named).
+
+    >>> from rl_contracts.testing.chat_tokenizer import StandInChatTokenizer
+    >>> tokenizer = StandInChatTokenizer(words=("<|image_pad|>", "<|vision_start|>", "hello"))
+    >>> sorted(tokenizer.decode([i]) for i in media_placeholder_token_ids(tokenizer))
+    ['<|image_pad|>', '<|vision_start|>']
+    """
+    tokenizer: object = source
+    argument = "source"
+    if not callable(getattr(source, "get_vocab", None)) and getattr(source, "tokenizer", None) is not None:
+        tokenizer, argument = source.tokenizer, "source.tokenizer"  # type: ignore[union-attr]
+    vocab = _vocabulary(tokenizer, argument)
+    names, ids = _declared_media(source, "source")
+    if tokenizer is not source:
+        more_names, more_ids = _declared_media(tokenizer, argument)
+        names |= more_names
+        ids |= more_ids
+    names.update(MEDIA_PLACEHOLDER_TOKENS)
+    ids.update(vocab[name] for name in names if name in vocab)
+    ids.update(
+        index for index, content, *_ in _added_tokens(tokenizer, argument) if _MEDIA_WORDS.search(content)
+    )
+    return frozenset(ids)

@@ -25,6 +25,7 @@ __all__ = [
     "LogprobLike",
     "MetricLike",
     "PlaceholderRangeLike",
+    "ProcessorLike",
     "RequestOutputLike",
     "TokenizerLike",
     "VectorLike",
@@ -177,6 +178,18 @@ class VocabularyTokenizerLike(Protocol):
     """
 
     def get_vocab(self) -> Mapping[str, int]: ...
+
+
+class ProcessorLike(Protocol):
+    """A multimodal processor (``transformers.AutoProcessor``), as
+    :func:`rl_contracts.prompts.media_placeholder_token_ids` reads it: its ``tokenizer``.
+
+    Also read, optionally: the media token attributes processors declare (``image_token``, ``video_token``,
+    ``audio_token``, ``boi_token``, ``eoi_token``, ... as str; ``image_token_id``, ``video_token_id``, ... as int).
+    """
+
+    @property
+    def tokenizer(self) -> VocabularyTokenizerLike: ...
 
 
 class GenerationConfigLike(Protocol):

@@ -25,12 +25,13 @@ import numpy as np
 import torch
 
 from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
-from ._messages import render, render_list, type_name
+from ._messages import render, render_list, render_name, type_name
 from .chat import VLLM_LOGPROB_FLOOR
 from .checks import (
     int_or_none,
     is_sequence,
     require_bool,
+    require_collection,
     require_float,
     require_int,
     require_sequence,
@@ -38,6 +39,7 @@ from .checks import (
 )
 from .errors import (
     ContractTypeError,
+    ForbiddenTokenError,
     RolloutBatchError,
     RolloutPromptError,
     RolloutPromptMismatchError,
@@ -47,9 +49,18 @@ from .errors import (
 from .metrics import OK_FINISH_REASONS
 from .prompts import validate_rollout_prompt
 from .protocols import CompletionOutputLike, RequestOutputLike
-from .weights import WeightVersionSpan, check_weight_versions, weight_version_per_token, weight_version_spans
+from .weights import (
+    WeightVersionSpan,
+    check_weight_version_staleness,
+    check_weight_versions,
+    weight_version_per_token,
+    weight_version_spans,
+)
 
 __all__ = ["NO_VERSION", "RolloutBatch", "rollout_batch", "sampled_logprobs"]
+
+_INT64: Final = np.iinfo(np.int64)
+"""The range of a token id: the batch's ``token_ids`` tensor is int64."""
 
 NO_VERSION: Final[int] = -1
 """``RolloutBatch.version_codes`` at prompt and padding positions, and at tokens the engine labelled with no
@@ -136,6 +147,12 @@ def rollout_batch(
     pad_token_id: int = 0,
     logprob_floor: float | None = VLLM_LOGPROB_FLOOR,
     device: torch.device | str = "cpu",
+    forbidden_token_ids: Collection[int] | None = None,
+    allow_mixed_versions: bool = False,
+    current_version: int | str | None = None,
+    max_staleness: int | None = None,
+    version_order: Sequence[str] | None = None,
+    prefix_cache_version: str | None = None,
 ) -> RolloutBatch:
     """Check every row of one ``generate`` call against the learner's prompts and return the learner's batch.
 
@@ -148,12 +165,33 @@ def rollout_batch(
     2. the request is not unfinished (``finished`` is not ``False``);
     3. its choices' ``index`` values are distinct ints ``0 .. k-1`` (``k == n`` when ``n`` is given, else
        ``k >= 1``);
-    4. for each choice in index order: ``token_ids`` are ints; ``finish_reason`` is in ``finish_reasons``
-       (default ``stop`` and ``length``; ``None``, an unfinished output, never is); every generated token has its
-       sampled-token log-probability (:func:`sampled_logprobs`); its ``weight_versions`` tile its tokens, and with
-       ``allowed_versions`` every label is allowed (:func:`~rl_contracts.weights.check_weight_versions`).
-       Weight versions are required when ``require_weight_versions`` is true, which is its default whenever
-       ``allowed_versions`` is given (an output without labels then cannot pass unchecked).
+    4. for each choice in index order: ``token_ids`` are ints within int64; none is in ``forbidden_token_ids``
+       (e.g. :func:`~rl_contracts.prompts.media_placeholder_token_ids`: a sampled ``<|image_pad|>``);
+       ``finish_reason`` is in ``finish_reasons`` (default ``stop`` and ``length``; ``None``, an unfinished
+       output, never is); every generated token has its sampled-token log-probability (:func:`sampled_logprobs`);
+       its ``weight_versions`` tile its tokens, and with ``allowed_versions`` every label is allowed
+       (:func:`~rl_contracts.weights.check_weight_versions`);
+    5. its weight versions, when it carries them: one label per output unless ``allow_mixed_versions``; with
+       ``current_version`` and ``max_staleness``, no span lags more than ``max_staleness`` versions
+       (:func:`~rl_contracts.weights.check_weight_version_staleness`: integer labels, or ``version_order``;
+       :func:`~rl_contracts.weights.max_staleness_from_recipe` reads the bound of a NeMo RL recipe); with
+       ``prefix_cache_version``, a request that vLLM served partly from its prefix cache (``num_cached_tokens >
+       0``) has its first span under that version.
+
+    Weight versions are required when ``require_weight_versions`` is true, which is its default whenever
+    ``allowed_versions`` or a staleness bound is given (an output without labels then cannot pass unchecked).
+
+    Divergence (from the second release's lenient default): an output whose tokens were sampled by more than one
+    weight version is refused unless ``allow_mixed_versions=True`` (SkyRL #1836, AReaL #1388: a trainer that
+    records one policy version per trajectory computes wrong importance ratios for it).  Pass it when the learner
+    corrects per token with ``version_codes``.
+
+    The prefix cache: vLLM reports how many prompt tokens it served from cache (``num_cached_tokens``), not the
+    weights those blocks were computed under, so this cannot be told from the output.  ``prefix_cache_version``
+    is the trainer's statement of it: the version set when it last cleared the cache (``pause_generation``'s
+    default ``clear_cache=True``, or ``reset_prefix_cache()``), valid when every request of the batch was
+    prefilled after that clear.  Without it, a trainer that keeps the cache across weight updates
+    (``clear_cache=False``) trains on prefixes computed by older weights, unseen.
 
     ``version_labels`` fixes the labels the codes index; by default they are the labels met in the batch, in
     order of first appearance (row, choice, span).  ``logprob_floor`` floors the log-probabilities as
@@ -162,14 +200,18 @@ def rollout_batch(
     Raises:
         ContractTypeError: an argument of the wrong type (``prompts`` or ``request_outputs`` not a sequence, a
             prompt row that is not a sequence of ints, ``n``/``pad_token_id`` not an int, ``finish_reasons`` a
-            bare ``str``, ``allowed_versions`` neither a collection of ``str`` nor a callable, ``device`` not a
-            device, ``logprob_floor`` not ``None`` or a finite number ``<= 0``), or span
+            bare ``str``, ``allowed_versions`` neither a collection of ``str`` nor a callable,
+            ``forbidden_token_ids`` not a collection of ints, ``device`` not a device, ``logprob_floor`` not
+            ``None`` or a finite number ``<= 0``), or span
             objects of the wrong type (named with the row and choice).
-        RolloutBatchError: ``prompts`` and ``request_outputs`` differ in length (``check="batch"``), or a row fails
-            a check; ``.row``, ``.choice`` (``None`` for a request-wide fault) and ``.check`` say where.  Its
+        RolloutBatchError: ``prompts`` and ``request_outputs`` differ in length, ``pad_token_id`` is outside
+            int64, or only one of ``current_version`` and ``max_staleness`` is given (``check="batch"``), or a row
+            fails a check; ``.row``, ``.choice`` (``None`` for a request-wide fault) and ``.check`` say where.  Its
             subclasses :class:`~rl_contracts.errors.RolloutPromptError` (also a ``RolloutPromptMismatchError``,
-            with its attributes) and :class:`~rl_contracts.errors.RolloutWeightVersionError` (also a
-            ``WeightVersionError``) carry the single-row check's message after ``rollout row i, choice j:``.
+            with its attributes), :class:`~rl_contracts.errors.ForbiddenTokenError` (``.position``,
+            ``.token_id``) and :class:`~rl_contracts.errors.RolloutWeightVersionError` (also a
+            ``WeightVersionError``; ``check`` ``"weight_versions"``, ``"mixed_versions"``, ``"staleness"`` or
+            ``"prefix_cache"``) carry the single-row check's message after ``rollout row i, choice j:``.
 
     >>> from types import SimpleNamespace as O
     >>> out = O(prompt_token_ids=[5, 6], outputs=[O(index=0, token_ids=[7], finish_reason="stop",
@@ -185,11 +227,23 @@ def rollout_batch(
     choices_per_row = None if n is None else _positive(n, "n")
     accepted = _finish_reasons(finish_reasons)
     pad = require_int(pad_token_id, "pad_token_id")
+    if _outside_int64([pad]) is not None:
+        raise RolloutBatchError(
+            f"pad_token_id={render(pad)} does not fit the int64 token_ids tensor (ids lie in [{_INT64.min}, "
+            f"{_INT64.max}]); pass the tokenizer's pad id",
+            check="batch",
+        )
     bound = _floor(logprob_floor, "logprob_floor")
     target = _device(device)
     allowed = _allowed(allowed_versions)
+    rules = _VersionRules(
+        forbidden=_forbidden(forbidden_token_ids),
+        allow_mixed=require_bool(allow_mixed_versions, "allow_mixed_versions"),
+        staleness=_staleness(current_version, max_staleness, version_order),
+        prefix_cache_version=_optional_label(prefix_cache_version, "prefix_cache_version"),
+    )
     required = (
-        allowed is not None
+        allowed is not None or rules.staleness is not None
         if require_weight_versions is None
         else require_bool(require_weight_versions, "require_weight_versions")
     )
@@ -203,9 +257,28 @@ def rollout_batch(
     sequences = [
         sequence
         for row, (prompt, output) in enumerate(zip(learner, outputs, strict=True))
-        for sequence in _row(row, prompt, output, choices_per_row, accepted, bound, allowed, required)
+        for sequence in _row(row, prompt, output, choices_per_row, accepted, bound, allowed, required, rules)
     ]
     return _batch(sequences, labels, pad, target)
+
+
+@dataclass(frozen=True)
+class _Staleness:
+    """``rollout_batch``'s staleness bound: ``current_version``, ``max_staleness`` and ``version_order``."""
+
+    current: int | str
+    bound: int
+    order: Sequence[str] | None
+
+
+@dataclass(frozen=True)
+class _VersionRules:
+    """The checks of step 4's forbidden ids and step 5 of :func:`rollout_batch`."""
+
+    forbidden: frozenset[int]
+    allow_mixed: bool
+    staleness: _Staleness | None
+    prefix_cache_version: str | None
 
 
 @dataclass(frozen=True)
@@ -230,8 +303,9 @@ def _row(
     floor: float | None,
     allowed: Collection[str] | Callable[[str], bool] | None,
     required: bool,
+    rules: _VersionRules,
 ) -> list[_Sequence]:
-    """Every check of one request (steps 1-4 of :func:`rollout_batch`), in order."""
+    """Every check of one request (steps 1-5 of :func:`rollout_batch`), in order."""
     _check_prompt(row, prompt, output)
     if getattr(output, "finished", None) is False:
         raise RolloutBatchError(
@@ -244,6 +318,8 @@ def _row(
     for choice, completion in _choices(row, output, n):
         where = f"rollout row {row}, choice {choice}"
         generated = _generated(completion, where, row, choice)
+        _check_int64(generated, f"{where}: the completion output's token_ids", row, choice, "token_ids")
+        _check_forbidden(generated, rules.forbidden, where, row, choice)
         reason = getattr(completion, "finish_reason", None)
         if not isinstance(reason, str) or reason not in accepted:
             raise RolloutBatchError(
@@ -260,6 +336,8 @@ def _row(
             )
         logprobs = _logprobs(completion, generated, floor, where, row, choice)
         spans = _spans(completion, where, row, choice, allowed, required)
+        if spans:
+            _check_versions(spans, rules, getattr(output, "num_cached_tokens", None), where, row, choice)
         sequences.append(_Sequence(row, choice, list(prompt), generated, logprobs, spans, reason))
     return sequences
 
@@ -406,6 +484,99 @@ def _spans(
         ) from error
 
 
+def _check_forbidden(
+    generated: list[int], forbidden: frozenset[int], where: str, row: int, choice: int
+) -> None:
+    """Step 4: no generated id is forbidden (a set intersection first, so a clean output costs no Python loop)."""
+    if not forbidden or forbidden.isdisjoint(generated):
+        return
+    position = next(i for i, token in enumerate(generated) if token in forbidden)
+    raise ForbiddenTokenError(
+        f"{where}: generated token {generated[position]} at position {position} is forbidden (forbidden_token_ids "
+        f"holds {len(forbidden)} ids, e.g. media placeholders); the policy sampled a token it must never emit, and "
+        "the learner's processor would expect media that does not exist. Drop the sample, or mask the ids out of "
+        "sampling (SamplingParams(logit_bias=...) or bad_words)",
+        row=row,
+        choice=choice,
+        check="forbidden_token",
+        position=position,
+        token_id=generated[position],
+    )
+
+
+def _version_error(
+    message: str, span_index: int, span: WeightVersionSpan, count: int, row: int, choice: int, check: str
+) -> RolloutWeightVersionError:
+    return RolloutWeightVersionError(
+        message,
+        output_index=choice,
+        span_index=span_index,
+        version=span.version,
+        start=span.start,
+        end=span.end,
+        token_count=count,
+        row=row,
+        choice=choice,
+        check=check,
+    )
+
+
+def _check_versions(
+    spans: tuple[WeightVersionSpan, ...],
+    rules: _VersionRules,
+    cached: object,
+    where: str,
+    row: int,
+    choice: int,
+) -> None:
+    """Step 5: one label per output unless mixing is allowed; the staleness bound; the prefix cache's version."""
+    count = spans[-1].end
+    if len(spans) > 1 and not rules.allow_mixed:
+        first, second = spans[0], spans[1]
+        raise _version_error(
+            f"{where}: output tokens [{first.start}, {first.end}) were sampled by weights "
+            f"'{render_name(first.version)}' and tokens [{second.start}, {second.end}) by "
+            f"'{render_name(second.version)}' ({len(spans)} spans): the weights changed mid-rollout. Importance "
+            "ratios against one behaviour policy would be wrong; drop the rollout, or pass "
+            "allow_mixed_versions=True when the learner corrects per token with version_codes",
+            1,
+            second,
+            count,
+            row,
+            choice,
+            "mixed_versions",
+        )
+    if rules.staleness is not None:
+        try:
+            check_weight_version_staleness(
+                spans,
+                current_version=rules.staleness.current,
+                max_staleness=rules.staleness.bound,
+                version_order=rules.staleness.order,
+            )
+        except WeightVersionError as error:
+            index = error.span_index if error.span_index is not None else 0
+            raise _version_error(
+                f"{where}: {error.message}", index, spans[index], count, row, choice, "staleness"
+            ) from error
+    cached_tokens = int_or_none(cached)
+    expected = rules.prefix_cache_version
+    if expected is not None and cached_tokens and spans[0].version != expected:
+        raise _version_error(
+            f"{where}: vLLM served {cached_tokens} prompt tokens from its prefix cache, whose blocks were computed "
+            f"under weights '{render_name(expected)}' (prefix_cache_version), but the output's first tokens were "
+            f"sampled by '{render_name(spans[0].version)}': the prefix's keys and values come from other weights "
+            "than the tokens sampled after them. Clear the prefix cache at every weight update "
+            "(pause_generation(clear_cache=True) or reset_prefix_cache())",
+            0,
+            spans[0],
+            count,
+            row,
+            choice,
+            "prefix_cache",
+        )
+
+
 def _batch(
     sequences: list[_Sequence], labels: tuple[str, ...] | None, pad: int, device: torch.device
 ) -> RolloutBatch:
@@ -469,7 +640,30 @@ def _codes(sequence: _Sequence, labels: tuple[str, ...]) -> np.ndarray[Any, Any]
 
 def _prompt_rows(prompts: object) -> list[list[int]]:
     rows = require_sequence(prompts, "prompts", "a sequence of prompts (one sequence of token ids per row)")
-    return [token_ids(prompt, f"prompts[{row}]") for row, prompt in enumerate(rows)]
+    learner = [token_ids(prompt, f"prompts[{row}]") for row, prompt in enumerate(rows)]
+    for row, prompt in enumerate(learner):
+        _check_int64(prompt, f"rollout row {row}: prompts[{row}]", row, None, "prompt")
+    return learner
+
+
+def _outside_int64(ids: list[int]) -> int | None:
+    """The first id of ``ids`` outside int64's range, or ``None`` (two C-speed passes, no per-token bytecode)."""
+    if not ids or (_INT64.min <= min(ids) and max(ids) <= _INT64.max):
+        return None
+    return next(i for i, value in enumerate(ids) if not _INT64.min <= value <= _INT64.max)
+
+
+def _check_int64(ids: list[int], where: str, row: int, choice: int | None, check: str) -> None:
+    """Every id fits the int64 ``token_ids`` tensor, or a ``RolloutBatchError`` naming ``where`` and the position."""
+    position = _outside_int64(ids)
+    if position is not None:
+        raise RolloutBatchError(
+            f"{where} hold token id {render(ids[position])} at position {position}, outside the int64 range of token ids "
+            f"[{_INT64.min}, {_INT64.max}]; no vocabulary has such an id, so the ids are corrupt",
+            row=row,
+            choice=choice,
+            check=check,
+        )
 
 
 def _positive(value: object, argument: str) -> int:
@@ -497,11 +691,51 @@ def _allowed(value: object) -> Collection[str] | Callable[[str], bool] | None:
     return value
 
 
-def _labels(value: object) -> tuple[str, ...]:
-    labels = require_sequence(value, "version_labels", "a sequence of str labels (not a bare str)")
+def _forbidden(value: object) -> frozenset[int]:
+    if value is None:
+        return frozenset()
+    items = require_collection(value, "forbidden_token_ids", "a collection of token ids (ints) or None")
+    return frozenset(require_int(item, f"forbidden_token_ids[{index}]") for index, item in enumerate(items))
+
+
+def _staleness(current: object, bound: object, order: object) -> _Staleness | None:
+    if current is None and bound is None:
+        if order is not None:
+            raise RolloutBatchError(
+                "version_order is given without current_version and max_staleness, so it would not apply; pass "
+                "all three to bound the staleness of the rollouts",
+                check="batch",
+            )
+        return None
+    if current is None or bound is None:
+        given, missing = (
+            ("current_version", "max_staleness") if bound is None else ("max_staleness", "current_version")
+        )
+        raise RolloutBatchError(
+            f"{given} is given without {missing}, so no staleness bound would apply; pass both (the recipe's bound: "
+            "rl_contracts.weights.max_staleness_from_recipe)",
+            check="batch",
+        )
+    maximum = require_int(bound, "max_staleness")
+    if maximum < 0:
+        raise RolloutBatchError(f"max_staleness must be >= 0, got {maximum}", check="batch")
+    if isinstance(current, bool) or not isinstance(current, str | int):
+        raise ContractTypeError.for_value("current_version", "an int or a str weight-version label", current)
+    labels = None if order is None else _labels(order, "version_order")
+    return _Staleness(current, maximum, labels)
+
+
+def _optional_label(value: object, argument: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ContractTypeError.for_value(argument, "a str weight-version label or None", value)
+    return value
+
+
+def _labels(value: object, argument: str = "version_labels") -> tuple[str, ...]:
+    labels = require_sequence(value, argument, "a sequence of str labels (not a bare str)")
     for index, label in enumerate(labels):
         if not isinstance(label, str):
-            raise ContractTypeError.for_value(f"version_labels[{index}]", "a str label", label)
+            raise ContractTypeError.for_value(f"{argument}[{index}]", "a str label", label)
     return tuple(labels)
 
 

@@ -22,21 +22,24 @@ from ._messages import render, render_list, type_name
 from .checks import (
     ContractInt,
     int_or_none,
+    is_sequence,
     require_bool,
     require_collection,
     require_int,
     require_sequence,
     token_ids,
 )
-from .errors import ContractTypeError, SpliceError
+from .errors import ContractTypeError, SpliceError, TurnTokenMismatchError
 from .protocols import ChatTokenizerLike, GenerationConfigLike, TokenizerLike
 
 __all__ = [
     "PrefixSplice",
+    "check_turn_tokens",
     "replace_prefix_tokens",
     "resolve_terminator_token_ids",
     "splice_prefix_tokens",
     "splice_turn",
+    "turn_trajectory",
 ]
 
 _FIELDS = ("token_ids", "model_cut_end", "template_cut_start")
@@ -520,6 +523,51 @@ def _render(
     return _rendered_ids(result, argument)
 
 
+def _render_options(tools: object, chat_template_kwargs: object, caller: str) -> dict[str, Any]:
+    """The keyword arguments both renders receive: ``chat_template_kwargs`` (none of the render flags) and
+    ``tools`` as new dicts."""
+    options: dict[str, Any] = {}
+    if chat_template_kwargs is not None:
+        if not isinstance(chat_template_kwargs, Mapping) or not all(
+            isinstance(key, str) for key in chat_template_kwargs
+        ):
+            raise ContractTypeError.for_value(
+                "chat_template_kwargs", "a mapping with str keys, or None", chat_template_kwargs
+            )
+        taken = sorted(_RENDER_KEYS.intersection(chat_template_kwargs))
+        if taken:
+            raise ContractTypeError(
+                f"chat_template_kwargs sets {render_list(taken)}, which {caller} sets itself; pass tools as "
+                f"tools=..., and leave the render flags to {caller}",
+                argument="chat_template_kwargs",
+                expected="no key among " + render_list(sorted(_RENDER_KEYS)),
+                actual=render_list(taken),
+            )
+        options.update(chat_template_kwargs)
+    if tools is not None:
+        options["tools"] = [
+            dict(tool) for tool in require_sequence(tools, "tools", "a sequence of tool mappings")
+        ]
+    return options
+
+
+def _turn_terminators(
+    tokenizer: object, generation_config: object, terminator_ids: Iterable[int] | None
+) -> Iterable[int] | None:
+    """``terminator_ids``, else the tokenizer's and ``generation_config``'s (``None`` when they declare none)."""
+    if generation_config is not None and terminator_ids is not None:
+        raise ContractTypeError(
+            "generation_config and terminator_ids were both given; pass one of them: terminator_ids is the whole "
+            "terminator set, generation_config adds its eos_token_id to the tokenizer's",
+            argument="generation_config",
+            expected="None when terminator_ids is given",
+            actual=type_name(generation_config),
+        )
+    if terminator_ids is not None:
+        return terminator_ids
+    return resolve_terminator_token_ids(tokenizer, generation_config) or None  # type: ignore[arg-type]
+
+
 def splice_turn(
     tokenizer: ChatTokenizerLike,
     messages: Sequence[Mapping[str, Any]],
@@ -578,42 +626,9 @@ def splice_turn(
     model = token_ids(model_prefix_token_ids, "model_prefix_token_ids")
     require_bool(add_generation_prompt, "add_generation_prompt")
     require_bool(check_turn_count, "check_turn_count")
-    options: dict[str, Any] = {}
-    if chat_template_kwargs is not None:
-        if not isinstance(chat_template_kwargs, Mapping) or not all(
-            isinstance(key, str) for key in chat_template_kwargs
-        ):
-            raise ContractTypeError.for_value(
-                "chat_template_kwargs", "a mapping with str keys, or None", chat_template_kwargs
-            )
-        taken = sorted(_RENDER_KEYS.intersection(chat_template_kwargs))
-        if taken:
-            raise ContractTypeError(
-                f"chat_template_kwargs sets {render_list(taken)}, which splice_turn sets itself; pass tools as "
-                "tools=..., and leave the render flags to splice_turn",
-                argument="chat_template_kwargs",
-                expected="no key among " + render_list(sorted(_RENDER_KEYS)),
-                actual=render_list(taken),
-            )
-        options.update(chat_template_kwargs)
-    if tools is not None:
-        options["tools"] = [
-            dict(tool) for tool in require_sequence(tools, "tools", "a sequence of tool mappings")
-        ]
-    if generation_config is not None and terminator_ids is not None:
-        raise ContractTypeError(
-            "generation_config and terminator_ids were both given; pass one of them: terminator_ids is the whole "
-            "terminator set, generation_config adds its eos_token_id to the tokenizer's",
-            argument="generation_config",
-            expected="None when terminator_ids is given",
-            actual=type_name(generation_config),
-        )
+    options = _render_options(tools, chat_template_kwargs, "splice_turn")
     # An empty resolved set falls back to splice_prefix_tokens' own "no EOS" error (for a non-empty model prefix).
-    terminators = (
-        terminator_ids
-        if terminator_ids is not None
-        else (resolve_terminator_token_ids(tokenizer, generation_config) or None)
-    )
+    terminators = _turn_terminators(tokenizer, generation_config, terminator_ids)
     last_assistant = next(
         (
             index
@@ -652,3 +667,265 @@ def splice_turn(
         terminator_ids=terminators,
         check_turn_count=check_turn_count,
     )
+
+
+# ---------------------------------------------------------------------------------------------------- multi-turn TITO
+
+
+def _difference(expected: list[int], actual: list[int]) -> tuple[int, list[int], list[int]]:
+    """Where two id lists first differ, and what ``expected`` has there that ``actual`` lacks and vice versa
+    (the middle left after their common prefix and common suffix)."""
+    prefix = next((i for i, (a, b) in enumerate(zip(expected, actual, strict=False)) if a != b), None)
+    if prefix is None:
+        prefix = min(len(expected), len(actual))
+    room = min(len(expected), len(actual)) - prefix
+    suffix = 0
+    while suffix < room and expected[-1 - suffix] == actual[-1 - suffix]:
+        suffix += 1
+    return prefix, expected[prefix : len(expected) - suffix], actual[prefix : len(actual) - suffix]
+
+
+def _segment_error(
+    turn: int, where: str, expected: list[int], actual: list[int], offset: int
+) -> TurnTokenMismatchError | None:
+    """The mismatch of one template segment (``None`` when equal), positioned in the built ids."""
+    if expected == actual:
+        return None
+    index, missing, extra = _difference(expected, actual)
+    what = []
+    if missing:
+        what.append(f"the template has {render_list(missing)} there that the built ids lack")
+    if extra:
+        what.append(f"the built ids hold {render_list(extra)} that the template does not")
+    return TurnTokenMismatchError(
+        f"turn {turn} ({where}): the ids built turn by turn differ from the chat template's full render at "
+        f"position {offset + index}: {' and '.join(what)}. Learner and engine would both train on ids no render of "
+        "these messages produces; build each non-assistant turn from the template's full render (splice_turn "
+        "does), keeping the separator the template puts after a turn's terminator",
+        turn=turn,
+        position=offset + index,
+        missing_ids=tuple(missing),
+        extra_ids=tuple(extra),
+    )
+
+
+def _tito_spans(value: object, length: int, assistants: int) -> list[tuple[int, int]]:
+    """``generated_spans`` checked: one ``(start, end)`` pair of ints per assistant message, in order, within
+    ``[0, length]``, not overlapping."""
+    items = require_sequence(
+        value, "generated_spans", "a sequence of (start, end) pairs, one per assistant turn"
+    )
+    spans: list[tuple[int, int]] = []
+    for turn, item in enumerate(items):
+        if not is_sequence(item) or len(item) != 2:
+            raise ContractTypeError.for_value(f"generated_spans[{turn}]", "a (start, end) pair of ints", item)
+        start, end = (require_int(bound, f"generated_spans[{turn}]") for bound in item)
+        floor = spans[-1][1] if spans else 0
+        if not floor <= start <= end <= length:
+            raise TurnTokenMismatchError(
+                f"generated_spans[{turn}]=({start}, {end}) is not a span of token_ids after the previous turn: "
+                f"spans must satisfy {floor} <= start <= end <= {length} (len(token_ids)), in turn order",
+                turn=turn,
+                position=start,
+            )
+        spans.append((start, end))
+    if len(spans) != assistants:
+        raise TurnTokenMismatchError(
+            f"generated_spans holds {len(spans)} turns but messages hold {assistants} assistant messages; give the "
+            "span of every generated turn, one per assistant message, in order",
+            turn=min(len(spans), assistants),
+        )
+    return spans
+
+
+def _nth(positions: np.ndarray[Any, Any], count: int, template: list[int], what: str) -> int:
+    """The index in the template of its ``count``-th terminator (1-based), or a mismatch naming ``what``."""
+    if count > len(positions):
+        raise TurnTokenMismatchError(
+            f"the chat template's full render holds {len(positions)} terminators but {what} needs terminator "
+            f"#{count}: the template does not end every message with a terminator, so its turns cannot be told "
+            "apart by count; pass terminator_ids",
+            position=len(template),
+        )
+    return int(positions[count - 1])
+
+
+def _last_terminator(ids: list[int], terminators: Sequence[int]) -> int:
+    """The index of the last terminator of ``ids`` (which holds one)."""
+    return int(np.flatnonzero(member_mask(int_array(ids), terminators))[-1])
+
+
+_id_list = token_ids
+"""``checks.token_ids`` under a name :func:`check_turn_tokens`'s ``token_ids`` argument does not shadow."""
+
+
+def check_turn_tokens(
+    tokenizer: ChatTokenizerLike,
+    messages: Sequence[Mapping[str, Any]],
+    token_ids: Sequence[int],
+    generated_spans: Sequence[tuple[int, int]],
+    *,
+    add_generation_prompt: bool = False,
+    generation_config: GenerationConfigSource | None = None,
+    terminator_ids: Iterable[int] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+) -> None:
+    """Check a multi-turn prompt built turn by turn (token in, token out) against the chat template's full render.
+
+    ``token_ids`` is the trajectory the trainer built and ``generated_spans`` the ``[start, end)`` of each of the
+    model's own turns in it, one per assistant message of ``messages``, in order (:func:`turn_trajectory` gives
+    both from per-turn records, e.g. :func:`splice_turn`'s prompts and the generated ids).  The model's turns may
+    differ from the render (its exact tokens; ``<think>`` blocks a template strips); everything else must equal
+    ``tokenizer.apply_chat_template(messages, add_generation_prompt=...)`` exactly, boundaries included:
+
+    - segment 0, before the first generated turn, equals the render up to the first assistant turn's content;
+    - segment ``k``, after generated turn ``k - 1``, equals the render from the terminator that closes that
+      assistant turn up to the next one's content (or to the end).  A generated turn that ends with its own
+      terminator keeps it (the template's is dropped, as :func:`splice_prefix_tokens` does); one cut at
+      ``max_tokens`` must be followed by the template's terminator.  When ``messages`` end with the last
+      generated turn and ``token_ids`` end with it too, the template's tail after it is not compared.
+
+    The template's turns are told apart by counting terminators (every message ends with one, as the splice
+    assumes): ``terminator_ids``, else :func:`resolve_terminator_token_ids` of the tokenizer and
+    ``generation_config``.  Each assistant turn's header is taken from a render with ``add_generation_prompt``
+    (what the model was prompted with), so a template whose generation prompt differs from its history's header
+    is reported too.  One render per assistant turn plus the full one.
+
+    Raises:
+        ContractTypeError: what :func:`splice_turn` raises for the tokenizer, messages, renders and options;
+            ``token_ids`` not ints; ``generated_spans`` not pairs of ints.
+        TurnTokenMismatchError: spans that do not match the assistant messages (count, order, bounds), a template
+            whose terminators cannot be counted, or the first segment that differs: ``.turn``, ``.position``
+            (index in ``token_ids``), ``.missing_ids`` and ``.extra_ids`` (verl #6921: the separator dropped at an
+            assistant-to-tool boundary is ``missing_ids=(separator,)``).
+        SpliceError: no terminator is known.
+
+    Errors raised by ``apply_chat_template`` itself propagate unchanged.
+    """
+    if not callable(getattr(tokenizer, "apply_chat_template", None)):
+        raise ContractTypeError.for_value(
+            "tokenizer",
+            "a tokenizer with a callable apply_chat_template (a transformers tokenizer)",
+            tokenizer,
+        )
+    conversation = _messages(messages)
+    built = _id_list(token_ids, "token_ids")
+    require_bool(add_generation_prompt, "add_generation_prompt")
+    options = _render_options(tools, chat_template_kwargs, "check_turn_tokens")
+    declared = _turn_terminators(tokenizer, generation_config, terminator_ids)
+    terminators = _terminator_set(
+        tokenizer, None, None if declared is None else _int_collection(declared, "terminator_ids"), None
+    )
+    assistants = [index for index, message in enumerate(conversation) if message["role"] == "assistant"]
+    spans = _tito_spans(generated_spans, len(built), len(assistants))
+
+    def rendered(count: int, generation_prompt: bool) -> list[int]:
+        return _render(
+            tokenizer,
+            conversation[:count],
+            add_generation_prompt=generation_prompt,
+            options=options,
+            argument=f"tokenizer.apply_chat_template(messages[:{count}])",
+        )
+
+    template = rendered(len(conversation), add_generation_prompt)
+    closing = np.flatnonzero(member_mask(int_array(template), terminators))
+    bounds: list[
+        tuple[int, int]
+    ] = []  # each assistant turn's content in the template: [start, closing terminator)
+    for turn, (message_index, span) in enumerate(zip(assistants, spans, strict=True)):
+        prompt = rendered(message_index, True)
+        count = int(member_mask(int_array(prompt), terminators).sum())
+        start = _nth(closing, count, template, f"assistant turn {turn}") + 1 if count else 0
+        header = prompt[_last_terminator(prompt, terminators) + 1 :] if count else prompt
+        error = _segment_error(
+            turn,
+            f"the header of assistant turn {turn}, messages[{message_index}], as prompted vs in the full render",
+            template[start : start + len(header)],
+            header,
+            max(span[0] - len(header), 0),
+        )
+        if error is not None:
+            raise error
+        bounds.append(
+            (start + len(header), _nth(closing, count + 1, template, f"the end of assistant turn {turn}"))
+        )
+    _compare_segments(
+        built,
+        spans,
+        template,
+        bounds,
+        terminators,
+        ends_with_model=assistants[-1:] == [len(conversation) - 1] and not add_generation_prompt,
+    )
+
+
+def _compare_segments(
+    built: list[int],
+    spans: list[tuple[int, int]],
+    template: list[int],
+    bounds: list[tuple[int, int]],
+    terminators: Sequence[int],
+    *,
+    ends_with_model: bool,
+) -> None:
+    """Every non-assistant segment of ``built`` equals the template's (see :func:`check_turn_tokens`)."""
+    for turn in range(len(spans) + 1):
+        begin = spans[turn - 1][1] if turn else 0
+        stop = spans[turn][0] if turn < len(spans) else len(built)
+        expected_begin = bounds[turn - 1][1] if turn else 0
+        if turn and begin > spans[turn - 1][0] and built[begin - 1] in terminators:
+            expected_begin += 1  # the model's own terminator closes its turn; the template's is dropped
+        expected_end = bounds[turn][0] if turn < len(spans) else len(template)
+        if turn == len(spans) and turn and ends_with_model and begin == len(built):
+            return  # the trajectory ends with the model's last turn: nothing of the template follows it
+        where = "before the first generated turn" if turn == 0 else f"after generated turn {turn - 1}"
+        error = _segment_error(turn, where, template[expected_begin:expected_end], built[begin:stop], begin)
+        if error is not None:
+            raise error
+
+
+def turn_trajectory(
+    turns: Sequence[tuple[Sequence[int], Sequence[int]]],
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """The trajectory of a multi-turn rollout and its generated spans, from per-turn ``(prompt, generated)`` ids.
+
+    Turn ``k``'s prompt is what the engine prefilled (e.g. ``splice_turn(...).token_ids`` or a trainer's own
+    running ids) and ``generated`` its output ids.  Token in, token out: every prompt after the first must start
+    with the previous prompt plus its generated ids, exactly (an earlier turn re-tokenized is a mismatch).
+    Returns the last prompt plus its generated ids, and ``[start, end)`` of every turn's generated ids in it,
+    ready for :func:`check_turn_tokens`.
+
+    Raises:
+        ContractTypeError: ``turns`` is not a sequence of ``(prompt, generated)`` pairs of id sequences.
+        TurnTokenMismatchError: turn ``k``'s prompt does not extend turn ``k - 1``'s ids (``.turn``,
+            ``.position``, ``.missing_ids``, ``.extra_ids``).
+
+    >>> turn_trajectory([([1, 2], [7, 9]), ([1, 2, 7, 9, 3], [8])])
+    ([1, 2, 7, 9, 3, 8], [(2, 4), (5, 6)])
+    """
+    items = require_sequence(turns, "turns", "a sequence of (prompt_token_ids, generated_token_ids) pairs")
+    previous: list[int] = []
+    spans: list[tuple[int, int]] = []
+    for turn, item in enumerate(items):
+        if not is_sequence(item) or len(item) != 2:
+            raise ContractTypeError.for_value(
+                f"turns[{turn}]", "a (prompt_token_ids, generated_token_ids) pair", item
+            )
+        prompt = _id_list(item[0], f"turns[{turn}][0]")
+        generated = _id_list(item[1], f"turns[{turn}][1]")
+        if prompt[: len(previous)] != previous:
+            index, missing, extra = _difference(previous, prompt[: len(previous)])
+            raise TurnTokenMismatchError(
+                f"turn {turn}: its prompt does not start with turn {turn - 1}'s prompt and generated ids; at "
+                f"position {index} turn {turn - 1} has {render_list(missing)} where the prompt holds "
+                f"{render_list(extra)}. Token in, token out keeps every earlier id: never re-tokenize the history",
+                turn=turn,
+                position=index,
+                missing_ids=tuple(missing),
+                extra_ids=tuple(extra),
+            )
+        spans.append((len(prompt), len(prompt) + len(generated)))
+        previous = prompt + generated
+    return previous, spans

@@ -13,19 +13,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
 from ._messages import render, render_list, render_name, type_name
-from .checks import ContractInt, int_or_none, is_collection, is_sequence, require_bool, token_ids
-from .errors import ContractTypeError, WeightVersionError
+from .checks import ContractInt, int_or_none, is_collection, is_sequence, require_bool, require_int, token_ids
+from .errors import ConfigContractError, ContractTypeError, WeightVersionError
 from .protocols import CompletionOutputLike
 
 __all__ = [
+    "RECIPE_STALENESS_KEYS",
     "WeightVersionSpan",
+    "check_weight_version_staleness",
     "check_weight_versions",
+    "max_staleness_from_recipe",
+    "weight_version_lag",
     "weight_version_per_token",
     "weight_version_spans",
 ]
@@ -349,3 +354,228 @@ def weight_version_per_token(
         codes[index] = code
     lengths = np.fromiter((span.end - span.start for span in checked), dtype=np.int64, count=len(checked))
     return np.repeat(codes, lengths)
+
+
+# ---------------------------------------------------------------------------------------------------- staleness
+
+
+def _integer_label(label: str) -> int | None:
+    """``label`` as a version number when it is a canonical non-negative decimal (``"7"``, not ``"07"`` or
+    ``"v7"``), else ``None``."""
+    if label.isascii() and label.isdigit() and (label == "0" or not label.startswith("0")):
+        return int(label)
+    return None
+
+
+def _version_order(version_order: object) -> dict[str, int]:
+    labels = is_sequence(version_order) and list(version_order)
+    if labels is False:
+        raise ContractTypeError.for_value(
+            "version_order", "a sequence of distinct str labels, oldest first (not a bare str)", version_order
+        )
+    positions: dict[str, int] = {}
+    for index, label in enumerate(labels):
+        if not isinstance(label, str):
+            raise ContractTypeError.for_value(f"version_order[{index}]", "a str label", label)
+        if label in positions:
+            raise WeightVersionError(
+                f"version_order lists '{render_name(label)}' twice (positions {positions[label]} and {index}); "
+                "each weight version has one place in the order",
+                version=label,
+            )
+        positions[label] = index
+    return positions
+
+
+def _placed(label: str, place: int | None, among: str, fix: str) -> int:
+    """``place`` of ``label`` in the version order, or the error saying it has none."""
+    if place is None:
+        raise WeightVersionError(
+            f"weight version '{render_name(label)}' cannot be ordered among {among}, so its staleness cannot be "
+            f"told; {fix}",
+            version=label,
+        )
+    return place
+
+
+def weight_version_lag(
+    version: str, *, current_version: int | str, version_order: Sequence[str] | None = None
+) -> int:
+    """How many weight versions ``version`` lags behind ``current_version``: 0 for the current weights.
+
+    vLLM's labels are opaque strings, so an order must be known; this reads it fail-closed:
+
+    - with ``version_order`` (distinct labels, oldest first), the lag is the difference of positions; both
+      labels must be in it;
+    - without it, versions are integers: ``current_version`` an int >= 0 (or its canonical decimal str) and
+      ``version`` a canonical decimal label (``set_weight_version(str(step))``); any other label (vLLM's
+      ``"default"``, ``"v7"``, ``"07"``) is refused, never ordered by guess.
+
+    Raises:
+        ContractTypeError: ``version`` or a label of ``version_order`` is no ``str``, ``current_version`` is
+            neither an int nor a str, ``version_order`` is no sequence.
+        WeightVersionError: a label that cannot be ordered (absent from ``version_order``, or not an integer
+            without it), a label listed twice, or ``version`` newer than ``current_version`` (a negative lag:
+            ``current_version`` is not the trainer's current version).
+
+    >>> weight_version_lag("5", current_version=7), weight_version_lag("b", current_version="c", version_order=["a", "b", "c"])
+    (2, 1)
+    """
+    if not isinstance(version, str):
+        raise ContractTypeError.for_value("version", "a str label", version)
+    if version_order is not None:
+        positions = _version_order(version_order)
+        if not isinstance(current_version, str):
+            raise ContractTypeError.for_value(
+                "current_version", "a str label (version_order is given)", current_version
+            )
+        among = f"version_order={render_list(list(positions))}"
+        fix = "list every weight version the rollouts may carry in version_order, oldest first"
+        current_place, place = positions.get(current_version), positions.get(version)
+    else:
+        current_place = int_or_none(current_version)
+        if isinstance(current_version, str):
+            current_place = _integer_label(current_version)
+        elif current_place is None or current_place < 0:
+            raise ContractTypeError.for_value(
+                "current_version",
+                "an int >= 0, a decimal str, or a str label with version_order",
+                current_version,
+            )
+        among = "the integer versions"
+        fix = "label every weight update with its integer step (set_weight_version(str(step))), or pass version_order"
+        place = _integer_label(version)
+    lag = _placed(str(current_version), current_place, among, fix) - _placed(version, place, among, fix)
+    if lag < 0:
+        raise WeightVersionError(
+            f"weight version '{render_name(version)}' is {-lag} versions newer than current_version="
+            f"{render(current_version)}; pass the trainer's current version (the newest one the engine was given)",
+            version=version,
+        )
+    return lag
+
+
+def check_weight_version_staleness(
+    spans: Sequence[WeightVersionSpan],
+    *,
+    current_version: int | str,
+    max_staleness: int,
+    version_order: Sequence[str] | None = None,
+) -> int:
+    """Require every span's weights to lag at most ``max_staleness`` versions behind ``current_version``.
+
+    The lag of each span is :func:`weight_version_lag` (its ordering rules apply).  Returns the largest lag
+    (0 for no spans).  ``max_staleness`` is the bound asynchronous RL sets (NeMo RL's
+    ``grpo.async_grpo.max_trajectory_age_steps``, see :func:`max_staleness_from_recipe`).
+
+    Raises:
+        ContractTypeError: ``max_staleness`` is no int, a span is no :class:`WeightVersionSpan`, or what
+            :func:`weight_version_lag` raises.
+        WeightVersionError: ``max_staleness < 0``, a label that cannot be ordered, or the first span whose lag
+            exceeds the bound (``.span_index``, ``.version``, ``.start``, ``.end``).
+    """
+    bound = require_int(max_staleness, "max_staleness")
+    if bound < 0:
+        raise WeightVersionError(f"max_staleness must be >= 0, got {bound}")
+    if not is_sequence(spans):
+        raise ContractTypeError.for_value("spans", "a sequence of WeightVersionSpan", spans)
+    worst = 0
+    for index, span in enumerate(spans):
+        if not isinstance(span, WeightVersionSpan):
+            raise ContractTypeError.for_value(f"spans[{index}]", "a WeightVersionSpan", span)
+        lag = weight_version_lag(span.version, current_version=current_version, version_order=version_order)
+        if lag > bound:
+            raise WeightVersionError(
+                f"output tokens [{span.start}, {span.end}) were sampled by weights '{render_name(span.version)}', "
+                f"{lag} versions behind current_version={render(current_version)}, beyond max_staleness={bound}; "
+                "drop the rollout, or the trainer is consuming rollouts older than its async bound allows",
+                span_index=index,
+                version=span.version,
+                start=span.start,
+                end=span.end,
+                token_count=spans[-1].end,
+            )
+        worst = max(worst, lag)
+    return worst
+
+
+RECIPE_STALENESS_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("grpo.async_grpo", "enabled", "max_trajectory_age_steps"),
+    ("ppo.async_ppo", "enabled", "max_trajectory_age_steps"),
+)
+"""NeMo RL's async sections (its ``AsyncGRPOConfig``/``AsyncPPOConfig``): the section, its switch and its bound
+(default 1 when absent)."""
+
+_SAMPLERS_WITH_STALENESS = ("windowed", "ready_first", "weight_fifo")
+"""``async_rl.sampler`` names whose ``max_staleness_versions`` (default 1) bounds the lag (single controller)."""
+
+
+def _lookup(document: Mapping[Any, Any], dotted: str) -> object:
+    node: object = document
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _recipe_int(document: Mapping[Any, Any], dotted: str, default: int) -> int:
+    value = _lookup(document, dotted)
+    if value is None:
+        return default
+    number = int_or_none(value)
+    if number is None or number < 0:
+        raise ConfigContractError(
+            f"{dotted}={render(value)} is not a staleness bound (an int >= 0); resolve the recipe's "
+            "interpolations first (load_recipe) and fix the value"
+        )
+    return number
+
+
+def max_staleness_from_recipe(recipe: Mapping[str, Any] | object) -> int | None:
+    """The weight-version lag a NeMo RL recipe's asynchronous settings allow, or ``None`` when it sets none.
+
+    ``recipe`` is the composed document (a mapping, e.g. ``load_recipe(path).document``, resolved) or an object
+    holding it as ``.document``.  Read, in order:
+
+    - ``grpo.async_grpo`` / ``ppo.async_ppo`` with ``enabled: true``: ``max_trajectory_age_steps`` (NeMo RL's
+      default 1 when absent);
+    - ``async_rl.sampler`` (the single controller) named ``windowed``, ``ready_first`` or ``weight_fifo``:
+      ``max_staleness_versions`` (default 1).
+
+    ``None`` means the recipe is synchronous (no enabled async section): its rollouts are on-policy, and a
+    trainer that wants that checked passes ``max_staleness=0`` itself.  The bound counts weight versions as
+    NeMo RL counts steps, so label each update with its step (``set_weight_version(str(step))``).
+
+    Raises:
+        ContractTypeError: ``recipe`` is neither a mapping nor has a mapping ``.document``.
+        ConfigContractError: a bound or switch of the wrong type (an unresolved interpolation included), or an
+            ``async_rl.sampler`` whose bound this function does not interpret (``in_order``, ``custom``): pass
+            ``max_staleness`` yourself.
+
+    >>> max_staleness_from_recipe({"grpo": {"async_grpo": {"enabled": True, "max_trajectory_age_steps": 2}}})
+    2
+    """
+    document = recipe if isinstance(recipe, Mapping) else getattr(recipe, "document", None)
+    if not isinstance(document, Mapping):
+        raise ContractTypeError.for_value(
+            "recipe", "a recipe mapping, or a LoadedRecipe (whose .document is one)", recipe
+        )
+    for section, switch, bound in RECIPE_STALENESS_KEYS:
+        enabled = _lookup(document, f"{section}.{switch}")
+        if enabled is not None and not isinstance(enabled, bool):
+            raise ConfigContractError(
+                f"{section}.{switch}={render(enabled)} is not a bool; resolve the recipe's interpolations first"
+            )
+        if enabled:
+            return _recipe_int(document, f"{section}.{bound}", 1)
+    sampler = _lookup(document, "async_rl.sampler")
+    if sampler is None:
+        return None
+    name = _lookup(document, "async_rl.sampler.name") if isinstance(sampler, Mapping) else sampler
+    if name in _SAMPLERS_WITH_STALENESS:
+        return _recipe_int(document, "async_rl.sampler.max_staleness_versions", 1)
+    raise ConfigContractError(
+        f"async_rl.sampler.name={render(name)} bounds staleness in its own terms (only "
+        f"{render_list(list(_SAMPLERS_WITH_STALENESS))} carry max_staleness_versions); pass max_staleness yourself"
+    )

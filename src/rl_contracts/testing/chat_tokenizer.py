@@ -9,7 +9,8 @@ pieces re-tokenizes to one id, as real tokenizers do.  It has every attribute th
 without a model hub.
 
 The templates below cover what the splice must handle: :data:`CLOSED_TEMPLATE` (every turn ends with the EOS),
-:data:`OPEN_LAST_TURN_TEMPLATE` (a final assistant message gets no EOS, as some templates render a prefill) and
+:data:`OPEN_LAST_TURN_TEMPLATE` (a final assistant message gets no EOS, as some templates render a prefill),
+:data:`SEPARATED_TEMPLATE` (a separator after each turn's EOS, as ChatML renders) and
 :data:`THINK_STRIPPING_TEMPLATE` (``<think>`` blocks dropped from assistant turns before the last user message, as
 Qwen3's template does).
 """
@@ -25,6 +26,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 __all__ = [
     "CLOSED_TEMPLATE",
     "OPEN_LAST_TURN_TEMPLATE",
+    "SEPARATED_TEMPLATE",
     "SPECIAL_TOKENS",
     "THINK_STRIPPING_TEMPLATE",
     "WORDS",
@@ -56,6 +58,13 @@ CLOSED_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
 """Every message ends with the EOS; the generation prompt opens an assistant turn."""
+
+SEPARATED_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}{{ eos_token }}\n"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+"""Like :data:`CLOSED_TEMPLATE`, with a newline after every turn's EOS, as ChatML templates (Qwen's) render
+``<|im_end|>\n``: the model stops at the EOS and never generates the separator."""
 
 OPEN_LAST_TURN_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}"
