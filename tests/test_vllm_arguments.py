@@ -17,6 +17,8 @@ from rl_contracts.testing import assert_contract_error
 from rl_contracts.vllm_arguments import (
     DERIVED_ENGINE_ARGUMENTS,
     ENGINE_ARGUMENTS_SET_BY_TRAINER,
+    FP8_BLOCK_QUANTIZATION,
+    MXFP8_QUANTIZATION,
     derived_executor_backend,
     engine_kwargs,
     resolve_model_name,
@@ -234,6 +236,75 @@ def test_kv_cache_dtype_in_both_places_is_rejected() -> None:
         )
     passed = engine_kwargs(section(vllm_kwargs={"kv_cache_dtype": "fp8"}), seed=0)
     assert passed.get("kv_cache_dtype") == "fp8"
+
+
+def test_logprobs_mode_in_both_places_is_rejected() -> None:
+    """``logprobs_mode`` in ``vllm_kwargs`` beside ``vllm_cfg.logprobs_mode`` is an error, not a silent winner.
+
+    The trainer applies ``vllm_cfg.logprobs_mode`` after ``**vllm_kwargs``, and it is the setting logprob agreement
+    depends on; before the fix ``vllm_kwargs`` silently won.
+    """
+    with pytest.raises(ConfigContractError, match="both set") as info:
+        engine_kwargs(
+            section(
+                vllm_cfg={"logprobs_mode": "processed_logprobs"},
+                vllm_kwargs={"logprobs_mode": "raw_logprobs"},
+            ),
+            seed=0,
+        )
+    assert info.value.path == "vllm_kwargs.logprobs_mode"
+    assert_contract_error(info.value)
+    passed = engine_kwargs(section(vllm_kwargs={"logprobs_mode": "raw_logprobs"}), seed=0)
+    assert passed.get("logprobs_mode") == "raw_logprobs"
+
+
+def test_fp8_precision_builds_quantization_kwargs_and_runs_bfloat16() -> None:
+    """``precision: fp8`` is FP8 quantization of a bfloat16 engine, as the trainer's ``init_fp8`` sets it up.
+
+    vLLM rejects ``dtype="fp8"``; before the fix the precision was passed through as the dtype.
+    """
+    kwargs = engine_kwargs(section(vllm_cfg={"precision": "fp8", "kv_cache_dtype": "fp8"}), seed=0)
+    assert kwargs["dtype"] == "bfloat16"
+    assert kwargs.get("quantization") == "fp8"
+    assert kwargs.get("kv_cache_dtype") == "fp8"
+    assert kwargs.get("hf_overrides") == {"quantization_config": dict(FP8_BLOCK_QUANTIZATION)}
+    auto = engine_kwargs(
+        section(vllm_cfg={"precision": "fp8", "kv_cache_dtype": "auto", "is_mx": True}), seed=0
+    )
+    assert auto.get("kv_cache_dtype") == "auto"
+    assert auto.get("hf_overrides") == {"quantization_config": dict(MXFP8_QUANTIZATION)}
+    assert "quantization" not in engine_kwargs(section(), seed=0)
+
+
+def test_fp8_recipe_overrides_win_over_the_quantization_config(tmp_path: Path) -> None:
+    """``policy.hf_config_overrides`` keys win over the FP8 setup's, which they sit beside."""
+    text = RECIPE.replace("precision: float32", "precision: fp8\n      kv_cache_dtype: auto")
+    loaded = recipe(tmp_path, "  hf_config_overrides:\n    rope_theta: 1000\n", base=text)
+    overrides = engine_kwargs(loaded, seed=0).get("hf_overrides")
+    assert overrides == {"quantization_config": dict(FP8_BLOCK_QUANTIZATION), "rope_theta": 1000}
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"vllm_kwargs": {"quantization": "fp8"}}, "vllm_kwargs.quantization"),
+        ({"vllm_kwargs": {"kv_cache_dtype": "fp8"}}, "vllm_kwargs.kv_cache_dtype"),
+        ({"vllm_cfg": {"num_last_layers_in_bf16": 2}}, "vllm_cfg.num_last_layers_in_bf16"),
+    ],
+)
+def test_fp8_settings_the_trainer_would_overwrite_or_derive_from_the_model(
+    change: dict[str, Any], path: str
+) -> None:
+    """With ``precision: fp8``, FP8 keys in ``vllm_kwargs`` are overwritten and bf16 layers need the model."""
+    cfg = {"precision": "fp8", "kv_cache_dtype": "auto", **change.pop("vllm_cfg", {})}
+    with pytest.raises(ConfigContractError) as info:
+        engine_kwargs(section(vllm_cfg=cfg, **change), seed=0)
+    assert info.value.path == path
+    assert_contract_error(info.value)
+    if path.startswith("vllm_cfg"):
+        chosen = {"quantization_config": {"ignored_layers": ["model.layers.1"]}}
+        kwargs = engine_kwargs(section(vllm_cfg=cfg), seed=0, overrides={"hf_overrides": chosen})
+        assert kwargs.get("hf_overrides") == chosen
 
 
 def test_hf_config_overrides_become_hf_overrides(tmp_path: Path) -> None:

@@ -16,20 +16,23 @@ section's ``model_name``, else the ``model_name`` beside the section (``policy.m
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any, cast
+from types import MappingProxyType
+from typing import Any, Final, cast
 
 from omegaconf import OmegaConf
 from typing_extensions import Required, TypedDict
 
 from ._messages import render, render_name, type_name
 from .checks import is_collection, require_bool, require_int
-from .config import GenerationConfig, LoadedRecipe, VllmConfig, register_resolvers
+from .config import GenerationConfig, LoadedRecipe, VllmConfig, VllmSpecificArgs, register_resolvers
 from .config.rules.preflight.generation import ENGINE_ARGUMENTS
 from .errors import ConfigContractError, ContractTypeError
 
 __all__ = [
     "DERIVED_ENGINE_ARGUMENTS",
     "ENGINE_ARGUMENTS_SET_BY_TRAINER",
+    "FP8_BLOCK_QUANTIZATION",
+    "MXFP8_QUANTIZATION",
     "EngineKwargs",
     "SamplingKwargs",
     "derived_executor_backend",
@@ -43,6 +46,22 @@ ENGINE_ARGUMENTS_SET_BY_TRAINER = ENGINE_ARGUMENTS
 
 DERIVED_ENGINE_ARGUMENTS = ("distributed_executor_backend", "hf_overrides")
 """Engine arguments the trainer derives and silently overwrites in ``vllm_kwargs`` (P16's warning)."""
+
+
+FP8_BLOCK_QUANTIZATION: Final[Mapping[str, Any]] = MappingProxyType(
+    {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
+)
+"""The ``quantization_config`` the trainer's FP8 setup passes in ``hf_overrides`` (block-wise e4m3 weights)."""
+MXFP8_QUANTIZATION: Final[Mapping[str, Any]] = MappingProxyType(
+    {"quant_method": "modelopt", "quant_algo": "MXFP8"}
+)
+"""The ``quantization_config`` of FP8 with ``vllm_cfg.is_mx: true``."""
+_FP8_ENGINE_ARGUMENTS: Final = ("quantization", "kv_cache_dtype")
+_BF16_LAYER_KEYS: Final = (
+    "num_first_layers_in_bf16",
+    "num_last_layers_in_bf16",
+    "quantization_ignored_layer_kws",
+)
 
 
 class EngineKwargs(TypedDict, total=False):
@@ -72,6 +91,7 @@ class EngineKwargs(TypedDict, total=False):
     distributed_executor_backend: str
     logprobs_mode: str
     kv_cache_dtype: str
+    quantization: str
     hf_overrides: dict[str, Any]
 
 
@@ -208,13 +228,26 @@ def _pass_through(generation: VllmConfig, cfg_kv_cache_dtype: str | None) -> dic
                 path=f"vllm_kwargs.{key}",
                 value=render(passed[key]),
             )
-    if cfg_kv_cache_dtype is not None and "kv_cache_dtype" in passed:
-        raise ConfigContractError(
-            f"vllm_kwargs.kv_cache_dtype={render(passed['kv_cache_dtype'])} and vllm_cfg.kv_cache_dtype="
-            f"{render(cfg_kv_cache_dtype)} are both set; keep vllm_cfg.kv_cache_dtype only",
-            path="vllm_kwargs.kv_cache_dtype",
-            value=render(passed["kv_cache_dtype"]),
-        )
+    for key, cfg_value in (
+        ("kv_cache_dtype", cfg_kv_cache_dtype),
+        ("logprobs_mode", generation.vllm_cfg.logprobs_mode),
+    ):
+        if cfg_value is not None and key in passed:
+            raise ConfigContractError(
+                f"vllm_kwargs.{key}={render(passed[key])} and vllm_cfg.{key}={render(cfg_value)} are both set "
+                f"(the trainer applies vllm_cfg's after vllm_kwargs); keep vllm_cfg.{key} only",
+                path=f"vllm_kwargs.{key}",
+                value=render(passed[key]),
+            )
+    if generation.vllm_cfg.precision == "fp8":
+        for key in _FP8_ENGINE_ARGUMENTS:
+            if key in passed:
+                raise ConfigContractError(
+                    f"vllm_kwargs.{key}={render(passed[key])} would be silently overwritten: with vllm_cfg.precision="
+                    f"'fp8' the trainer sets {key} from its FP8 setup; remove it (kv_cache_dtype belongs in vllm_cfg)",
+                    path=f"vllm_kwargs.{key}",
+                    value=render(passed[key]),
+                )
     return passed
 
 
@@ -226,6 +259,21 @@ def _optional_str(value: object, argument: str) -> str | None:
 
 def _optional_bool(value: object, argument: str) -> bool | None:
     return None if value is None else require_bool(value, argument)
+
+
+def _fp8_quantization(cfg: VllmSpecificArgs, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``quantization_config`` of ``precision: fp8`` as the trainer's FP8 setup builds it (``init_fp8``)."""
+    layered = [key for key in _BF16_LAYER_KEYS if getattr(cfg, key)]
+    if layered and "hf_overrides" not in overrides:
+        value = render(getattr(cfg, layered[0]))
+        raise ConfigContractError(
+            f"vllm_cfg.{layered[0]}={value} keeps layers out of FP8 by their parameter names, which the trainer "
+            "reads from the model, not the recipe; pass engine_kwargs(overrides={'hf_overrides': "
+            "{'quantization_config': {..., 'ignored_layers': [...]}}})",
+            path=f"vllm_cfg.{layered[0]}",
+            value=value,
+        )
+    return dict(MXFP8_QUANTIZATION if cfg.is_mx else FP8_BLOCK_QUANTIZATION)
 
 
 def engine_kwargs(
@@ -249,12 +297,15 @@ def engine_kwargs(
     trainers that refit pass ``"dummy"``), ``skip_tokenizer_init`` (option, else ``vllm_cfg``, else ``False``),
     ``tensor_parallel_size``, ``pipeline_parallel_size``, ``enable_expert_parallel`` (``expert_parallel_size >
     1``), ``gpu_memory_utilization``, ``enable_prefix_caching`` (option, else ``vllm_cfg``, else ``True``,
-    vLLM's default), ``dtype`` (``vllm_cfg.precision``), ``seed``, ``enforce_eager``, ``max_model_len``,
+    vLLM's default), ``dtype`` (``vllm_cfg.precision``; ``"bfloat16"`` for ``fp8``), ``seed``, ``enforce_eager``, ``max_model_len``,
     ``trust_remote_code=True``, ``enable_sleep_mode`` (option, default ``False``), ``disable_log_stats=False``
     (``LLM.get_metrics()`` and the Prometheus registry need stat logging); then, when they apply,
     ``worker_extension_cls`` (option), ``distributed_executor_backend`` (:func:`derived_executor_backend`),
     ``logprobs_mode`` and ``kv_cache_dtype`` (when not ``"auto"``) from ``vllm_cfg``, and ``hf_overrides``
-    (``policy.hf_config_overrides`` of a :class:`LoadedRecipe`, when set); then every ``vllm_kwargs`` key; then
+    (``policy.hf_config_overrides`` of a :class:`LoadedRecipe`, when set); with ``precision: fp8``, as the
+    trainer's FP8 setup: ``quantization="fp8"``, ``kv_cache_dtype`` always, and ``hf_overrides.quantization_config``
+    (:data:`FP8_BLOCK_QUANTIZATION`, :data:`MXFP8_QUANTIZATION` with ``is_mx``; the recipe's overrides win); then
+    every ``vllm_kwargs`` key; then
     ``overrides``, which replace any of the above (a caller's explicit choice, e.g.
     ``{"distributed_executor_backend": "uni", "max_num_seqs": 4}`` on a CPU).
 
@@ -267,13 +318,16 @@ def engine_kwargs(
         ConfigContractError: no model name (see :func:`resolve_model_name`); ``vllm_cfg.precision`` or
             ``vllm_cfg.enforce_eager`` unset (the trainer reads both; P1); a ``vllm_kwargs`` key the trainer sets
             (a duplicate keyword, P16) or derives (``distributed_executor_backend``, ``hf_overrides``: silently
-            overwritten, P16), or ``kv_cache_dtype`` there beside ``vllm_cfg.kv_cache_dtype``;
-            ``policy.hf_config_overrides`` that is not a mapping.
+            overwritten, P16), ``kv_cache_dtype`` or ``logprobs_mode`` there beside the ``vllm_cfg`` key (the
+            trainer applies ``vllm_cfg``'s last), ``quantization``/``kv_cache_dtype`` there with ``precision: fp8``;
+            ``precision: fp8`` with layers kept in bf16 (their names come from the model) unless ``overrides``
+            holds ``hf_overrides``; ``policy.hf_config_overrides`` that is not a mapping.
 
     Divergence: the reference passes ``disable_log_stats=True`` and hard-codes its worker extension class, sleep
     mode and ``logprobs_mode="processed_logprobs"``; here stat logging is on, and the other three are options or
     recipe keys.  The reference silently overwrites ``vllm_kwargs.distributed_executor_backend`` and
-    ``vllm_kwargs.hf_overrides``; here they are errors.
+    ``vllm_kwargs.hf_overrides``; here they are errors.  The trainer's FP8 setup also patches vLLM's weight
+    loading for refit: that stays the trainer's.
     """
     generation = cast(VllmConfig, _section(recipe, "recipe", VllmConfig))
     cfg = generation.vllm_cfg
@@ -291,6 +345,8 @@ def engine_kwargs(
         raise ContractTypeError.for_value(
             "overrides", "a mapping of engine argument names (str) to values", overrides
         )
+    fp8 = cfg.precision == "fp8"
+    quantization_config = _fp8_quantization(cfg, overrides or {}) if fp8 else None
     kv_cache_dtype = cfg.kv_cache_dtype if cfg.kv_cache_dtype not in (None, "auto") else None
     passed = _pass_through(generation, kv_cache_dtype)
 
@@ -308,7 +364,9 @@ def engine_kwargs(
             if prefix_caching is not None
             else (True if cfg.enable_prefix_caching is None else cfg.enable_prefix_caching)
         ),
-        "dtype": _required(cfg.precision, "vllm_cfg.precision", "it is the engine dtype"),
+        "dtype": "bfloat16"
+        if fp8
+        else _required(cfg.precision, "vllm_cfg.precision", "it is the engine dtype"),
         "seed": seed,
         "enforce_eager": _required(cfg.enforce_eager, "vllm_cfg.enforce_eager", "the trainer reads it"),
         "max_model_len": cfg.max_model_len,
@@ -323,19 +381,28 @@ def engine_kwargs(
         kwargs["distributed_executor_backend"] = backend
     if cfg.logprobs_mode is not None:
         kwargs["logprobs_mode"] = cfg.logprobs_mode
-    if kv_cache_dtype is not None:
+    if fp8:
+        kwargs["quantization"] = "fp8"
+        kwargs["kv_cache_dtype"] = cfg.kv_cache_dtype
+    elif kv_cache_dtype is not None:
         kwargs["kv_cache_dtype"] = kv_cache_dtype
+    hf_overrides: dict[str, Any] = (
+        {} if quantization_config is None else {"quantization_config": quantization_config}
+    )
     if isinstance(recipe, LoadedRecipe):
         path = _sibling(recipe.section, "hf_config_overrides")
-        hf_overrides = _document_value(recipe, path)
-        if hf_overrides is not None and not isinstance(hf_overrides, dict):
+        configured = _document_value(recipe, path)
+        if configured is not None and not isinstance(configured, dict):
             raise ConfigContractError(
-                f"{path} must be a mapping of model config overrides, got {type_name(hf_overrides)}",
+                f"{path} must be a mapping of model config overrides, got {type_name(configured)}",
                 path=path,
-                value=render(hf_overrides),
+                value=render(configured),
             )
-        if hf_overrides:
-            kwargs["hf_overrides"] = hf_overrides
+        hf_overrides.update(
+            configured or {}
+        )  # the recipe's overrides win over the FP8 setup's, as the trainer's
+    if hf_overrides:
+        kwargs["hf_overrides"] = hf_overrides
     kwargs.update(passed)
     kwargs.update(overrides or {})
     return cast(EngineKwargs, kwargs)
