@@ -966,3 +966,25 @@ def test_sequence_error_threshold_is_checked(threshold: Any, error: type[Excepti
     """threshold is a finite number >= 1."""
     with pytest.raises(error):
         sequence_logprob_error_mask(G, L, threshold=threshold)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lp: importance_weights(lp, G),
+        lambda lp: truncated_importance_weights(lp, G, kind="tis", high=2.0),
+        lambda lp: sequence_logprob_error_mask(G, lp, threshold=1.5),
+    ],
+    ids=["importance_weights", "truncated_importance_weights", "sequence_logprob_error_mask"],
+)
+def test_neg_inf_advice_names_a_remedy_the_function_has(call: Callable[[torch.Tensor], object]) -> None:
+    """The -inf error of the corrections (which take no neg_inf) advises masking, never neg_inf='drop'.
+
+    Before the fix they advised ``neg_inf='drop'``, a parameter none of them has.
+    """
+    with pytest.raises(LogprobContractError, match="set the mask to 0 there") as info:
+        call(_with(L, 0, 2, -INF))
+    assert "neg_inf=" not in str(info.value)
+    assert (info.value.sequence_index, info.value.token_index) == (0, 2)
+    with pytest.raises(LogprobContractError, match="neg_inf='drop'"):
+        check_logprob_agreement(G, _with(L, 0, 2, -INF))

@@ -487,3 +487,15 @@ def test_the_recorded_generate_becomes_a_batch_that_agrees_with_the_same_weights
     difference = (learner - batch.generation_logprobs).abs()[mask]
     assert float(difference.max()) < RECORDED["agreement_tolerance"]
     assert int(mask.sum()) == sum(len(row) for row in RECORDED["learner_logprobs"])
+
+
+@pytest.mark.parametrize("floor", [math.inf, -math.inf, 5.0, 1])
+def test_a_floor_must_be_finite_and_not_positive(floor: float) -> None:
+    """A log-prob floor of inf, -inf or above 0 is refused by both readers (before the fix inf and 5.0 passed,
+    flooring every log-probability to a positive value)."""
+    with pytest.raises(RolloutBatchError, match="finite and <= 0") as info:
+        sampled_logprobs(O(index=0, token_ids=[7], logprobs=[{7: O(logprob=-0.5)}]), floor=floor)
+    assert_contract_error(info.value)
+    with pytest.raises(RolloutBatchError, match="logprob_floor"):
+        rollout_batch([[1]], [], logprob_floor=floor)
+    assert sampled_logprobs(O(index=0, token_ids=[7], logprobs=[{7: O(logprob=-0.5)}]), floor=0) == [0.0]

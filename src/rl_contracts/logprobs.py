@@ -415,10 +415,12 @@ def _checked_batch(
     mask: object,
     *,
     names: tuple[str, str] = ("generation_logprobs", "learner_logprobs"),
-    neg_inf: str = "error",
+    neg_inf: str | None = None,
     tolerance: float = 1e-4,
 ) -> _Batch:
-    """Check the inputs of §9.1 and return them as ``[B, T]`` tensors on one device with a bool mask."""
+    """Check the inputs of §9.1 and return them as ``[B, T]`` tensors on one device with a bool mask.
+
+    ``neg_inf=None`` (the importance-sampling corrections, which take no such option) raises on a learner -inf."""
     g_name, l_name = names
     g = _as_tensor(generation, g_name, mask=False)
     lp = _as_tensor(learner, l_name, mask=False)
@@ -445,7 +447,9 @@ def _checked_batch(
     if one_dimensional:
         g, lp = g.unsqueeze(0), lp.unsqueeze(0)
     counted = _counted(m, tuple(g.shape), one_dimensional, device, g, lp)
-    return _checked_values(g, lp, counted, names, neg_inf, tolerance, one_dimensional)
+    return _checked_values(
+        g, lp, counted, names, neg_inf or "error", tolerance, one_dimensional, droppable=neg_inf is not None
+    )
 
 
 def _common_device(inputs: list[tuple[str, torch.Tensor, bool]]) -> torch.device:
@@ -522,8 +526,12 @@ def _checked_values(
     neg_inf: str,
     tolerance: float,
     one_dimensional: bool,
+    *,
+    droppable: bool,
 ) -> _Batch:
-    """The value rules of §9.1 at counted tokens; a fast whole-tensor check first, exact positions on failure."""
+    """The value rules of §9.1 at counted tokens; a fast whole-tensor check first, exact positions on failure.
+
+    ``droppable`` says whether the caller takes ``neg_inf`` (the -inf error advises it only then)."""
     g_name, l_name = names
     if g.numel() == 0:
         empty = torch.zeros(g.shape, dtype=torch.bool, device=g.device)
@@ -559,10 +567,15 @@ def _checked_values(
                 flat,
                 one_dimensional,
             )
+        remedy = (
+            "neg_inf='drop' to leave such tokens out"
+            if droppable
+            else "set the mask to 0 there to leave such tokens out"
+        )
         raise _located(
             f"{l_name}{{where}} = -inf where vLLM sampled the token (vLLM {{g}}): the learner's top-k/top-p "
-            "filtering excluded it; use the engine's sampling semantics, or neg_inf='drop' to leave such tokens "
-            "out (NeMo RL mask_out_neg_inf_logprobs)",
+            f"filtering excluded it; use the engine's sampling semantics, or {remedy} (NeMo RL "
+            "mask_out_neg_inf_logprobs)",
             l_name,
             g,
             lp,

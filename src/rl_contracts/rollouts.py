@@ -104,6 +104,7 @@ def sampled_logprobs(
             lacks the sampled token; a log-prob that is not a number, NaN or ``+inf``.  ``.choice`` is the
             output's ``index``, ``.check`` ``"token_ids"`` or ``"logprobs"``.
         ContractTypeError: ``floor`` is not a number or ``None``, is NaN, or is an int beyond the float range.
+        RolloutBatchError: ``floor`` is infinite or above 0 (``.check`` ``"batch"``).
 
     >>> from types import SimpleNamespace as O
     >>> output = O(index=0, token_ids=[7, 8], logprobs=[{7: O(logprob=-0.5)}, {8: O(logprob=float("-inf"))}])
@@ -158,7 +159,8 @@ def rollout_batch(
             bare ``str``, ``allowed_versions`` neither a collection of ``str`` nor a callable, ``device`` not a
             device, ``logprob_floor`` not a number or ``None``, NaN or an int beyond the float range), or span
             objects of the wrong type (named with the row and choice).
-        RolloutBatchError: ``prompts`` and ``request_outputs`` differ in length (``check="batch"``), or a row fails
+        RolloutBatchError: ``prompts`` and ``request_outputs`` differ in length or ``logprob_floor`` is infinite
+            or above 0 (``check="batch"``), or a row fails
             a check; ``.row``, ``.choice`` (``None`` for a request-wide fault) and ``.check`` say where.  Its
             subclasses :class:`~rl_contracts.errors.RolloutPromptError` (also a ``RolloutPromptMismatchError``,
             with its attributes) and :class:`~rl_contracts.errors.RolloutWeightVersionError` (also a
@@ -517,6 +519,12 @@ def _floor(value: object, argument: str) -> float | None:
         ) from None
     if math.isnan(bound):
         raise ContractTypeError.for_value(argument, expected, value, actual="nan")
+    if not (math.isfinite(bound) and bound <= 0.0):
+        raise RolloutBatchError(
+            f"{argument}={render(bound)} must be finite and <= 0 (a log-probability floor; the chat floor is "
+            f"{VLLM_LOGPROB_FLOOR}), or None to keep -inf",
+            check="batch",
+        )
     return bound
 
 
