@@ -183,10 +183,12 @@ def test_a_bound_above_every_figure_passes_and_one_below_fails(batch: LogprobBat
     """The check passes with max_abs_diff at the batch's own maximum and fails just below a positive maximum."""
     report = logprob_mismatch(batch.generation, batch.learner, batch.mask)
     assert report.abs_diff_max is not None
-    bounds = MismatchBounds(max_mult_prob_error=None, max_abs_diff=report.abs_diff_max)
+    bounds = MismatchBounds(
+        max_mult_prob_error=None, max_abs_mean_diff=None, max_abs_diff=report.abs_diff_max
+    )
     assert check_logprob_agreement(batch.generation, batch.learner, batch.mask, bounds=bounds) == report
     if report.abs_diff_max > 0:
-        tighter = MismatchBounds(max_mult_prob_error=None, max_abs_diff=report.abs_diff_max / 2)
+        tighter = bounds.model_copy(update={"max_abs_diff": report.abs_diff_max / 2})
         with pytest.raises(LogprobMismatchError):
             check_logprob_agreement(batch.generation, batch.learner, batch.mask, bounds=tighter)
 

@@ -44,6 +44,7 @@ __all__ = [
     "RolloutPromptMismatchError",
     "RolloutWeightVersionError",
     "RoutedExpertsError",
+    "SamplingParamsError",
     "SpliceError",
     "TokenizerMismatchError",
     "UnsupportedConfigError",
@@ -484,6 +485,30 @@ class LogprobMismatchError(LogprobContractError):
     )
     likely_cause: str | None
     affected_sequences: tuple[int, ...] | None
+
+
+class SamplingParamsError(ContractError, ValueError):
+    """Sampling parameters that are invalid, or that differ between the rollout and a scorer (a learner recompute,
+    a teacher), which then computes log-probabilities of another distribution than the one vLLM sampled from.
+
+    ``field`` names the first offending parameter (``"temperature"``, ``"top_p"``, ``"top_k"``, ``"min_p"`` or
+    ``"logprobs_mode"``), ``fields`` every differing one; ``rollout_value`` and ``scoring_value`` are the two
+    values of ``field`` (for an invalid value, ``rollout_value`` holds it when no scorer is involved);
+    ``scorer`` names who scores.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        "field",
+        "fields",
+        "rollout_value",
+        "scoring_value",
+        "scorer",
+    )
+    field: str | None
+    fields: tuple[str, ...] | None
+    rollout_value: Any
+    scoring_value: Any
+    scorer: str | None
 
 
 def _is_library_class(cls: type[BaseException]) -> bool:

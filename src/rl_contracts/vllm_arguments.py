@@ -7,6 +7,13 @@ does (``top_k: null`` → ``-1``, greedy → temperature 0 and top-k 1, sampled-
 validated :class:`~rl_contracts.config.LoadedRecipe` (or its :class:`~rl_contracts.config.VllmConfig`) and return
 typed dicts; neither imports vLLM or torch.
 
+Read back: :func:`sampling_settings` reads the parameters that decide the distribution vLLM sampled from (a vLLM
+``SamplingParams``, a mapping such as ``sampling_kwargs(recipe)``, or the validated generation section) as one
+:class:`SamplingSettings`, and :func:`check_scoring_matches_rollout` checks that whoever scores the sampled tokens
+afterwards (the learner's recompute, a teacher) uses the same ones: with ``logprobs_mode="processed_logprobs"``
+vLLM's log-probabilities are temperature-scaled and renormalised over the kept top-p/top-k/min-p support, so a
+scorer at other parameters describes another distribution and biases every ratio or distillation target.
+
 The model: recipes leave ``policy.generation.model_name`` unset (the trainer copies ``policy.model_name`` there at
 start-up), so :func:`engine_kwargs` resolves it from the recipe document: ``model=`` when given, else the
 section's ``model_name``, else the ``model_name`` beside the section (``policy.model_name`` for
@@ -15,18 +22,20 @@ section's ``model_name``, else the ``model_name`` beside the section (``policy.m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast, get_args
 
 from omegaconf import OmegaConf
 from typing_extensions import Required, TypedDict
 
 from ._messages import render, render_name, type_name
-from .checks import is_collection, require_bool, require_int
+from .checks import as_int, is_collection, is_int, require_bool, require_int
 from .config import GenerationConfig, LoadedRecipe, VllmConfig, VllmSpecificArgs, register_resolvers
 from .config.rules.preflight.generation import ENGINE_ARGUMENTS
-from .errors import ConfigContractError, ContractTypeError
+from .errors import ConfigContractError, ContractTypeError, SamplingParamsError
 
 __all__ = [
     "DERIVED_ENGINE_ARGUMENTS",
@@ -34,11 +43,17 @@ __all__ = [
     "FP8_BLOCK_QUANTIZATION",
     "MXFP8_QUANTIZATION",
     "EngineKwargs",
+    "LogprobsMode",
     "SamplingKwargs",
+    "SamplingParamsLike",
+    "SamplingSettings",
+    "SamplingSource",
+    "check_scoring_matches_rollout",
     "derived_executor_backend",
     "engine_kwargs",
     "resolve_model_name",
     "sampling_kwargs",
+    "sampling_settings",
 ]
 
 ENGINE_ARGUMENTS_SET_BY_TRAINER = ENGINE_ARGUMENTS
@@ -474,3 +489,217 @@ def sampling_kwargs(
         bad_words=None if section.bad_words is None else list(section.bad_words),
         ignore_eos=ignore_eos,
     )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Reading sampling parameters back, and a scorer that must reproduce them (issue 30)
+
+LogprobsMode: TypeAlias = Literal["raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits"]
+"""vLLM's ``logprobs_mode``: ``processed_*`` are computed after temperature and top-p/top-k/min-p."""
+_MODES: Final = frozenset(get_args(LogprobsMode))
+_SAMPLING_FIELDS: Final = ("temperature", "top_p", "top_k", "min_p", "logprobs_mode")
+_RELATIVE_TOLERANCE: Final = 1e-6
+"""Floats compare equal to this relative tolerance: a value stored in float32 (0.800000011920929) is 0.8."""
+
+
+class SamplingParamsLike(Protocol):
+    """vLLM ``SamplingParams`` (or a recipe's generation section) as read here: ``temperature``, ``top_p`` and
+    ``top_k``; ``min_p`` and ``logprobs_mode`` (or ``vllm_cfg.logprobs_mode``) are read when present."""
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def top_p(self) -> float: ...
+
+    @property
+    def top_k(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The parameters that decide the distribution vLLM sampled from and the one its logprobs describe.
+
+    ``top_k`` is -1 when off (vLLM's ``None``, 0 and -1 all mean no top-k); ``logprobs_mode`` is ``None`` when the
+    source does not say (a ``SamplingParams`` carries none: it is an engine argument).
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    min_p: float = 0.0
+    logprobs_mode: LogprobsMode | None = None
+
+    @property
+    def truncates(self) -> bool:
+        """Whether sampling keeps only part of the vocabulary (top-p < 1, top-k on, or min-p > 0)."""
+        return self.top_p < 1.0 or self.top_k > 0 or self.min_p > 0.0
+
+    @property
+    def truncation(self) -> str:
+        """The truncating parameters as ``"top_p=0.95, top_k=20"`` (empty when none truncates)."""
+        parts = [f"top_p={self.top_p:g}"] if self.top_p < 1.0 else []
+        parts += [f"top_k={self.top_k}"] if self.top_k > 0 else []
+        parts += [f"min_p={self.min_p:g}"] if self.min_p > 0.0 else []
+        return ", ".join(parts)
+
+
+SamplingSource: TypeAlias = SamplingSettings | SamplingParamsLike | Mapping[str, object]
+"""What :func:`sampling_settings` reads: a :class:`SamplingSettings`, an object with the attributes of
+:class:`SamplingParamsLike` (vLLM ``SamplingParams``, a validated generation section, a ``LoadedRecipe`` through
+its ``generation``), or a mapping with those keys."""
+
+
+def _read(source: object, name: str) -> object:
+    if isinstance(source, Mapping):
+        return source.get(name)
+    return getattr(source, name, None)
+
+
+def _real(value: object, field: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ContractTypeError.for_value(field, "a real number (int or float, not bool)", value)
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _invalid(field: str, value: object, rule: str) -> SamplingParamsError:
+    return SamplingParamsError(
+        f"{field}={render(value)} {rule}", field=field, fields=(field,), rollout_value=render(value)
+    )
+
+
+def _mode(value: object, field: str) -> LogprobsMode | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ContractTypeError.for_value(field, f"one of {sorted(_MODES)} or None", value)
+    if value not in _MODES:
+        raise _invalid(field, value, f"is not a vLLM logprobs_mode: use one of {', '.join(sorted(_MODES))}")
+    return cast(LogprobsMode, value)
+
+
+def _source_mode(source: object) -> object:
+    """``logprobs_mode`` of the source, else of its ``vllm_cfg`` (a recipe's vLLM generation section)."""
+    mode = _read(source, "logprobs_mode")
+    return mode if mode is not None else _read(_read(source, "vllm_cfg"), "logprobs_mode")
+
+
+def sampling_settings(source: SamplingSource, *, logprobs_mode: str | None = None) -> SamplingSettings:
+    """``source``'s sampling parameters as a checked :class:`SamplingSettings`.
+
+    Absent parameters take vLLM's ``SamplingParams`` defaults (temperature 1, top-p 1, top-k off, min-p 0), as
+    ``SamplingParams(**mapping)`` would.  ``logprobs_mode`` states the engine's mode when the source carries none;
+    a ``LoadedRecipe`` is read through its validated ``generation`` section.
+
+    Raises:
+        ContractTypeError: ``source`` is none of the accepted kinds, or a parameter of the wrong type (a bool, a
+            string for a number, a float ``top_k``).
+        SamplingParamsError: a value vLLM refuses (temperature negative or not finite, top-p outside (0, 1],
+            top-k below -1, min-p outside [0, 1], an unknown logprobs mode), or ``logprobs_mode`` given while the
+            source states another one.
+    """
+    if isinstance(source, SamplingSettings):
+        base = source
+        if logprobs_mode is None:
+            return base
+        source = {name: getattr(base, name) for name in _SAMPLING_FIELDS}
+    if (
+        not isinstance(source, Mapping)
+        and not hasattr(source, "temperature")
+        and hasattr(source, "generation")
+    ):
+        source = source.generation  # a LoadedRecipe: its validated generation section
+    if not isinstance(source, Mapping) and not hasattr(source, "temperature"):
+        raise ContractTypeError.for_value(
+            "sampling",
+            "vLLM SamplingParams, a mapping of sampling parameters, or a generation section",
+            source,
+        )
+    temperature = _real(_read(source, "temperature"), "temperature", 1.0)
+    if not (math.isfinite(temperature) and temperature >= 0.0):
+        raise _invalid("temperature", temperature, "must be finite and >= 0 (0 samples greedily)")
+    top_p = _real(_read(source, "top_p"), "top_p", 1.0)
+    if not 0.0 < top_p <= 1.0:
+        raise _invalid("top_p", top_p, "must lie in (0, 1] (1 keeps the whole vocabulary)")
+    raw_k = _read(source, "top_k")
+    if raw_k is not None and not is_int(raw_k):
+        raise ContractTypeError.for_value("top_k", "an int or None", raw_k)
+    top_k = -1 if raw_k is None else as_int(raw_k)
+    if top_k < -1:
+        raise _invalid("top_k", top_k, "must be >= -1 (-1, 0 or None: no top-k)")
+    min_p = _real(_read(source, "min_p"), "min_p", 0.0)
+    if not 0.0 <= min_p <= 1.0:
+        raise _invalid("min_p", min_p, "must lie in [0, 1] (0: no min-p)")
+    stated = _mode(_source_mode(source), "logprobs_mode")
+    given = _mode(logprobs_mode, "logprobs_mode")
+    if stated is not None and given is not None and stated != given:
+        raise SamplingParamsError(
+            f"logprobs_mode={render(given)} was passed but the sampling parameters say {render(stated)}; pass one",
+            field="logprobs_mode",
+            fields=("logprobs_mode",),
+            rollout_value=stated,
+            scoring_value=given,
+        )
+    return SamplingSettings(temperature, top_p, max(top_k, 0) or -1, min_p, stated or given)
+
+
+def _differs(field: str, rollout: object, scoring: object) -> bool:
+    if field == "logprobs_mode":
+        return rollout is not None and scoring is not None and rollout != scoring
+    if isinstance(rollout, float) and isinstance(scoring, float):
+        return not math.isclose(rollout, scoring, rel_tol=_RELATIVE_TOLERANCE)
+    return rollout != scoring
+
+
+def check_scoring_matches_rollout(
+    rollout: SamplingSource, scoring: SamplingSource, *, scorer: str = "learner"
+) -> SamplingSettings:
+    """Check that ``scoring`` (how the learner or a teacher computes log-probabilities) reproduces ``rollout``
+    (how vLLM sampled); return the rollout's :class:`SamplingSettings`.
+
+    Temperature, top-p, top-k and min-p must be equal (floats to a relative 1e-6, so float32 copies match; top-k
+    off compares equal however it is spelled); ``logprobs_mode`` is compared when both sides state it.  A scorer
+    at another temperature scores a sharper or flatter distribution; one without the rollout's top-p/top-k/min-p
+    scores the full vocabulary while processed logprobs are renormalised over the kept support.
+
+    Raises:
+        SamplingParamsError: a parameter differs; the message names every differing field with both values, and
+            the attributes the first one (``field``, ``rollout_value``, ``scoring_value``) and ``scorer``.
+        ContractTypeError, SamplingParamsError: as :func:`sampling_settings` for either side; ``scorer`` not a
+            ``str``.
+
+    >>> check_scoring_matches_rollout({"temperature": 0.8, "top_p": 0.95}, {"temperature": 0.8, "top_p": 0.95})
+    SamplingSettings(temperature=0.8, top_p=0.95, top_k=-1, min_p=0.0, logprobs_mode=None)
+    """
+    if not isinstance(scorer, str):
+        raise ContractTypeError.for_value("scorer", "a str naming who scores ('learner', 'teacher')", scorer)
+    expected = sampling_settings(rollout)
+    actual = sampling_settings(scoring)
+    differing = [
+        field
+        for field in _SAMPLING_FIELDS
+        if _differs(field, getattr(expected, field), getattr(actual, field))
+    ]
+    if differing:
+        shown = "; ".join(
+            f"{field}={render(getattr(actual, field))} but the rollout sampled at {field}="
+            f"{render(getattr(expected, field))}"
+            for field in differing
+        )
+        first = differing[0]
+        raise SamplingParamsError(
+            f"the {render_name(scorer)} scores with {shown}: its log-probabilities describe another distribution "
+            "than the one vLLM sampled from, so every importance ratio or distillation target is biased; score "
+            "with the rollout's sampling parameters",
+            field=first,
+            fields=tuple(differing),
+            rollout_value=getattr(expected, first),
+            scoring_value=getattr(actual, first),
+            scorer=scorer,
+        )
+    return expected
