@@ -470,8 +470,8 @@ class LogprobMismatchError(LogprobContractError):
     """The engine's and the learner's logprobs disagree beyond a bound (SPEC §9.3).
 
     ``exceeded`` holds the names of the bounds that failed, ``report`` the ``MismatchReport``, the ``*_index`` and
-    ``*_logprob`` attributes the worst token, ``likely_cause`` one of ``"shift"``, ``"uniform"``, ``"isolated"`` or
-    ``"numerics"``, and ``affected_sequences`` the counted sequences whose own mismatch exceeds the limit.
+    ``*_logprob`` attributes the worst token, ``likely_cause`` one of ``"shift"``, ``"truncated_support"``,
+    ``"uniform"``, ``"isolated"`` or ``"numerics"``, and ``affected_sequences`` the counted sequences whose own mismatch exceeds the limit.
 
     Divergence: SPEC §9.3 calls the rule's attribute ``cause``; that is the attribute Ray's ``RayTaskError(X)``
     wrapper sets to the wrapped exception, so under Ray it would shadow the rule and not be forwarded.  It is
