@@ -24,7 +24,7 @@ from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
 from .._internal.violations import rule_code
 from . import loading, refit_support, refit_transport, section, unknown_keys
-from .preflight import cluster, generation, grpo, loss, policy, runtime, scripts
+from .preflight import cluster, generation, grpo, loss, policy, runtime, sampling, scripts
 from .rule import FAMILIES, Rule
 
 __all__ = [
@@ -51,6 +51,7 @@ RULE_MODULES: Final[tuple[types.ModuleType, ...]] = (
     scripts,
     runtime,
     loss,
+    sampling,
 )
 """The modules that declare rules; each lists its records in ``__all__``."""
 

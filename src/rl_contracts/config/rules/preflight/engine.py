@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (importing a check module registers its checks)
     loss,
     policy,
     runtime,
+    sampling,
     scripts,
 )
 from .context import CHECKS, Context, PreflightCheck
