@@ -58,12 +58,20 @@ P30 = Rule(
     example="""\
 grpo:
   async_grpo: null
+  val_period: 0
+data_plane:
+  enabled: true
+async_rl:
+  min_groups_for_streaming_train: 1
 policy:
+  dtensor_cfg:
+    enabled: false
   megatron_cfg:
     enabled: true
     use_fused_linear_logprobs: true
   generation:
     top_p: 0.95
+    val_top_p: 0.95
     vllm_cfg:
       logprobs_mode: processed_logprobs
 loss_fn:
@@ -124,6 +132,7 @@ P31 = Rule(
 policy:
   generation:
     temperature: 0.8
+    val_temperature: 0.8
 teacher:
   generation:
     temperature: 1.0
