@@ -71,8 +71,8 @@ def validate_files(
     ``RecipeLoadError`` an ``"error"`` report with one issue whose path is empty (at the file and line of the chain
     where reading failed), coded as the error is (``V1``; ``V6`` a loading limit; ``V7`` a parent outside ``root``).
     """
-    from ..config import ConfigIssue, load_recipe
-    from ..config.loading.issues import json_value
+    from ..config import load_recipe
+    from ..config.finding import Finding
     from .report import FileReport
 
     reports = []
@@ -101,17 +101,7 @@ def validate_files(
                 )
             )
         except RecipeLoadError as exc:
-            issue = ConfigIssue(
-                code=exc.code or "V1",
-                path="",
-                value=exc.value or "",
-                json_value=json_value(exc.value),
-                missing=False,
-                reason=exc.message,
-                severity="error",
-                source=exc.file or file,
-                line=exc.line,
-            )
+            issue = Finding.for_load_error(exc, file=file)
             reports.append(FileReport(file, shown_section, "error", (issue,)))
         else:
             reports.append(

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import render
-from ..._internal.absent import ABSENT
-from ..rule import Rule
-from .context import ALL_ENTRIES, Context, check
+from ...rule import Rule, checks
+from .context import ALL_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, is_vllm, megatron
 
 __all__ = ["P30", "P31", "check_distillation_scoring", "check_truncated_support"]
@@ -84,7 +84,7 @@ loss_fn:
 )
 
 
-@check(P30, entries=frozenset({"grpo-sc"}))
+@checks(P30, entries=frozenset({"grpo-sc"}))
 def check_truncated_support(context: Context) -> None:
     """vLLM with ``logprobs_mode: processed_logprobs``, ``top_p`` < 1 or ``top_k`` > 0, importance-sampling
     correction on and Megatron's fused linear logprobs on: one error at ``use_fused_linear_logprobs``.  Reading:
@@ -142,7 +142,7 @@ teacher:
 )
 
 
-@check(P31, entries=ALL_ENTRIES)
+@checks(P31, entries=ALL_ENTRIES)
 def check_distillation_scoring(context: Context) -> None:
     """In a recipe with a ``teacher`` mapping: each of ``temperature``, ``top_p``, ``top_k`` of
     ``teacher.generation`` (temperature 1, top-p 1, top-k null when the teacher has no ``generation``) equals
