@@ -12,7 +12,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rl_contracts.errors import ContractTypeError, LogprobContractError, LogprobMismatchError
+from rl_contracts.errors import (
+    ContractTypeError,
+    LogprobContractError,
+    LogprobMismatchError,
+    RoutedExpertsError,
+)
 from rl_contracts.logprobs import (
     MismatchBounds,
     MismatchReport,
@@ -183,10 +188,12 @@ def test_a_bound_above_every_figure_passes_and_one_below_fails(batch: LogprobBat
     """The check passes with max_abs_diff at the batch's own maximum and fails just below a positive maximum."""
     report = logprob_mismatch(batch.generation, batch.learner, batch.mask)
     assert report.abs_diff_max is not None
-    bounds = MismatchBounds(max_mult_prob_error=None, max_abs_diff=report.abs_diff_max)
+    bounds = MismatchBounds(
+        max_mult_prob_error=None, max_abs_mean_diff=None, max_abs_diff=report.abs_diff_max
+    )
     assert check_logprob_agreement(batch.generation, batch.learner, batch.mask, bounds=bounds) == report
     if report.abs_diff_max > 0:
-        tighter = MismatchBounds(max_mult_prob_error=None, max_abs_diff=report.abs_diff_max / 2)
+        tighter = bounds.model_copy(update={"max_abs_diff": report.abs_diff_max / 2})
         with pytest.raises(LogprobMismatchError):
             check_logprob_agreement(batch.generation, batch.learner, batch.mask, bounds=tighter)
 
@@ -302,3 +309,85 @@ def test_agreement_counts_exactly_the_changed_rows(pair: RoutePair) -> None:
             1 - (len(changed) + len(permuted)) / len(counted)
         )
     assert result.first_disagreement == (tuple(int(v) for v in changed[0]) if changed else None)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The bias bound and the truncated-support diagnosis (issue 30)
+
+
+@given(logprob_batches(min_counted=1, max_abs_diff=0.3, junk_at_padding=False), st.floats(-2.0, 0.0))
+def test_a_constant_learner_offset_moves_mean_diff_by_that_constant(
+    batch: LogprobBatch, offset: float
+) -> None:
+    """Adding c <= 0 to every learner logprob changes mean_diff by exactly c (float rounding aside): the bias is
+    signed and linear, which is what lets a shared log S stand out from noise."""
+    before = logprob_mismatch(batch.generation, batch.learner, batch.mask)
+    shifted = _tensor(batch.learner) + offset
+    after = logprob_mismatch(
+        _tensor(batch.generation), shifted, None if batch.mask is None else _counted(batch)
+    )
+    assert before.mean_diff is not None
+    assert after.mean_diff == pytest.approx(before.mean_diff + offset, rel=1e-6, abs=1e-6)
+
+
+@given(logprob_batches(min_counted=1, max_abs_diff=0.5), st.floats(0.0, 0.5))
+def test_the_bias_bound_holds_exactly_when_the_absolute_mean_difference_is_within_it(
+    batch: LogprobBatch, limit: float
+) -> None:
+    """With every other bound off, the check raises exactly when |mean_diff| > max_abs_mean_diff, naming it."""
+    bounds = MismatchBounds(max_mult_prob_error=None, max_abs_mean_diff=limit)
+    report = logprob_mismatch(batch.generation, batch.learner, batch.mask)
+    assert report.mean_diff is not None
+    if abs(report.mean_diff) > limit:
+        with pytest.raises(LogprobMismatchError) as info:
+            check_logprob_agreement(batch.generation, batch.learner, batch.mask, bounds=bounds)
+        assert info.value.exceeded == ("max_abs_mean_diff",)
+    else:
+        assert check_logprob_agreement(batch.generation, batch.learner, batch.mask, bounds=bounds) == report
+
+
+@given(
+    logprob_batches(min_counted=1, max_abs_diff=0.0, junk_at_padding=False),
+    st.floats(0.5, 0.97),
+    st.sampled_from([{"top_p": 0.9}, {"top_k": 20}, {"min_p": 0.1}]),
+)
+def test_processed_logprobs_over_a_kept_mass_are_diagnosed_as_truncated_support(
+    batch: LogprobBatch, kept: float, truncation: dict[str, float]
+) -> None:
+    """vLLM logprobs renormalised over a kept mass S (g = l - log S at every token) fail the default bounds; with
+    truncation stated and processed logprobs the cause is "truncated_support" (unless a one-position shift fits
+    better), and with raw logprobs it never is."""
+    lp = _tensor(batch.learner).clamp_(max=math.log(kept))
+    g = lp - math.log(kept)
+    mask = None if batch.mask is None else _counted(batch)
+    with pytest.raises(LogprobMismatchError) as info:
+        check_logprob_agreement(g, lp, mask, sampling=truncation, logprobs_mode="processed_logprobs")
+    assert "max_abs_mean_diff" in (info.value.exceeded or ())
+    assert info.value.likely_cause in ("truncated_support", "shift")
+    assert_contract_error(info.value)
+    with pytest.raises(LogprobMismatchError) as raw:
+        check_logprob_agreement(g, lp, mask, sampling=truncation, logprobs_mode="raw_logprobs")
+    assert raw.value.likely_cause != "truncated_support"
+
+
+@given(route_pairs(), st.data())
+def test_a_repeated_expert_in_any_route_row_is_refused(pair: RoutePair, data: st.DataObject) -> None:
+    """Copying one expert id over another slot of a non-sentinel row (K >= 2) of either input raises
+    RoutedExpertsError naming that input and row: rows are sets of distinct experts."""
+    engine = _routes(pair.engine)
+    if engine.shape[-1] < 2:
+        return
+    rows = (engine != -1).all(dim=-1).nonzero().tolist()
+    if not rows:
+        return
+    row: list[int] = data.draw(st.sampled_from(rows))
+    engine[tuple([*row, 1])] = engine[tuple([*row, 0])]
+    with pytest.raises(RoutedExpertsError, match=r"engine_routes\[.*names an expert twice"):
+        routing_agreement(engine, _routes(pair.learner), mask=pair.mask)
+
+
+def _routes(value: Any) -> torch.Tensor:
+    """Routes of a pair as a new int64 tensor (the pair holds tensors or numpy arrays)."""
+    return (value.clone() if isinstance(value, torch.Tensor) else torch.from_numpy(np.array(value))).to(
+        torch.int64
+    )

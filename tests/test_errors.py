@@ -47,6 +47,7 @@ HIERARCHY: list[tuple[type[ContractError], tuple[type[BaseException], ...]]] = [
     (errors.TurnTokenMismatchError, (ValueError,)),
     (errors.LogprobContractError, (ValueError,)),
     (errors.LogprobMismatchError, (errors.LogprobContractError, ValueError)),
+    (errors.SamplingParamsError, (ValueError,)),
 ]
 
 
@@ -529,6 +530,14 @@ REALISTIC: dict[type[ContractError], Callable[[], ContractError]] = {
     ),
     errors.LogprobContractError: lambda: _logprob_error(mismatch=False),
     errors.LogprobMismatchError: lambda: _logprob_error(mismatch=True),
+    errors.SamplingParamsError: lambda: errors.SamplingParamsError(
+        "the teacher scores at temperature=1.0 but the rollout sampled at temperature=0.8",
+        field="temperature",
+        fields=("temperature",),
+        rollout_value=0.8,
+        scoring_value=1.0,
+        scorer="teacher",
+    ),
     errors.PromptFormatError: lambda: errors.PromptFormatError(
         "bad row", key="input_ids", row=1, value="[1, 2]"
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import pickle
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -13,8 +14,14 @@ import torch
 from pydantic import ValidationError
 
 from rl_contracts import logprobs
-from rl_contracts.errors import ContractTypeError, LogprobContractError, LogprobMismatchError
+from rl_contracts.errors import (
+    ContractTypeError,
+    LogprobContractError,
+    LogprobMismatchError,
+    SamplingParamsError,
+)
 from rl_contracts.logprobs import (
+    DEFAULT_MAX_ABS_MEAN_DIFF,
     MismatchBounds,
     MismatchReport,
     check_logprob_agreement,
@@ -24,6 +31,7 @@ from rl_contracts.logprobs import (
     truncated_importance_weights,
 )
 from rl_contracts.testing import assert_contract_error
+from rl_contracts.vllm_arguments import SamplingSettings
 
 NAN, INF = math.nan, math.inf
 
@@ -966,3 +974,119 @@ def test_sequence_error_threshold_is_checked(threshold: Any, error: type[Excepti
     """threshold is a finite number >= 1."""
     with pytest.raises(error):
         sequence_logprob_error_mask(G, L, threshold=threshold)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lp: importance_weights(lp, G),
+        lambda lp: truncated_importance_weights(lp, G, kind="tis", high=2.0),
+        lambda lp: sequence_logprob_error_mask(G, lp, threshold=1.5),
+    ],
+    ids=["importance_weights", "truncated_importance_weights", "sequence_logprob_error_mask"],
+)
+def test_neg_inf_advice_names_a_remedy_the_function_has(call: Callable[[torch.Tensor], object]) -> None:
+    """The -inf error of the corrections (which take no neg_inf) advises masking, never neg_inf='drop'.
+
+    Before the fix they advised ``neg_inf='drop'``, a parameter none of them has.
+    """
+    with pytest.raises(LogprobContractError, match="set the mask to 0 there") as info:
+        call(_with(L, 0, 2, -INF))
+    assert "neg_inf=" not in str(info.value)
+    assert (info.value.sequence_index, info.value.token_index) == (0, 2)
+    with pytest.raises(LogprobContractError, match="neg_inf='drop'"):
+        check_logprob_agreement(G, _with(L, 0, 2, -INF))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Truncated support and the bias bound (issue 30); the sweep is benchmarks/measure_truncated_support.py
+
+
+def _sampled_pair(seed: int, *, top_p: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """vLLM's processed and the learner's full-vocabulary logprobs of 16 x 128 sampled tokens, and the kept mass.
+
+    One policy (logits N(0, 1) times a sharpness in [4, 10]), two copies with logit noise 0.02: the engine's
+    rounded to bfloat16 before its softmax, truncated to the smallest top set of mass >= ``top_p`` and renormalised
+    over it; the learner's softmax in float32.  Both probabilities are rounded through bfloat16.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.randn(2048, 512, generator=generator) * torch.empty(2048, 1).uniform_(
+        4, 10, generator=generator
+    )
+    engine = (
+        (logits + 0.02 * torch.randn(logits.shape, generator=generator)).bfloat16().float().log_softmax(-1)
+    )
+    learner = (logits + 0.02 * torch.randn(logits.shape, generator=generator)).log_softmax(-1)
+    ordered, order = engine.sort(dim=-1, descending=True)
+    before = ordered.exp().cumsum(dim=-1) - ordered.exp()
+    keep = torch.zeros_like(engine, dtype=torch.bool).scatter(-1, order, before < top_p)
+    processed = engine.masked_fill(~keep, -INF).log_softmax(-1)
+    tokens = torch.multinomial(processed.exp(), 1, generator=generator)
+
+    def rounded(values: torch.Tensor) -> torch.Tensor:
+        return values.gather(-1, tokens).exp().bfloat16().float().log().view(16, 128)
+
+    return rounded(processed), rounded(learner), float(engine.exp().mul(keep).sum(-1).mean())
+
+
+def test_healthy_bf16_noise_passes_and_the_top_p_095_bias_fails_as_truncated_support() -> None:
+    """bf16 copies of one policy pass every default bound; top_p 0.95 with processed logprobs passed
+    mult_prob_error (about 1.04 < 1.05) before the bias bound, and now fails it as "truncated_support"."""
+    for seed in range(2):
+        g, lp, _ = _sampled_pair(seed)
+        healthy = check_logprob_agreement(g, lp, sampling={"temperature": 1.0, "top_p": 1.0})
+        assert healthy.mean_diff is not None
+        assert abs(healthy.mean_diff) < DEFAULT_MAX_ABS_MEAN_DIFF / 4
+        g, lp, kept = _sampled_pair(seed, top_p=0.95)
+        assert 0.95 <= kept < 0.97
+        report = logprob_mismatch(g, lp)
+        assert report.mult_prob_error is not None
+        assert report.mult_prob_error < 1.05
+        with pytest.raises(LogprobMismatchError) as info:
+            check_logprob_agreement(g, lp, sampling={"top_p": 0.95}, logprobs_mode="processed_logprobs")
+        error = info.value
+        assert error.exceeded == ("max_abs_mean_diff",)
+        assert error.likely_cause == "truncated_support"
+        assert "top_p=0.95" in str(error)
+        assert "renormalise the learner over the kept support" in str(error)
+        assert_contract_error(error)
+
+
+def test_a_kept_mass_of_095_is_beyond_the_default_bias_bound() -> None:
+    """Every token renormalised over a support of mass 0.95 shifts the mean by log 0.95 = -0.051."""
+    lp = torch.full((4, 32), -0.5).sub_(torch.rand(4, 32, generator=torch.Generator().manual_seed(3)))
+    g = lp - math.log(0.95)
+    with pytest.raises(
+        LogprobMismatchError, match=r"\|mean_diff\| 0\.0512933 > max_abs_mean_diff 0\.02"
+    ) as info:
+        check_logprob_agreement(
+            g, lp, sampling=SimpleNamespace(temperature=1.0, top_p=1.0, top_k=20, min_p=0.0)
+        )
+    assert info.value.likely_cause == "truncated_support"
+    assert "kept mass of about 0.950" in str(info.value)
+    raw = SamplingSettings(top_k=20, logprobs_mode="raw_logprobs")
+    with pytest.raises(LogprobMismatchError) as not_truncation:
+        check_logprob_agreement(g, lp, sampling=raw)
+    assert not_truncation.value.likely_cause == "uniform"
+    with pytest.raises(LogprobMismatchError, match="pass sampling= to tell") as unstated:
+        check_logprob_agreement(g, lp)
+    assert unstated.value.likely_cause == "uniform"
+    assert logprob_mismatch(g, lp).mean_diff == pytest.approx(math.log(0.95))
+
+
+@pytest.mark.parametrize("value", [-0.01, math.inf, math.nan, True])
+def test_the_bias_bound_is_a_finite_non_negative_number(value: object) -> None:
+    """max_abs_mean_diff is finite and >= 0 (None disables it)."""
+    with pytest.raises(ValidationError, match="max_abs_mean_diff"):
+        MismatchBounds(max_abs_mean_diff=value)
+    assert MismatchBounds(max_abs_mean_diff=None).max_abs_mean_diff is None
+
+
+def test_sampling_arguments_are_checked_before_the_figures() -> None:
+    """A bad sampling argument raises even when every bound holds."""
+    with pytest.raises(SamplingParamsError, match="top_p"):
+        check_logprob_agreement(G, G, sampling={"top_p": 1.5})
+    with pytest.raises(ContractTypeError, match="sampling"):
+        check_logprob_agreement(G, G, sampling=0.9)  # type: ignore[arg-type]
+    with pytest.raises(SamplingParamsError, match="logprobs_mode"):
+        check_logprob_agreement(G, G, logprobs_mode="processed")

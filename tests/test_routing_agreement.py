@@ -94,6 +94,30 @@ ERRORS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "learner_routes[0, 1, 1]",
     ),
     (
+        "duplicate engine expert",
+        lambda: routing_agreement(
+            torch.tensor([[[0, 1], [2, 3]], [[4, 4], [6, 7]], [[-1, -1], [1, 2]]]), ENGINE
+        ),
+        RoutedExpertsError,
+        "engine_routes[0, 1, 0] = [4, 4] names an expert twice",
+    ),
+    (
+        "duplicate learner expert",
+        lambda: routing_agreement(
+            ENGINE, torch.tensor([[[0, 1], [2, 3]], [[4, 5], [6, 7]], [[1, 2], [2, 2]]])
+        ),
+        RoutedExpertsError,
+        "learner_routes[0, 2, 1]",
+    ),
+    (
+        "K = 0",
+        lambda: routing_agreement(
+            torch.zeros((3, 2, 0), dtype=torch.int64), torch.zeros((3, 2, 0), dtype=torch.int64)
+        ),
+        RoutedExpertsError,
+        "K = 0",
+    ),
+    (
         "uint64 beyond int64",
         lambda: routing_agreement(np.full((1, 1, 1), 2**63, np.uint64), np.zeros((1, 1, 1), np.int64)),
         RoutedExpertsError,
@@ -138,3 +162,20 @@ def test_an_empty_route_tensor_counts_nothing() -> None:
     empty: Any = torch.zeros((0, 2, 2), dtype=torch.int64)
     result = routing_agreement(empty, empty)
     assert (result.pairs, result.agreement, result.per_layer) == (0, None, (None, None))
+
+
+def test_sets_not_multisets_are_compared() -> None:
+    """Rows are sets of distinct experts: [0, 0, 1] is refused, not compared as a multiset with [0, 1, 1].
+
+    Before the fix the sorted rows were compared (multisets) and a repeated expert id was accepted.
+    """
+    with pytest.raises(RoutedExpertsError, match="twice"):
+        routing_agreement(torch.tensor([[[0, 0, 1]]]), torch.tensor([[[0, 1, 1]]]))
+    assert routing_agreement(torch.tensor([[[2, 0, 1]]]), torch.tensor([[[0, 1, 2]]])).agreement == 1.0
+
+
+def test_k_zero_fails_closed_even_without_tokens() -> None:
+    """K = 0 is refused whatever T is: with it every selected pair would be a sentinel pair and nothing compared."""
+    empty: Any = torch.zeros((0, 2, 0), dtype=torch.int64)
+    with pytest.raises(RoutedExpertsError, match="K >= 1"):
+        routing_agreement(empty, empty)

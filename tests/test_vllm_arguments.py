@@ -6,21 +6,29 @@ Recipes here are small YAML files loaded with ``load_recipe`` (preflight off: on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from rl_contracts.config import GenerationConfig, LoadedRecipe, VllmConfig, load_recipe
-from rl_contracts.errors import ConfigContractError, ContractTypeError
+from rl_contracts.errors import ConfigContractError, ContractTypeError, SamplingParamsError
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.vllm_arguments import (
     DERIVED_ENGINE_ARGUMENTS,
     ENGINE_ARGUMENTS_SET_BY_TRAINER,
+    FP8_BLOCK_QUANTIZATION,
+    MXFP8_QUANTIZATION,
+    SamplingSettings,
+    check_scoring_matches_rollout,
     derived_executor_backend,
     engine_kwargs,
     resolve_model_name,
     sampling_kwargs,
+    sampling_settings,
 )
 
 BUNDLED = Path(__file__).parents[1] / "src" / "rl_contracts" / "recipes" / "grpo_qwen3_moe.yaml"
@@ -236,6 +244,75 @@ def test_kv_cache_dtype_in_both_places_is_rejected() -> None:
     assert passed.get("kv_cache_dtype") == "fp8"
 
 
+def test_logprobs_mode_in_both_places_is_rejected() -> None:
+    """``logprobs_mode`` in ``vllm_kwargs`` beside ``vllm_cfg.logprobs_mode`` is an error, not a silent winner.
+
+    The trainer applies ``vllm_cfg.logprobs_mode`` after ``**vllm_kwargs``, and it is the setting logprob agreement
+    depends on; before the fix ``vllm_kwargs`` silently won.
+    """
+    with pytest.raises(ConfigContractError, match="both set") as info:
+        engine_kwargs(
+            section(
+                vllm_cfg={"logprobs_mode": "processed_logprobs"},
+                vllm_kwargs={"logprobs_mode": "raw_logprobs"},
+            ),
+            seed=0,
+        )
+    assert info.value.path == "vllm_kwargs.logprobs_mode"
+    assert_contract_error(info.value)
+    passed = engine_kwargs(section(vllm_kwargs={"logprobs_mode": "raw_logprobs"}), seed=0)
+    assert passed.get("logprobs_mode") == "raw_logprobs"
+
+
+def test_fp8_precision_builds_quantization_kwargs_and_runs_bfloat16() -> None:
+    """``precision: fp8`` is FP8 quantization of a bfloat16 engine, as the trainer's ``init_fp8`` sets it up.
+
+    vLLM rejects ``dtype="fp8"``; before the fix the precision was passed through as the dtype.
+    """
+    kwargs = engine_kwargs(section(vllm_cfg={"precision": "fp8", "kv_cache_dtype": "fp8"}), seed=0)
+    assert kwargs["dtype"] == "bfloat16"
+    assert kwargs.get("quantization") == "fp8"
+    assert kwargs.get("kv_cache_dtype") == "fp8"
+    assert kwargs.get("hf_overrides") == {"quantization_config": dict(FP8_BLOCK_QUANTIZATION)}
+    auto = engine_kwargs(
+        section(vllm_cfg={"precision": "fp8", "kv_cache_dtype": "auto", "is_mx": True}), seed=0
+    )
+    assert auto.get("kv_cache_dtype") == "auto"
+    assert auto.get("hf_overrides") == {"quantization_config": dict(MXFP8_QUANTIZATION)}
+    assert "quantization" not in engine_kwargs(section(), seed=0)
+
+
+def test_fp8_recipe_overrides_win_over_the_quantization_config(tmp_path: Path) -> None:
+    """``policy.hf_config_overrides`` keys win over the FP8 setup's, which they sit beside."""
+    text = RECIPE.replace("precision: float32", "precision: fp8\n      kv_cache_dtype: auto")
+    loaded = recipe(tmp_path, "  hf_config_overrides:\n    rope_theta: 1000\n", base=text)
+    overrides = engine_kwargs(loaded, seed=0).get("hf_overrides")
+    assert overrides == {"quantization_config": dict(FP8_BLOCK_QUANTIZATION), "rope_theta": 1000}
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"vllm_kwargs": {"quantization": "fp8"}}, "vllm_kwargs.quantization"),
+        ({"vllm_kwargs": {"kv_cache_dtype": "fp8"}}, "vllm_kwargs.kv_cache_dtype"),
+        ({"vllm_cfg": {"num_last_layers_in_bf16": 2}}, "vllm_cfg.num_last_layers_in_bf16"),
+    ],
+)
+def test_fp8_settings_the_trainer_would_overwrite_or_derive_from_the_model(
+    change: dict[str, Any], path: str
+) -> None:
+    """With ``precision: fp8``, FP8 keys in ``vllm_kwargs`` are overwritten and bf16 layers need the model."""
+    cfg = {"precision": "fp8", "kv_cache_dtype": "auto", **change.pop("vllm_cfg", {})}
+    with pytest.raises(ConfigContractError) as info:
+        engine_kwargs(section(vllm_cfg=cfg, **change), seed=0)
+    assert info.value.path == path
+    assert_contract_error(info.value)
+    if path.startswith("vllm_cfg"):
+        chosen = {"quantization_config": {"ignored_layers": ["model.layers.1"]}}
+        kwargs = engine_kwargs(section(vllm_cfg=cfg), seed=0, overrides={"hf_overrides": chosen})
+        assert kwargs.get("hf_overrides") == chosen
+
+
 def test_hf_config_overrides_become_hf_overrides(tmp_path: Path) -> None:
     """``policy.hf_config_overrides`` is what the trainer passes as ``hf_overrides``; it must be a mapping."""
     base = RECIPE.replace("policy:\n", "policy:\n  hf_config_overrides: {rope_theta: 10000}\n")
@@ -406,3 +483,101 @@ def test_bad_sampling_arguments(change: dict[str, Any], error: type[Exception], 
     with pytest.raises(error, match=match) as info:
         sampling_kwargs(arguments.pop("generation"), **arguments)
     assert_contract_error(info.value)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# sampling_settings and check_scoring_matches_rollout (issue 30: slime #2085, TRL #4159's cousin)
+
+
+def test_sources_read_alike() -> None:
+    """A SamplingParams-like object, a mapping and defaults give one record; top-k off is -1 however spelled."""
+    params = SimpleNamespace(temperature=0.8, top_p=0.95, top_k=0, min_p=0.05)
+    settings = sampling_settings(params, logprobs_mode="processed_logprobs")
+    assert settings == SamplingSettings(0.8, 0.95, -1, 0.05, "processed_logprobs")
+    assert sampling_settings(
+        {"temperature": 0.8, "top_p": 0.95, "top_k": None, "min_p": 0.05}
+    ) == SamplingSettings(0.8, 0.95, -1, 0.05, None)
+    assert sampling_settings({}) == SamplingSettings()
+    assert not SamplingSettings().truncates
+    assert SamplingSettings().truncation == ""
+    assert settings.truncates
+    assert settings.truncation == "top_p=0.95, min_p=0.05"
+    assert sampling_settings(settings) is settings
+
+
+def test_a_recipe_generation_section_carries_its_logprobs_mode() -> None:
+    """A loaded recipe (through its validated generation section) and sampling_kwargs of it agree."""
+    recipe = load_recipe(BUNDLED, run_preflight=False)
+    assert recipe.generation is not None
+    from_recipe = sampling_settings(recipe)  # type: ignore[arg-type]
+    assert from_recipe == sampling_settings(recipe.generation)
+    rollout = dict(sampling_kwargs(recipe))  # what SamplingParams gets: no logprobs_mode (an engine argument)
+    assert check_scoring_matches_rollout(rollout, recipe) == replace(from_recipe, logprobs_mode=None)  # type: ignore[arg-type]
+    section: Mapping[str, Any] = {"temperature": 1.0, "vllm_cfg": {"logprobs_mode": "raw_logprobs"}}
+    assert sampling_settings(section).logprobs_mode == "raw_logprobs"
+
+
+@pytest.mark.parametrize(
+    ("source", "kwargs", "error", "fragment"),
+    [
+        ({"temperature": -0.1}, {}, SamplingParamsError, "temperature=-0.1 must be finite"),
+        ({"temperature": float("inf")}, {}, SamplingParamsError, "temperature"),
+        ({"top_p": 0.0}, {}, SamplingParamsError, "top_p=0.0 must lie in (0, 1]"),
+        ({"top_p": 1.01}, {}, SamplingParamsError, "top_p"),
+        ({"top_k": -2}, {}, SamplingParamsError, "top_k=-2"),
+        ({"top_k": 2.0}, {}, ContractTypeError, "top_k"),
+        ({"min_p": 1.5}, {}, SamplingParamsError, "min_p"),
+        ({"temperature": True}, {}, ContractTypeError, "temperature"),
+        ({"temperature": "0.8"}, {}, ContractTypeError, "temperature"),
+        ({"logprobs_mode": "processed"}, {}, SamplingParamsError, "not a vLLM logprobs_mode"),
+        ({"logprobs_mode": 1}, {}, ContractTypeError, "logprobs_mode"),
+        (
+            {"logprobs_mode": "raw_logprobs"},
+            {"logprobs_mode": "processed_logprobs"},
+            SamplingParamsError,
+            "pass one",
+        ),
+        (0.8, {}, ContractTypeError, "sampling"),
+    ],
+)
+def test_invalid_sampling_parameters(
+    source: Any, kwargs: dict[str, Any], error: type[Exception], fragment: str
+) -> None:
+    """A value vLLM refuses, or of the wrong type, raises naming the field."""
+    with pytest.raises(error) as info:
+        sampling_settings(source, **kwargs)
+    assert fragment in str(info.value)
+    assert_contract_error(info.value)
+
+
+def test_a_teacher_at_another_temperature_is_named_with_both_values() -> None:
+    """Every differing field is named with both values; the attributes carry the first and the scorer."""
+    rollout = {"temperature": 0.8, "top_p": 0.95, "top_k": 20}
+    with pytest.raises(SamplingParamsError) as info:
+        check_scoring_matches_rollout(rollout, {"temperature": 1.0, "top_p": 0.95}, scorer="teacher")
+    error = info.value
+    assert (error.field, error.fields, error.rollout_value, error.scoring_value, error.scorer) == (
+        "temperature",
+        ("temperature", "top_k"),
+        0.8,
+        1.0,
+        "teacher",
+    )
+    assert "the teacher scores with temperature=1.0 but the rollout sampled at temperature=0.8" in str(error)
+    assert "top_k=-1 but the rollout sampled at top_k=20" in str(error)
+    assert_contract_error(error)
+
+
+def test_equal_parameters_pass_to_float32_rounding_and_modes_compare_when_both_are_stated() -> None:
+    """0.8 stored in float32 equals 0.8; an unstated logprobs_mode is not compared, two stated ones are."""
+    assert (
+        check_scoring_matches_rollout({"temperature": 0.8}, {"temperature": 0.800000011920929}).temperature
+        == 0.8
+    )
+    check_scoring_matches_rollout({"logprobs_mode": "processed_logprobs"}, {})
+    with pytest.raises(SamplingParamsError, match="logprobs_mode='raw_logprobs' but the rollout sampled at"):
+        check_scoring_matches_rollout(
+            {"logprobs_mode": "processed_logprobs"}, {"logprobs_mode": "raw_logprobs"}
+        )
+    with pytest.raises(ContractTypeError, match="scorer"):
+        check_scoring_matches_rollout({}, {}, scorer=None)  # type: ignore[arg-type]

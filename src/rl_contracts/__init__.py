@@ -26,6 +26,7 @@ from .errors import RolloutPromptMismatchError as RolloutPromptMismatchError
 from .errors import RolloutWeightVersionError as RolloutWeightVersionError
 from .errors import RoutedExpertsError as RoutedExpertsError
 from .errors import RouteStitchError as RouteStitchError
+from .errors import SamplingParamsError as SamplingParamsError
 from .errors import SpliceError as SpliceError
 from .errors import TokenizerMismatchError as TokenizerMismatchError
 from .errors import TurnTokenMismatchError as TurnTokenMismatchError

@@ -46,6 +46,7 @@ __all__ = [
     "RolloutWeightVersionError",
     "RouteStitchError",
     "RoutedExpertsError",
+    "SamplingParamsError",
     "SpliceError",
     "TokenizerMismatchError",
     "TurnTokenMismatchError",
@@ -508,8 +509,8 @@ class LogprobMismatchError(LogprobContractError):
     """The engine's and the learner's logprobs disagree beyond a bound (SPEC §9.3).
 
     ``exceeded`` holds the names of the bounds that failed, ``report`` the ``MismatchReport``, the ``*_index`` and
-    ``*_logprob`` attributes the worst token, ``likely_cause`` one of ``"shift"``, ``"uniform"``, ``"isolated"`` or
-    ``"numerics"``, and ``affected_sequences`` the counted sequences whose own mismatch exceeds the limit.
+    ``*_logprob`` attributes the worst token, ``likely_cause`` one of ``"shift"``, ``"truncated_support"``,
+    ``"uniform"``, ``"isolated"`` or ``"numerics"``, and ``affected_sequences`` the counted sequences whose own mismatch exceeds the limit.
 
     Divergence: SPEC §9.3 calls the rule's attribute ``cause``; that is the attribute Ray's ``RayTaskError(X)``
     wrapper sets to the wrapped exception, so under Ray it would shadow the rule and not be forwarded.  It is
@@ -523,6 +524,30 @@ class LogprobMismatchError(LogprobContractError):
     )
     likely_cause: str | None
     affected_sequences: tuple[int, ...] | None
+
+
+class SamplingParamsError(ContractError, ValueError):
+    """Sampling parameters that are invalid, or that differ between the rollout and a scorer (a learner recompute,
+    a teacher), which then computes log-probabilities of another distribution than the one vLLM sampled from.
+
+    ``field`` names the first offending parameter (``"temperature"``, ``"top_p"``, ``"top_k"``, ``"min_p"`` or
+    ``"logprobs_mode"``), ``fields`` every differing one; ``rollout_value`` and ``scoring_value`` are the two
+    values of ``field`` (for an invalid value, ``rollout_value`` holds it when no scorer is involved);
+    ``scorer`` names who scores.
+    """
+
+    attribute_names: ClassVar[tuple[str, ...]] = (
+        "field",
+        "fields",
+        "rollout_value",
+        "scoring_value",
+        "scorer",
+    )
+    field: str | None
+    fields: tuple[str, ...] | None
+    rollout_value: Any
+    scoring_value: Any
+    scorer: str | None
 
 
 def _is_library_class(cls: type[BaseException]) -> bool:

@@ -30,9 +30,11 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from ._messages import render, render_list, render_name, type_name
 from .checks import real_or_none, require_float
 from .errors import ContractTypeError, LogprobContractError, LogprobMismatchError
+from .vllm_arguments import SamplingSettings, SamplingSource, sampling_settings
 
 __all__ = [
     "DEFAULT_BAND",
+    "DEFAULT_MAX_ABS_MEAN_DIFF",
     "KlType",
     "LogprobArray",
     "MaskArray",
@@ -59,7 +61,7 @@ TruncationKind: TypeAlias = Literal["tis", "icepop", "seq-mask-tis"]
 """NeMo RL's ``truncated_importance_sampling_type``."""
 WeightLevel: TypeAlias = Literal["token", "sequence"]
 """Per-token ratios, or one GSPO-style weight per sequence."""
-MismatchCause: TypeAlias = Literal["shift", "uniform", "isolated", "numerics"]
+MismatchCause: TypeAlias = Literal["shift", "truncated_support", "uniform", "isolated", "numerics"]
 """The likely cause :class:`~rl_contracts.errors.LogprobMismatchError` names (SPEC §9.3)."""
 LogprobArray: TypeAlias = torch.Tensor | npt.NDArray[Any]
 """A ``[B, T]`` or ``[T]`` floating torch tensor or numpy array."""
@@ -68,6 +70,10 @@ MaskArray: TypeAlias = torch.Tensor | npt.NDArray[Any] | None
 
 DEFAULT_BAND: Final[tuple[float, float]] = (0.8, 1.25)
 """The ratio band of ``outside_band`` (and of TIS/ICEPOP's usual bounds)."""
+DEFAULT_MAX_ABS_MEAN_DIFF: Final = 0.02
+"""Default limit of ``|mean_diff|``: simulated bf16 noise stays below 0.0011 on batches of 2048 tokens and below
+0.015 on 64 tokens, every token renormalised over a kept mass of 0.95 gives log 0.95 = -0.051
+(``benchmarks/measure_truncated_support.py``; docs/helpers/sampling-agreement.md)."""
 
 _FLOAT_DTYPES: Final = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _NUMPY_FLOAT_KINDS: Final = frozenset({"float16", "float32", "float64"})
@@ -201,6 +207,11 @@ class MismatchBounds(BaseModel):
     )
     max_gen_kl: _NonNegative | None = Field(default=None, description="Limit of gen_kl.")
     max_abs_diff: _NonNegative | None = Field(default=None, description="Limit of the largest |l - g|.")
+    max_abs_mean_diff: _NonNegative | None = Field(
+        default=DEFAULT_MAX_ABS_MEAN_DIFF,
+        description="Limit of |mean_diff|, the signed bias of l - g: healthy bf16 noise averages out, a truncated "
+        "support (processed logprobs renormalised over top-p/top-k/min-p) shifts every token by log S < 0.",
+    )
     max_outside_band: _Fraction | None = Field(
         default=None, description="Limit of the fraction of tokens whose ratio lies outside band."
     )
@@ -396,10 +407,12 @@ def _checked_batch(
     mask: object,
     *,
     names: tuple[str, str] = ("generation_logprobs", "learner_logprobs"),
-    neg_inf: str = "error",
+    neg_inf: str | None = None,
     tolerance: float = 1e-4,
 ) -> _Batch:
-    """Check the inputs of §9.1 and return them as ``[B, T]`` tensors on one device with a bool mask."""
+    """Check the inputs of §9.1 and return them as ``[B, T]`` tensors on one device with a bool mask.
+
+    ``neg_inf=None`` (the importance-sampling corrections, which take no such option) raises on a learner -inf."""
     g_name, l_name = names
     g = _as_tensor(generation, g_name, mask=False)
     lp = _as_tensor(learner, l_name, mask=False)
@@ -426,7 +439,9 @@ def _checked_batch(
     if one_dimensional:
         g, lp = g.unsqueeze(0), lp.unsqueeze(0)
     counted = _counted(m, tuple(g.shape), one_dimensional, device, g, lp)
-    return _checked_values(g, lp, counted, names, neg_inf, tolerance, one_dimensional)
+    return _checked_values(
+        g, lp, counted, names, neg_inf or "error", tolerance, one_dimensional, droppable=neg_inf is not None
+    )
 
 
 def _common_device(inputs: list[tuple[str, torch.Tensor, bool]]) -> torch.device:
@@ -503,8 +518,12 @@ def _checked_values(
     neg_inf: str,
     tolerance: float,
     one_dimensional: bool,
+    *,
+    droppable: bool,
 ) -> _Batch:
-    """The value rules of §9.1 at counted tokens; a fast whole-tensor check first, exact positions on failure."""
+    """The value rules of §9.1 at counted tokens; a fast whole-tensor check first, exact positions on failure.
+
+    ``droppable`` says whether the caller takes ``neg_inf`` (the -inf error advises it only then)."""
     g_name, l_name = names
     if g.numel() == 0:
         empty = torch.zeros(g.shape, dtype=torch.bool, device=g.device)
@@ -540,10 +559,15 @@ def _checked_values(
                 flat,
                 one_dimensional,
             )
+        remedy = (
+            "neg_inf='drop' to leave such tokens out"
+            if droppable
+            else "set the mask to 0 there to leave such tokens out"
+        )
         raise _located(
             f"{l_name}{{where}} = -inf where vLLM sampled the token (vLLM {{g}}): the learner's top-k/top-p "
-            "filtering excluded it; use the engine's sampling semantics, or neg_inf='drop' to leave such tokens "
-            "out (NeMo RL mask_out_neg_inf_logprobs)",
+            f"filtering excluded it; use the engine's sampling semantics, or {remedy} (NeMo RL "
+            "mask_out_neg_inf_logprobs)",
             l_name,
             g,
             lp,
@@ -891,6 +915,7 @@ _BOUND_FIGURES: Final = (
     ("max_abs_diff", "abs_diff_max", ">"),
     ("max_outside_band", "outside_band", ">"),
     ("min_token_ess", "token_ess", "<"),
+    ("max_abs_mean_diff", "mean_diff", "|>|"),
 )
 _DEFAULT_SEQUENCE_LIMIT: Final = 1.05
 
@@ -902,6 +927,10 @@ def _exceeded(report: MismatchReport, bounds: MismatchBounds) -> list[tuple[str,
         limit = getattr(bounds, bound)
         value = getattr(report, figure)
         if limit is None or value is None:
+            continue
+        if comparison == "|>|":
+            if abs(value) > limit:
+                failed.append((bound, f"|{figure}|", abs(float(value)), float(limit), ">"))
             continue
         if (value > limit) if comparison == ">" else (value < limit):
             failed.append((bound, figure, float(value), float(limit), comparison))
@@ -943,7 +972,29 @@ def _format(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _mismatch_error(figures: _Figures, bounds: MismatchBounds, failed: list[Any]) -> LogprobMismatchError:
+def _truncated_support(figures: _Figures, settings: SamplingSettings | None) -> str | None:
+    """The explanation of a truncated support (processed logprobs renormalised over top-p/top-k/min-p against a
+    full-vocabulary learner), or ``None``: truncation in effect, processed (or unstated) logprobs, and a negative
+    bias that carries at least half of the error (``-mean_diff >= (mult_prob_error - 1) / 2``; pure truncation
+    gives about 1, noise around the bias lowers it)."""
+    report = figures.report
+    mean, mult = report.mean_diff, report.mult_prob_error
+    if settings is None or not settings.truncates or mean is None or mult is None or mean >= 0.0:
+        return None
+    if settings.logprobs_mode not in (None, "processed_logprobs") or -mean < (mult - 1.0) / 2.0:
+        return None
+    return (
+        f"vLLM sampled with {settings.truncation} and its processed logprobs are renormalised over the kept support, "
+        f"log(p/S), while the learner's log-softmax covers the full vocabulary, log p: every ratio carries log S < 0 "
+        f"(mean_diff {_format(mean)}, a kept mass of about {math.exp(mean):.3f}); renormalise the learner over the "
+        "kept support (e.g. with vLLM's returned sampling mask) or train on raw logprobs (logprobs_mode="
+        "'raw_logprobs')"
+    )
+
+
+def _mismatch_error(
+    figures: _Figures, bounds: MismatchBounds, failed: list[Any], settings: SamplingSettings | None
+) -> LogprobMismatchError:
     report = figures.report
     sequence_limit = (
         bounds.max_seq_mult_prob_error
@@ -956,16 +1007,24 @@ def _mismatch_error(figures: _Figures, bounds: MismatchBounds, failed: list[Any]
     affected = tuple(int(i) for i in torch.nonzero(exceeding).view(-1).tolist())
     sequences = report.sequences
     direction = _shift(figures)
+    truncated = None if direction is not None else _truncated_support(figures, settings)
     cause: str
     if direction is not None:
         cause = "shift"
         explanation = f"the learner's log-probabilities look shifted by one position against vLLM's ({_SHIFT_NAMES[direction]})"
-    elif len(affected) >= 0.9 * sequences:
+    elif truncated is not None:
+        cause, explanation = "truncated_support", truncated
+    elif len(affected) >= 0.9 * sequences or all(bound == "max_abs_mean_diff" for bound, *_ in failed):
         cause, explanation = "uniform", _CAUSES["uniform"]
     elif len(affected) <= 0.1 * sequences:
         cause, explanation = "isolated", _CAUSES["isolated"]
     else:
         cause, explanation = "numerics", _CAUSES["numerics"]
+    if settings is None and cause != "shift" and (report.mean_diff or 0.0) < 0.0:
+        explanation += (
+            "; a negative mean_diff is also what a truncated support gives (processed logprobs under top-p/top-k/"
+            "min-p): pass sampling= to tell"
+        )
     broken = "; ".join(
         f"{figure} {_format(value)} {comparison} {bound} {_format(limit)}"
         for bound, figure, value, limit, comparison in failed
@@ -1001,12 +1060,17 @@ def check_logprob_agreement(
     kl_type: KlType = "k3",
     neg_inf: NegInfPolicy = "error",
     positive_tolerance: float = 1e-4,
+    sampling: SamplingSource | None = None,
+    logprobs_mode: str | None = None,
 ) -> MismatchReport:
     """Return the :class:`MismatchReport` when every enabled bound holds, else raise with a diagnosis (SPEC §9.3).
 
     The report is :func:`logprob_mismatch`'s with ``band=bounds.band``; a batch without counted tokens holds
     trivially.  A sequence *exceeds* when its own mult_prob_error is above ``bounds.max_seq_mult_prob_error``, or
-    above ``bounds.max_mult_prob_error`` when that is unset (1.05 when both are).
+    above ``bounds.max_mult_prob_error`` when that is unset (1.05 when both are).  ``sampling`` (vLLM
+    ``SamplingParams``, a mapping, or the recipe's generation section; see
+    :func:`~rl_contracts.vllm_arguments.sampling_settings`) and ``logprobs_mode`` are how vLLM sampled: they change no
+    figure and no bound, only the diagnosis.
 
     Raises:
         LogprobMismatchError: a bound does not hold.  The message gives each exceeded bound with its value and
@@ -1014,21 +1078,32 @@ def check_logprob_agreement(
             (``sequence 3, token 41: vLLM -0.021, learner -2.750``) and the likely cause; the attributes carry
             ``exceeded``, ``report``, ``likely_cause`` (``"shift"``, ``"uniform"``, ``"isolated"`` or ``"numerics"``),
             ``affected_sequences`` and the worst token's position and values.  The cause rules, in order: a
-            shift by one position lowers the error to below a quarter of its excess over 1; at least 90% of the
-            sequences exceed; at most 10% exceed; otherwise numerics.
+            shift by one position lowers the error to below a quarter of its excess over 1 (``"shift"``);
+            ``sampling`` truncates (top-p < 1, top-k, min-p), ``logprobs_mode`` is processed or unstated and the
+            tokens share a negative bias (``"truncated_support"``: the message names the kept mass and the remedy,
+            renormalising the learner over the kept support or training on raw logprobs); at least 90% of the
+            sequences exceed, or only the bias bound failed (``"uniform"``); at most 10% exceed
+            (``"isolated"``); otherwise ``"numerics"``.
         ContractTypeError, LogprobContractError: as :func:`logprob_mismatch`; ``bounds`` not a
             :class:`MismatchBounds` is a ``ContractTypeError``.
+        ContractTypeError, SamplingParamsError: ``sampling`` or ``logprobs_mode`` as
+            :func:`~rl_contracts.vllm_arguments.sampling_settings` refuses them.
     """
     if not isinstance(bounds, MismatchBounds):
         raise ContractTypeError.for_value("bounds", "a MismatchBounds", bounds)
     kl = _check_kl_type(kl_type)
     tolerance = _check_options(neg_inf, positive_tolerance)
+    settings = (
+        sampling_settings({} if sampling is None else sampling, logprobs_mode=logprobs_mode)
+        if sampling is not None or logprobs_mode is not None
+        else None
+    )
     batch = _checked_batch(generation_logprobs, learner_logprobs, mask, neg_inf=neg_inf, tolerance=tolerance)
     with torch.no_grad():
         figures = _figures(batch, kl, bounds.band)
         failed = _exceeded(figures.report, bounds)
         if failed:
-            raise _mismatch_error(figures, bounds, failed)
+            raise _mismatch_error(figures, bounds, failed, settings)
     return figures.report
 
 

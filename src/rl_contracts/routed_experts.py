@@ -863,21 +863,35 @@ def _route_tensor(value: object, argument: str, device: torch.device | None) -> 
     return source.to(device=device, dtype=torch.int64)
 
 
-def _route_rows(name: str, routes: torch.Tensor) -> torch.Tensor:
-    """Which ``[B, T, L]`` rows of ``routes`` are sentinel rows; a row mixing -1 with ids raises."""
+def _route_rows(name: str, routes: torch.Tensor, ordered: torch.Tensor) -> torch.Tensor:
+    """Which ``[B, T, L]`` rows of ``routes`` are sentinel rows; a row mixing -1 with ids, or naming one expert
+    twice, raises.  ``ordered`` is ``routes`` sorted along K."""
     sentinel = routes == R3_MISSING_ROUTE_SENTINEL
     full = sentinel.all(dim=-1)
     mixed = sentinel.any(dim=-1) & ~full
     if bool(mixed.any()):
-        flat = int(mixed.reshape(-1).to(torch.uint8).argmax())
-        _, tokens, layers = (int(size) for size in mixed.shape)
-        b, rest = divmod(flat, tokens * layers)
-        t, layer = divmod(rest, layers)
+        b, t, layer = _row_position(mixed)
         raise RoutedExpertsError(
             f"{name}[{b}, {t}, {layer}] = {render(routes[b, t, layer].tolist())} mixes the -1 sentinel with expert "
             "ids; a route row is either all -1 (no route captured) or K expert ids"
         )
+    repeated = (ordered[..., 1:] == ordered[..., :-1]).any(dim=-1) & ~full
+    if bool(repeated.any()):
+        b, t, layer = _row_position(repeated)
+        raise RoutedExpertsError(
+            f"{name}[{b}, {t}, {layer}] = {render(routes[b, t, layer].tolist())} names an expert twice; a router "
+            "picks K distinct experts per token and layer, so the row is corrupt (or not top-k indices)"
+        )
     return full
+
+
+def _row_position(flags: torch.Tensor) -> tuple[int, int, int]:
+    """``(b, t, layer)`` of the first True of a bool ``[B, T, L]`` tensor that holds one."""
+    flat = int(flags.reshape(-1).to(torch.uint8).argmax())
+    _, tokens, layers = (int(size) for size in flags.shape)
+    b, rest = divmod(flat, tokens * layers)
+    t, layer = divmod(rest, layers)
+    return b, t, layer
 
 
 def _token_mask(mask: object, leading: tuple[int, int], four_d: bool, device: torch.device) -> torch.Tensor:
@@ -922,14 +936,16 @@ def routing_agreement(
     ``learner_routes`` (the learner's own top-k router indices) are integer tensors or numpy arrays of one shape,
     ``[T, L, K]`` or ``[B, T, L, K]``, holding expert ids >= 0 or the -1 sentinel (whole rows); ``mask`` (``[T]``
     or ``[B, T]``, 0/1) selects tokens, default all.  A (token, layer) pair counts when its row is no sentinel
-    row in either input.  The K ids of a row are compared as a sorted tuple (order ignored; routers never repeat
-    an expert within a row) for ``agreement``, and as given for ``exact_order_agreement``.  The work runs on the
+    row in either input.  The K ids of a row are distinct (a router picks K different experts), so ``agreement``
+    compares them as sets, and ``exact_order_agreement`` as given.  The work runs on the
     learner's device (the engine's when only it is a tensor); numpy inputs are moved there.
 
     Raises:
         ContractTypeError: an input that is no tensor or numpy array.
-        RoutedExpertsError: shapes that differ or are not 3-D/4-D, a non-integer dtype, an id below -1, a row that
-            mixes -1 with expert ids, or a mask of the wrong shape or with values other than 0/1.
+        RoutedExpertsError: shapes that differ or are not 3-D/4-D, K = 0 (no expert per row: nothing to compare,
+            which must not read as agreement or as missing routes), a non-integer dtype, an id below -1, a row
+            that mixes -1 with expert ids or names one expert twice, or a mask of the wrong shape or with values
+            other than 0/1.
 
     >>> same = torch.tensor([[[0, 1]], [[2, 3]]])
     >>> routing_agreement(same, torch.tensor([[[1, 0]], [[2, 1]]])).agreement
@@ -946,25 +962,30 @@ def routing_agreement(
             "engine_routes and learner_routes must have one shape, [T, L, K] or [B, T, L, K]; got "
             f"{render(tuple(engine.shape))} and {render(tuple(learner.shape))}"
         )
+    if int(engine.shape[-1]) == 0:
+        raise RoutedExpertsError(
+            f"engine_routes and learner_routes have K = 0 experts per token and layer (shape "
+            f"{render(tuple(engine.shape))}): every row would be an empty route, counted as neither agreeing nor "
+            "missing; pass the top-k expert ids (K >= 1)"
+        )
     four_d = engine.ndim == 4
     if not four_d:
         engine, learner = engine.unsqueeze(0), learner.unsqueeze(0)
     rows, tokens, layers = (int(size) for size in engine.shape[:3])
     selected = _token_mask(mask, (rows, tokens), four_d, device)
-    sentinel = _route_rows("engine_routes", engine) | _route_rows("learner_routes", learner)
+    engine_sorted, learner_sorted = engine.sort(dim=-1).values, learner.sort(dim=-1).values
+    sentinel = _route_rows("engine_routes", engine, engine_sorted) | _route_rows(
+        "learner_routes", learner, learner_sorted
+    )
     chosen = selected.unsqueeze(-1).expand(rows, tokens, layers)
     counted = chosen & ~sentinel
-    same_set = (engine.sort(dim=-1).values == learner.sort(dim=-1).values).all(dim=-1)
+    same_set = (engine_sorted == learner_sorted).all(dim=-1)  # distinct ids: equal sorted rows are equal sets
     same_order = (engine == learner).all(dim=-1)
     pairs = int(counted.sum())
     per_layer_pairs = counted.sum(dim=(0, 1)).tolist()
     per_layer_same = (same_set & counted).sum(dim=(0, 1)).tolist()
     differs = counted & ~same_set
-    first = None
-    if bool(differs.any()):
-        flat = int(differs.reshape(-1).to(torch.uint8).argmax())
-        b, rest = divmod(flat, tokens * layers)
-        first = (b, *divmod(rest, layers))
+    first = _row_position(differs) if bool(differs.any()) else None
     return RoutingAgreement(
         pairs=pairs,
         sentinel_pairs=int((chosen & sentinel).sum()),

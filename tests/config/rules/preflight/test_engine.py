@@ -287,8 +287,9 @@ def test_results_pickle_and_absent_is_a_singleton() -> None:
 
 
 def test_preflight_codes_cover_every_rule_in_order() -> None:
-    """PREFLIGHT_CODES lists P1-P27, P29, W1, N1-N7 in that order, never P28/W2, and none shared with BASE_CODES."""
-    expected = [f"P{n}" for n in range(1, 28)] + ["P29", "W1"] + [f"N{n}" for n in range(1, 8)]
+    """PREFLIGHT_CODES lists P1-P27, P29-P31, W1, N1-N7 in that order, never P28/W2, and none shared with
+    BASE_CODES."""
+    expected = [f"P{n}" for n in range(1, 28)] + ["P29", "P30", "P31", "W1"] + [f"N{n}" for n in range(1, 8)]
     assert [c.code for c in PREFLIGHT_CODES] == expected
     assert not {c.code for c in PREFLIGHT_CODES} & {c.code for c in BASE_CODES}
 

@@ -12,7 +12,7 @@ from .report import ENTRYPOINTS, Entrypoint, PreflightOptions, PreflightReport
 from .version import installed_vllm_version, parse_vllm_version
 
 PREFLIGHT_CODES = PREFLIGHT_RULES
-"""The rules preflight runs (P1-P27, P29, W1, N1-N7) in code order: an alias of :data:`.engine.PREFLIGHT_RULES`."""
+"""The rules preflight runs (P1-P27, P29-P31, W1, N1-N7) in code order: an alias of :data:`.engine.PREFLIGHT_RULES`."""
 
 SkippedRule = Finding
 """A rule that could not run is a :class:`~rl_contracts.config.finding.Finding` of severity ``skipped`` (its

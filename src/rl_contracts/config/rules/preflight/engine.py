@@ -14,7 +14,7 @@ from ...._messages import render, type_name
 from ....errors import ContractTypeError
 from ...finding import Finding
 from ...rule import Check, Rule, collect_checks
-from . import cluster, generation, grpo, loss, policy, runtime, scripts
+from . import cluster, generation, grpo, loss, policy, runtime, sampling, scripts
 from .context import Context
 from .facts import GYM_FORCED, detect_entrypoint, in_scope
 from .reader import MissingKey, Reader, Unresolved, WrongShape
@@ -24,11 +24,11 @@ __all__ = ["PREFLIGHT_CHECKS", "PREFLIGHT_RULES", "preflight"]
 
 PREFLIGHT_CHECKS: tuple[Check, ...] = tuple(
     sorted(
-        collect_checks(policy, grpo, cluster, generation, scripts, runtime, loss),
+        collect_checks(policy, grpo, cluster, generation, scripts, runtime, loss, sampling),
         key=lambda check: check.rules[0].order,
     )
 )
-"""Every preflight check in code order (P1..P27, P29, W1, N1..N7)."""
+"""Every preflight check in code order (P1..P27, P29..P31, W1, N1..N7)."""
 
 PREFLIGHT_RULES: tuple[Rule, ...] = tuple(rule for check in PREFLIGHT_CHECKS for rule in check.rules)
 """The rules preflight runs, in code order (P28 and W2 are the unknown-key rules'; they are not run here)."""
