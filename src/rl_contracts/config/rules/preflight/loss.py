@@ -33,8 +33,9 @@ P29 = Rule(
         "That the `loss_fn` options agree as `ClippedPGLossFn` asserts: sequence-level importance ratios with "
         "`token_level_loss: false`; `use_cispo` without `disable_ppo_ratio`, `force_on_policy_ratio`, "
         "sequence-level ratios or `ratio_clip_c`, and with `token_level_loss: true`; a truncated importance "
-        "sampling type (`tis`, `icepop`, `seq-mask-tis`) with `use_importance_sampling_correction`, a ratio > 0, "
-        "a `_ratio_min` (required for icepop and seq-mask-tis) no larger than it, and seq-mask-tis without "
+        "sampling type (`tis`, `icepop`, `seq-mask-tis`) with `use_importance_sampling_correction`, a finite "
+        "ratio > 0, a finite `_ratio_min` >= 0 (required for icepop and seq-mask-tis) no larger than it (a bound "
+        "that can never bind is a mistake, as `truncated_importance_weights` refuses it), and seq-mask-tis without "
         "sequence-level ratios; `ratio_clip_c` null or > 1; `reference_policy_kl_type` one of k1, k2, k3."
     ),
     why_it_matters=(
@@ -188,11 +189,11 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
     )
     raw_ratio = reader.value(ratio_path)
     ratio = _finite_number(raw_ratio)
-    if ratio is None or not ratio > 0:
+    if ratio is None or not 0 < ratio < math.inf:
         context.error(
             ratio_path,
             raw_ratio,
-            f"{ratio_path}={render(raw_ratio)} must be a number > 0 with truncated_importance_sampling_type="
+            f"{ratio_path}={render(raw_ratio)} must be a finite number > 0 with truncated_importance_sampling_type="
             f"{shown} (the upper bound of the weights): set it (2.0 is usual).",
         )
         ratio = None
@@ -207,12 +208,12 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
             )
     else:
         low = _finite_number(raw_min)
-        if low is None or (ratio is not None and low > ratio):
+        if low is None or not 0 <= low < math.inf or (ratio is not None and low > ratio):
             context.error(
                 min_path,
                 raw_min,
-                f"{min_path}={render(raw_min)} must be a number <= {ratio_path}={render(raw_ratio)}: lower it "
-                "or raise the ratio.",
+                f"{min_path}={render(raw_min)} must be a finite number >= 0 and <= {ratio_path}="
+                f"{render(raw_ratio)} (a bound below 0 can never bind): set it in that range.",
             )
     if kind == "seq-mask-tis" and sequence_level:
         context.error(
