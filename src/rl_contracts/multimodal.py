@@ -292,7 +292,9 @@ def _embed_mask(placeholder_range: Any, length: int) -> list[bool] | None:
     return [bool(value) for value in values]
 
 
-def _chained(first: _Item, first_mask: list[bool] | None, second: _Item, second_mask: list[bool] | None) -> bool:
+def _chained(
+    first: _Item, first_mask: list[bool] | None, second: _Item, second_mask: list[bool] | None
+) -> bool:
     """Whether two intersecting, non-identical ranges are chained: both masked, no shared embedding position."""
     if first_mask is None or second_mask is None:
         return False

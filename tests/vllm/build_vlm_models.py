@@ -28,11 +28,72 @@ from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers  # type: ig
 
 __all__ = ["GEMMA3_SPECIAL", "NEWLINES", "QWEN2_VL_SPECIAL", "WORDS", "build_all"]
 
-WORDS = (
-    "the a an and or of to in on with what is this that picture image photo look see describe compare left right "
-    "red green blue cat dog fox tree house car sky sun one two three more less now then here there yes no it "
-    "these shows seems like color shape small large bright dark first second next last turn answer question please"
-).split()
+WORDS = [
+    "the",
+    "a",
+    "an",
+    "and",
+    "or",
+    "of",
+    "to",
+    "in",
+    "on",
+    "with",
+    "what",
+    "is",
+    "this",
+    "that",
+    "picture",
+    "image",
+    "photo",
+    "look",
+    "see",
+    "describe",
+    "compare",
+    "left",
+    "right",
+    "red",
+    "green",
+    "blue",
+    "cat",
+    "dog",
+    "fox",
+    "tree",
+    "house",
+    "car",
+    "sky",
+    "sun",
+    "one",
+    "two",
+    "three",
+    "more",
+    "less",
+    "now",
+    "then",
+    "here",
+    "there",
+    "yes",
+    "no",
+    "it",
+    "these",
+    "shows",
+    "seems",
+    "like",
+    "color",
+    "shape",
+    "small",
+    "large",
+    "bright",
+    "dark",
+    "first",
+    "second",
+    "next",
+    "last",
+    "turn",
+    "answer",
+    "question",
+    "please",
+]
 """The word vocabulary both tokenizers share (generated prefixes are drawn from it)."""
 NEWLINES = ["\n", "\n\n", "\n\n\n", "\n\n\n\n"]
 QWEN2_VL_SPECIAL = [
@@ -85,18 +146,25 @@ _TEXT = {
 
 def _word_tokenizer(special: list[str], unk: str, **kwargs: Any) -> Any:
     """A whitespace-split word-level tokenizer: special tokens first, then the role names, newlines and words."""
-    vocab = {token: index for index, token in enumerate([*special, "user", "assistant", "model", "system", *WORDS])}
+    vocab = {
+        token: index for index, token in enumerate([*special, "user", "assistant", "model", "system", *WORDS])
+    }
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in special])
     tok.add_tokens([AddedToken(newline, special=False, normalized=False) for newline in NEWLINES])
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token=unk, model_max_length=1024, **kwargs)
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token=unk, model_max_length=1024, **kwargs
+    )
 
 
 def build_qwen2_vl(out: Path) -> None:
     """The tiny Qwen2-VL model, its tokenizer and its processor under ``out``."""
     tokenizer = _word_tokenizer(
-        QWEN2_VL_SPECIAL, "<|endoftext|>", eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        QWEN2_VL_SPECIAL,
+        "<|endoftext|>",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
         chat_template=QWEN2_VL_TEMPLATE,
     )
     ids = {token: tokenizer.convert_tokens_to_ids(token) for token in QWEN2_VL_SPECIAL}
@@ -144,7 +212,11 @@ def build_qwen2_vl(out: Path) -> None:
 def build_gemma3(out: Path) -> None:
     """The tiny Gemma3 model, its tokenizer and its processor under ``out``."""
     tokenizer = _word_tokenizer(
-        GEMMA3_SPECIAL, "<unk>", bos_token="<bos>", eos_token="<end_of_turn>", pad_token="<pad>",
+        GEMMA3_SPECIAL,
+        "<unk>",
+        bos_token="<bos>",
+        eos_token="<end_of_turn>",
+        pad_token="<pad>",
         chat_template=GEMMA3_TEMPLATE,
         extra_special_tokens={
             "boi_token": "<start_of_image>",
@@ -193,7 +265,10 @@ def build_gemma3(out: Path) -> None:
         size={"height": 56, "width": 56}, do_pan_and_scan=False
     )
     processor = transformers.Gemma3Processor(
-        image_processor=image_processor, tokenizer=tokenizer, chat_template=GEMMA3_TEMPLATE, image_seq_length=4
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        chat_template=GEMMA3_TEMPLATE,
+        image_seq_length=4,
     )
     processor.save_pretrained(out)
     tokenizer.save_pretrained(out)

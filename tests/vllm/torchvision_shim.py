@@ -55,8 +55,8 @@ def check(torch_version: str) -> str:
     import importlib.util
 
     import torch
-    import torchvision
-    import torchvision.extension as extension
+    import torchvision  # type: ignore[import-not-found, unused-ignore]
+    import torchvision.extension as extension  # type: ignore[import-not-found, unused-ignore]
 
     if torch.__version__ != torch_version:
         raise SystemExit(f"torchvision CPU shim: torch is {torch.__version__}, expected {torch_version}")
@@ -64,9 +64,13 @@ def check(torch_version: str) -> str:
         raise SystemExit(
             f"torchvision CPU shim: missing from {extension.__file__} (torchvision reinstalled?); rerun .ci/vllm_tier"
         )
-    present = [name for name in ("torchaudio", "torchcodec", "triton") if importlib.util.find_spec(name) is not None]
+    present = [
+        name for name in ("torchaudio", "torchcodec", "triton") if importlib.util.find_spec(name) is not None
+    ]
     if present:
-        raise SystemExit(f"torchvision CPU shim: {', '.join(present)} must stay uninstalled (they break CPU torch)")
+        raise SystemExit(
+            f"torchvision CPU shim: {', '.join(present)} must stay uninstalled (they break CPU torch)"
+        )
     return f"torchvision {torchvision.__version__} with the CPU shim on torch {torch.__version__}"
 
 
