@@ -18,13 +18,15 @@ With ``RL_CONTRACTS_VLLM_RECORD`` set to a directory, the cases are written ther
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import torch
@@ -114,7 +116,7 @@ class ProcessedPrompt:
     """The same ranges as vLLM's own ``PlaceholderRange`` objects (``is_embed`` tensors), in item order."""
 
 
-def _moved(what: str) -> None:
+def _moved(what: str) -> NoReturn:
     pytest.fail(
         f"vllm tier: the VLM placeholder adapter (tests/vllm/test_vlm.py, processed_prompt) needs {PINNED_INTERNALS}; "
         f"vLLM {vllm.__version__} has no {what}. Update the adapter to where this release keeps the processed "
@@ -145,12 +147,15 @@ def processed_prompt(llm: Any, prompt: dict[str, Any]) -> ProcessedPrompt:
     engine = _attribute(llm, "llm_engine", "LLM")
     processor = _attribute(engine, "input_processor", "LLM.llm_engine")
     process = _attribute(processor, "process_inputs", "LLM.llm_engine.input_processor")
-    request = process(
-        f"rl-contracts-vlm-{next(_REQUEST_IDS)}",
-        prompt,
-        SamplingParams(max_tokens=1),
-        supported_tasks=("generate",),
-    )
+    try:
+        request = process(
+            f"rl-contracts-vlm-{next(_REQUEST_IDS)}",
+            prompt,
+            SamplingParams(max_tokens=1),
+            supported_tasks=("generate",),
+        )
+    except TypeError as exc:  # the signature moved
+        _moved(f"process_inputs(request_id, prompt, params, supported_tasks=...) of that signature ({exc})")
     ids = _attribute(request, "prompt_token_ids", "EngineCoreRequest")
     features = _attribute(request, "mm_features", "EngineCoreRequest") or []
     ranges: dict[str, list[Range]] = {}
@@ -208,10 +213,15 @@ RECORD_LIMIT = 20
 
 
 def engine(name: str) -> Vlm:
-    """The in-process engine on the tiny model ``name``, built on first use and kept for the session (vLLM 0.32
-    cannot start an engine in a process where an earlier one was freed)."""
+    """The in-process engine on the tiny model ``name``, built on first use and kept until the module ends."""
     if name not in _ENGINES:
         _check_torchvision_shim()
+        if "llvmlite.binding.ffi" in sys.modules:
+            pytest.fail(
+                "vllm tier: vLLM 0.32 cannot start an engine once numba is imported (the n-gram speculative "
+                "engine imports it; 0.32's kernel rebinding then trips over llvmlite's library wrapper): "
+                "tests/vllm/test_vlm.py must run before it (ENGINE_OF_ITS_OWN in tests/vllm/conftest.py)"
+            )
         path = _models_dir() / name
         if not (path / "config.json").is_file():
             pytest.fail(
@@ -226,13 +236,17 @@ def engine(name: str) -> Vlm:
     return _ENGINES[name]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _record_at_the_end() -> Iterator[None]:
-    """Write what the tests saw into ``$RL_CONTRACTS_VLLM_RECORD/vlm_placeholder_ranges.json`` when it is set."""
+@pytest.fixture(scope="module", autouse=True)
+def _engines_of_this_module() -> Iterator[None]:
+    """At the end of the module: write what the tests saw into ``$RL_CONTRACTS_VLLM_RECORD/vlm_placeholder_ranges
+    .json`` when it is set, then free the engines (a later MoE engine must initialise the process's distributed
+    state afresh, with its expert-parallel group)."""
     yield
     directory = os.environ.get(RECORD_ENV)
     if directory and any(RECORDED.values()):
         _write_record(Path(directory))
+    _ENGINES.clear()
+    gc.collect()
 
 
 @pytest.fixture(params=MODELS)
