@@ -325,24 +325,27 @@ class _Chains:
 
     def units(self) -> list[_Unit]:
         """The units in global order; raises the overlap error for the first range that is neither."""
-        items, units = self._items, list[_Unit]()
+        items = self._items
+        spans: list[tuple[int, int]] = []  # [start, stop) in items of each unit
         start = 0
         while start < len(items):
             offset, length = items[start].offset, items[start].length
             stop = start + 1
             while stop < len(items) and (items[stop].offset, items[stop].length) == (offset, length):
                 stop += 1
-            members = tuple(items[start:stop])
             if self._max_end > offset:
                 self._check(start, stop)
-                last = units[-1]
-                end = max(last.offset + last.length, offset + length)
-                units[-1] = _Unit(last.offset, end - last.offset, last.members + members)
+                spans[-1] = (spans[-1][0], stop)
             else:
-                units.append(_Unit(offset, length, members))
+                spans.append((start, stop))
             self._unread.extend(index for index in range(start, stop) if index not in self._masks)
             self._max_end = max(self._max_end, offset + length)
             start = stop
+        units = []
+        for first, stop in spans:
+            members = tuple(items[first:stop])
+            end = max(member.offset + member.length for member in members)
+            units.append(_Unit(members[0].offset, end - members[0].offset, members))
         return units
 
     def _mask(self, index: int) -> list[bool] | None:
