@@ -9,12 +9,15 @@ The work is linear in the prompt length, with no Python loop over tokens: compar
 and a span that is not right after the search cursor is found with a polynomial rolling hash of the exact prefix
 (converted to numpy once, on first need) over forward-only, doubling scan windows, every hit verified exactly.
 
-This module imports neither torch nor vLLM; a vLLM ``PlaceholderRange.is_embed`` tensor is never touched.
+This module imports neither torch nor vLLM.  A range's ``is_embed`` (a vLLM tensor, say) is read, through its
+``tolist()``, only when another range overlaps it: *chained* ranges (Gemma3's adjacent images share a newline token
+that embeds nothing) are accepted and placed as one span (SPEC §2.5 step 3); any other overlap fails closed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, NamedTuple
 
@@ -256,32 +259,146 @@ def _items(groups: list[tuple[str, Sequence[Any]]], template_length: int) -> lis
     return items
 
 
-def _check_overlaps(groups: list[tuple[str, Sequence[Any]]], items: list[_Item]) -> None:
-    """SPEC §2.5 step 3, second half: in global order, ranges that intersect must be identical."""
-    end_before_group = 0  # the largest end of every range before the current group of identical ranges
-    group: tuple[int, int] | None = None
-    for j, item in enumerate(items):
-        if group == (item.offset, item.length):
-            continue
-        if group is not None:
-            end_before_group = max(end_before_group, group[0] + group[1])
-        group = (item.offset, item.length)
-        if end_before_group > item.offset:
-            first = next(e for e in items[:j] if e.offset + e.length > item.offset)
-            raise _remap_error(
-                f"Multimodal placeholder ranges {_label(groups, first)} (offset={first.offset}, "
-                f"length={first.length}) and {_label(groups, item)} (offset={item.offset}, "
-                f"length={item.length}) overlap without being identical; they cannot be relocated.",
-                groups,
-                item,
-            )
+class _Unit(NamedTuple):
+    """One entry of SPEC §2.5 step 6: a range with its coincident twins, or a chain placed as one span."""
+
+    offset: int
+    """Start of the union span of the members."""
+    length: int
+    """Length of the union span."""
+    members: tuple[_Item, ...]
+    """The ranges it places, in global order."""
 
 
-def _validate_ranges(groups: list[tuple[str, Sequence[Any]]], template_length: int) -> list[_Item]:
-    """SPEC §2.5 steps 3 and 5: every range checked, returned in global order."""
+def _embed_mask(placeholder_range: Any, length: int) -> list[bool] | None:
+    """The range's ``is_embed`` as ``length`` bools; ``None`` when it has none or it cannot be read as such.
+
+    Accepts a list or tuple of bools, or an array or tensor whose ``tolist()`` gives one.
+    """
+    if isinstance(placeholder_range, Mapping):
+        mask = placeholder_range.get("is_embed")
+    else:
+        mask = getattr(placeholder_range, "is_embed", None)
+    if mask is None:
+        return None
+    try:
+        values = mask.tolist() if callable(getattr(mask, "tolist", None)) else mask
+    except Exception:  # an object whose tolist() fails holds no mask: its overlap fails closed
+        return None
+    if not isinstance(values, list | tuple) or len(values) != length:
+        return None
+    if not all(isinstance(value, bool | np.bool_) for value in values):
+        return None
+    return [bool(value) for value in values]
+
+
+def _chained(
+    first: _Item, first_mask: list[bool] | None, second: _Item, second_mask: list[bool] | None
+) -> bool:
+    """Whether two intersecting, non-identical ranges are chained: both masked, no shared embedding position."""
+    if first_mask is None or second_mask is None:
+        return False
+    start = max(first.offset, second.offset)
+    end = min(first.offset + first.length, second.offset + second.length)
+    return not any(first_mask[start - first.offset : end - first.offset]) and not any(
+        second_mask[start - second.offset : end - second.offset]
+    )
+
+
+class _Chains:
+    """SPEC §2.5 step 3, second half: ranges that intersect must be identical or chained; builds step 6's units.
+
+    One sweep in global order over groups of identical ranges.  A group starting at ``o`` and ending at ``e``
+    that intersects earlier ranges (their largest end is past ``o``) is chained with all of them iff every earlier
+    range it meets has a mask, its own mask is false where it meets their union, ``[o, min(largest end, e))``, and
+    no earlier range has an embedding position in ``[o, e)`` (those positions wait in a heap; ``o`` only grows).
+    A mask is read only once some other range intersects its range, so the sweep costs the number of ranges plus
+    the masks it reads (``log`` factors aside).
+    """
+
+    def __init__(self, groups: list[tuple[str, Sequence[Any]]], items: list[_Item]) -> None:
+        self._groups, self._items = groups, items
+        self._masks: dict[int, list[bool] | None] = {}  # by position in items
+        self._unread: list[int] = []  # earlier ranges no intersecting range has read the mask of
+        self._embeds: list[int] = []  # heap: embedding positions of the earlier ranges read
+        self._max_end = 0
+
+    def units(self) -> list[_Unit]:
+        """The units in global order; raises the overlap error for the first range that is neither."""
+        items = self._items
+        spans: list[tuple[int, int]] = []  # [start, stop) in items of each unit
+        start = 0
+        while start < len(items):
+            offset, length = items[start].offset, items[start].length
+            stop = start + 1
+            while stop < len(items) and (items[stop].offset, items[stop].length) == (offset, length):
+                stop += 1
+            if self._max_end > offset:
+                self._check(start, stop)
+                spans[-1] = (spans[-1][0], stop)
+            else:
+                spans.append((start, stop))
+            self._unread.extend(index for index in range(start, stop) if index not in self._masks)
+            self._max_end = max(self._max_end, offset + length)
+            start = stop
+        units = []
+        for first, stop in spans:
+            members = tuple(items[first:stop])
+            end = max(member.offset + member.length for member in members)
+            units.append(_Unit(members[0].offset, end - members[0].offset, members))
+        return units
+
+    def _mask(self, index: int) -> list[bool] | None:
+        """The mask of ``items[index]``, read once; its embedding positions join the heap."""
+        if index not in self._masks:
+            item = self._items[index]
+            mask = _embed_mask(self._groups[item.modality_position][1][item.item_index], item.length)
+            self._masks[index] = mask
+            for position, embeds in enumerate(mask or ()):
+                if embeds:
+                    heapq.heappush(self._embeds, item.offset + position)
+        return self._masks[index]
+
+    def _check(self, start: int, stop: int) -> None:
+        """The group ``items[start:stop]`` against every earlier range it intersects."""
+        offset, length = self._items[start].offset, self._items[start].length
+        unread, self._unread = self._unread, []
+        met = [index for index in unread if self._items[index].offset + self._items[index].length > offset]
+        earlier_masked = all(self._mask(index) is not None for index in met)
+        while self._embeds and self._embeds[0] < offset:
+            heapq.heappop(self._embeds)
+        clear = not self._embeds or self._embeds[0] >= offset + length
+        shared = min(self._max_end, offset + length) - offset
+        for index in range(start, stop):
+            mask = self._mask(index)
+            if not (earlier_masked and clear and mask is not None and not any(mask[:shared])):
+                raise self._conflict(index)
+
+    def _conflict(self, index: int) -> PlaceholderRemapError:
+        """The overlap error for ``items[index]`` and the first earlier range it meets without a chain."""
+        items, item = self._items, self._items[index]
+        first = next(
+            earlier
+            for position, earlier in enumerate(items[:index])
+            if (earlier.offset, earlier.length) != (item.offset, item.length)
+            and earlier.offset + earlier.length > item.offset
+            and not _chained(earlier, self._mask(position), item, self._mask(index))
+        )
+        return _remap_error(
+            f"Multimodal placeholder ranges {_label(self._groups, first)} (offset={first.offset}, "
+            f"length={first.length}) and {_label(self._groups, item)} (offset={item.offset}, "
+            f"length={item.length}) overlap without being identical; they cannot be relocated.",
+            self._groups,
+            item,
+        )
+
+
+def _validate_ranges(
+    groups: list[tuple[str, Sequence[Any]]], template_length: int
+) -> tuple[list[_Item], list[_Unit]]:
+    """SPEC §2.5 steps 3 and 5: every range checked, in global order, with the units step 6 places."""
     items = sorted(_items(groups, template_length))
-    _check_overlaps(groups, items)
-    return items
+    return items, _Chains(groups, items).units()
 
 
 def _splice_coordinates(splice: object, template: list[int], final: list[int]) -> tuple[int, int]:
@@ -419,38 +536,49 @@ class _Placement:
         self.memo: dict[tuple[int, int], int] = {}
         self._cursor = 0
 
-    def place(self, item: _Item) -> None:
-        """Record the new offset of ``item`` (steps a–e): coincident, arithmetic, straddling, or by content."""
-        key = (item.offset, item.length)
-        if key in self.memo:
-            return
+    def place(self, unit: _Unit) -> None:
+        """Record the new offset of every member of ``unit`` (steps a–e): its span is placed once, arithmetically,
+        refused as straddling, or located by content, and each member keeps its distance from the span's start."""
         coordinates = self._coordinates
-        if coordinates is not None and item.offset >= coordinates[1]:
-            self.memo[key] = self._shifted(item, *coordinates)
-        elif coordinates is not None and item.offset < coordinates[1] < item.offset + item.length:
-            raise _remap_error(
-                f"{_describe(self._groups, item)} straddles the splice boundary template_cut_start="
-                f"{coordinates[1]}; it cannot be represented in the final prompt.",
-                self._groups,
-                item,
+        if coordinates is not None and unit.offset >= coordinates[1]:
+            new = self._shifted(unit, *coordinates)
+        elif coordinates is not None and unit.offset < coordinates[1] < unit.offset + unit.length:
+            raise self._error(
+                unit,
+                f"straddles the splice boundary template_cut_start={coordinates[1]}; it cannot be represented in "
+                "the final prompt.",
             )
         else:
-            self.memo[key] = self._located(item)
+            new = self._located(unit)
+        for member in unit.members:
+            self.memo[member.offset, member.length] = new + member.offset - unit.offset
 
-    def _shifted(self, item: _Item, cut_end: int, cut_start: int) -> int:
+    def _error(self, unit: _Unit, what: str) -> PlaceholderRemapError:
+        """The error about ``unit``, named by its first member (and, for a chain, its other members and span)."""
+        first = unit.members[0]
+        others = list(dict.fromkeys(_label(self._groups, m) for m in unit.members if m[:2] != first[:2]))
+        chain = ""
+        if others:
+            more = ", ..." if len(others) > _EXCERPT else ""
+            chain = (
+                f", chained with {', '.join(others[:_EXCERPT])}{more} into the span (offset={unit.offset}, "
+                f"length={unit.length}),"
+            )
+        return _remap_error(f"{_describe(self._groups, first)}{chain} {what}", self._groups, first)
+
+    def _shifted(self, unit: _Unit, cut_end: int, cut_start: int) -> int:
         """Step 6b: ``cut_end + (offset - cut_start)``, cross-checked against the tokens."""
-        new = cut_end + (item.offset - cut_start)
-        span = slice(item.offset, item.offset + item.length)
-        if self._final[new : new + item.length] != self._template[span]:
-            raise _remap_error(
-                f"{_describe(self._groups, item)} does not match final_token_ids at shifted offset {new}; refusing "
-                "to submit token IDs with incorrect multimodal positions.",
-                self._groups,
-                item,
+        new = cut_end + (unit.offset - cut_start)
+        span = slice(unit.offset, unit.offset + unit.length)
+        if self._final[new : new + unit.length] != self._template[span]:
+            raise self._error(
+                unit,
+                f"does not match final_token_ids at shifted offset {new}; refusing to submit token IDs with "
+                "incorrect multimodal positions.",
             )
         return new
 
-    def _window(self, item: _Item) -> tuple[int, int, int, int]:
+    def _window(self, item: _Unit) -> tuple[int, int, int, int]:
         """The anchoring rule of step 6d as a search: ``(left, width, first, last)`` for the needle with neighbours.
 
         The needle is the span plus each neighbour token that exists in the template; a span at either end of the
@@ -469,7 +597,7 @@ class _Placement:
             first, last = max(first, at_end), min(last, at_end)
         return left, width, first, last
 
-    def _located(self, item: _Item) -> int:
+    def _located(self, item: _Unit) -> int:
         """Step 6d: the smallest anchored position at or after the cursor, which then moves past the match."""
         left, width, first, last = self._window(item)
         found = self._finder.find(first, last, item.offset - left, width) if first <= last else None
@@ -479,7 +607,7 @@ class _Placement:
         self._cursor = new + item.length
         return new
 
-    def _not_located(self, item: _Item, left: int, width: int) -> PlaceholderRemapError:
+    def _not_located(self, item: _Unit, left: int, width: int) -> PlaceholderRemapError:
         cursor, limit, offset = self._cursor, self._limit, item.offset
         expected = self._template[offset - left : offset - left + width][:_EXCERPT]
         seen = self._final[cursor : min(limit, cursor + _EXCERPT)]
@@ -492,28 +620,26 @@ class _Placement:
             if anchored
         ]
         anchor = f" The span is anchored at the {' and '.join(ends)} of final_token_ids." if ends else ""
-        return _remap_error(
-            f"{_describe(self._groups, item)} could not be located in final_token_ids (scanned positions "
-            f"{cursor}..{limit}); refusing to submit token IDs with incorrect multimodal positions. Expected the "
-            f"span with its neighbours, template_token_ids[{offset - left}:{offset - left + width}]="
-            f"{render_list(expected, total=width)}; final_token_ids from position {cursor}: "
-            f"{render_list(seen, total=max(limit - cursor, 0))}.{anchor}",
-            self._groups,
+        return self._error(
             item,
+            f"could not be located in final_token_ids (scanned positions {cursor}..{limit}); refusing to submit "
+            f"token IDs with incorrect multimodal positions. Expected the span with its neighbours, "
+            f"template_token_ids[{offset - left}:{offset - left + width}]={render_list(expected, total=width)}; "
+            f"final_token_ids from position {cursor}: {render_list(seen, total=max(limit - cursor, 0))}.{anchor}",
         )
 
 
 def _place(
     groups: list[tuple[str, Sequence[Any]]],
-    items: list[_Item],
+    units: list[_Unit],
     template: list[int],
     final: list[int],
     coordinates: tuple[int, int] | None,
 ) -> dict[tuple[int, int], int]:
-    """SPEC §2.5 step 6: the new offset of every distinct ``(offset, length)``, in global order."""
+    """SPEC §2.5 step 6: the new offset of every distinct ``(offset, length)``, unit by unit in global order."""
     placement = _Placement(groups, template, final, coordinates)
-    for item in items:
-        placement.place(item)
+    for unit in units:
+        placement.place(unit)
     return placement.memo
 
 
@@ -548,7 +674,9 @@ def remap_multimodal_placeholders(
     """Move vLLM's per-modality placeholder ranges from template coordinates into ``final_token_ids``.
 
     Every range is validated first (int offset ``>= 0``, length ``>= 1``, inside the template, and ranges that
-    intersect must be identical).  With a ``splice`` (a :class:`PrefixSplice` or any object with its three
+    intersect must be identical or *chained*: both carry an ``is_embed`` mask that is false at every shared
+    position, as vLLM reports Gemma3's adjacent images; a chain is placed as one span, each member keeping its
+    distance from the span's start).  With a ``splice`` (a :class:`PrefixSplice` or any object with its three
     attributes), ranges at or after ``template_cut_start`` shift arithmetically and are cross-checked; ranges
     before it are located by content inside the exact model prefix, in global prompt order, with a forward-only
     cursor and both neighbour tokens checked, so a longer run of placeholder tokens fails closed instead of being
@@ -576,13 +704,13 @@ def remap_multimodal_placeholders(
     final = token_ids(final_token_ids, "final_token_ids")
     groups = _check_container(mm_placeholders)
     coordinates = None if splice is None else _splice_coordinates(splice, template, final)
-    items = _validate_ranges(groups, len(template))
+    items, units = _validate_ranges(groups, len(template))
     if not items:
         return {modality: [] for modality, _ in groups}
     if coordinates is None and final == template:
         memo = {(item.offset, item.length): item.offset for item in items}
     else:
-        memo = _place(groups, items, template, final, coordinates)
+        memo = _place(groups, units, template, final, coordinates)
     new_offsets = {
         (item.modality_position, item.item_index): memo[(item.offset, item.length)] for item in items
     }
