@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
+from ._internal.optional_torch import torch
 from ._messages import render, render_name, type_name
 from .errors import ContractTypeError, EnvelopeError
 

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
-import torch
 
+from ._internal.optional_torch import torch
 from ._messages import render, render_name
 from .checks import require_int
 from .errors import ContractTypeError, RoutedExpertsError

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import torch
 from numpy.lib import format as npy_format
 
 from . import _base64
+from ._internal.optional_torch import torch
 from ._messages import render, render_name, type_name
 from ._routes import (
     CARRY_DTYPE_NAMES,

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
-import torch
 
+from ._internal.optional_torch import torch
 from ._messages import render, render_list, type_name
 from ._sampled_logprobs import LogprobFault, sampled_token_logprobs
 from .chat import VLLM_LOGPROB_FLOOR

@@ -17,9 +17,9 @@ from types import MappingProxyType
 from typing import Literal, TypedDict, overload
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._internal.optional_torch import torch
 from ._messages import render, render_list, render_name, type_name
 from ._routes import (
     CARRY_DTYPE_NAMES,
