@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML (an omegaconf dependency), no stubs installed
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
