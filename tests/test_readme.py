@@ -6,7 +6,10 @@ README's blocks themselves (Python, shell, shown outputs) run in ``tests/test_do
 from __future__ import annotations
 
 import importlib
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,3 +68,19 @@ def test_readme_names_real_entry_points() -> None:
     named = {name for name in re.findall(r"`(\w+)(?:\(|`)", table) if not name.startswith("rl")}
     assert named, "the table names entry points"
     assert named <= public, f"README names {sorted(named - public)}, which no module exports"
+
+
+def test_rule_counts_named_in_prose_are_the_catalogues() -> None:
+    """README and the docs front page name the rule count ``rl-contracts rules --format json`` lists ("N rules")."""
+    done = subprocess.run(
+        [sys.executable, "-m", "rl_contracts.cli", "rules", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    count = len(json.loads(done.stdout))
+    for page in (README, (ROOT / "docs" / "index.md").read_text(encoding="utf-8")):
+        named = [int(n) for n in re.findall(r"\b(\d+) rules\b(?! skipped)", page)]
+        assert named, "the page names the number of rules"
+        assert set(named) == {count}
