@@ -142,8 +142,8 @@ def test_plan_fixes_computes_without_writing(tmp_path: Path) -> None:
 
 
 def test_readme_fixes_table_is_the_registry() -> None:
-    """README's table of fixes is generated from the registry's fix_safety fields."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    """The fixes page's table of fixes is generated from the registry's fix_safety fields."""
+    readme = (Path(__file__).parents[1] / "docs" / "recipes" / "fixes.md").read_text(encoding="utf-8")
     assert fixes_table() + "\n" in readme
 
 

@@ -596,3 +596,11 @@ def test_placeholder_range_is_embed_error_names_the_value_type(value: object, ac
     """A non-bool is_embed value is rejected with a message naming the offending type."""
     with pytest.raises(ValidationError, match=f"is_embed values must be bools, got {actual}"):
         PlaceholderRange(offset=0, length=1, is_embed=(value,))
+
+
+def test_placeholder_offset_length_names_what_it_returns() -> None:
+    """``placeholder_offset_length`` is ``placeholder_range_bounds``: ``(offset, length)``, not ``(start, end)``."""
+    from rl_contracts.multimodal import placeholder_offset_length
+
+    assert placeholder_offset_length is placeholder_range_bounds
+    assert placeholder_offset_length(PlaceholderRange(offset=7, length=2)) == (7, 2)

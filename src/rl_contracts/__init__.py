@@ -33,7 +33,7 @@ from .errors import TurnTokenMismatchError as TurnTokenMismatchError
 from .errors import UnsupportedConfigError as UnsupportedConfigError
 from .errors import WeightVersionError as WeightVersionError
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 # The error classes of :mod:`.errors`, not its helpers (``contract_error``, ``MAX_MESSAGE_CHARS``).
 __all__ = ["__version__", *(name for name in errors.__all__ if name.endswith("Error"))]

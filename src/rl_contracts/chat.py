@@ -25,8 +25,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import torch
-
+from ._internal.optional_torch import torch
 from ._internal.routes import WIRE_DTYPE_NAMES, carry_dtype, non_negative, torch_device
 from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
 from ._messages import render, render_list, render_name, type_name

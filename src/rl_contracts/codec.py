@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import torch
 from numpy.lib import format as npy_format
 
 from ._internal import strict_base64
+from ._internal.optional_torch import torch
 from ._internal.routes import (
     CARRY_DTYPE_NAMES,
     ENVIRONMENT_ERRORS,

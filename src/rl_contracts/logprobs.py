@@ -24,9 +24,9 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-import torch
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from ._internal.optional_torch import torch
 from ._messages import render, render_list, render_name, type_name
 from .checks import real_or_none, require_float
 from .errors import ContractTypeError, LogprobContractError, LogprobMismatchError
@@ -186,6 +186,37 @@ class MismatchReport(BaseModel):
     worst_token: int | None = Field(description="Token position of the largest |l - g|.")
     worst_generation_logprob: float | None = Field(description="vLLM's logprob at the worst token.")
     worst_learner_logprob: float | None = Field(description="The learner's logprob at the worst token.")
+
+    def summary(self) -> str:
+        """The figures an operator reads first, in one line (``str(report)``; ``repr`` keeps every field).
+
+        >>> import numpy as np
+        >>> report = logprob_mismatch(np.array([[-0.5, -1.0]]), np.array([[-0.5, -1.1]]), np.array([[1, 1]]))
+        >>> print(report)  # doctest: +NORMALIZE_WHITESPACE
+        logprob agreement over 2 tokens in 1 sequence: mult_prob_error 1.05259 (worst sequence 1.05259),
+        k3 gen_kl 0.00241871, max |l - g| 0.1 at sequence 0, token 1 (vLLM -1, learner -1.1),
+        0 outside the ratio band [0.8, 1.25], token ESS 0.99751
+        """
+        counted = f"{self.tokens} token{'s' * (self.tokens != 1)} in {self.sequences} sequence" + "s" * (
+            self.sequences != 1
+        )
+        if self.tokens == 0:
+            return f"logprob agreement: no counted token ({counted})"
+
+        def figure(value: float | None) -> str:
+            return "none" if value is None else f"{value:.6g}"
+
+        return (
+            f"logprob agreement over {counted}: mult_prob_error {figure(self.mult_prob_error)} (worst sequence "
+            f"{figure(self.seq_mult_prob_error_max)}), {self.kl_type} gen_kl {figure(self.gen_kl)}, max |l - g| "
+            f"{figure(self.abs_diff_max)} at sequence {self.worst_sequence}, token {self.worst_token} (vLLM "
+            f"{figure(self.worst_generation_logprob)}, learner {figure(self.worst_learner_logprob)}), "
+            f"{figure(self.outside_band)} outside the ratio band [{figure(self.band[0])}, {figure(self.band[1])}], "
+            f"token ESS {figure(self.token_ess)}"
+        )
+
+    def __str__(self) -> str:
+        return self.summary()
 
 
 class MismatchBounds(BaseModel):

@@ -1,8 +1,9 @@
 """Relocation of vLLM multimodal placeholder ranges into the coordinates of a spliced prompt.
 
-vLLM computes ``mm_placeholders`` against the chat-template tokens.  After :func:`~rl_contracts.splice.
-splice_prefix_tokens` replaces the re-tokenized history with the model's exact tokens, every media span must move
-to where its placeholder tokens really are, or the media embeddings land on the wrong tokens with no error at all.
+vLLM computes ``mm_placeholders`` against the chat-template tokens.  After
+:func:`~rl_contracts.splice.splice_prefix_tokens` replaces the re-tokenized history with the model's exact tokens,
+every media span must move to where its placeholder tokens really are, or the media embeddings land on the wrong
+tokens with no error at all.
 :func:`remap_multimodal_placeholders` moves them exactly or fails closed (SPEC §2.4–2.5).
 
 The work is linear in the prompt length, with no Python loop over tokens: comparisons run on list slices in C,
@@ -31,7 +32,12 @@ from .checks import ContractInt, int_or_none, is_int, token_ids
 from .errors import PlaceholderRemapError, PlaceholderTypeError
 from .splice import PrefixSplice
 
-__all__ = ["PlaceholderRange", "placeholder_range_bounds", "remap_multimodal_placeholders"]
+__all__ = [
+    "PlaceholderRange",
+    "placeholder_offset_length",
+    "placeholder_range_bounds",
+    "remap_multimodal_placeholders",
+]
 
 _HASH_BASE = 0x9E3779B97F4A7C15
 """Odd multiplier of the rolling hash (modulo 2**64): odd, so every power stays odd and never vanishes."""
@@ -166,6 +172,11 @@ def placeholder_range_bounds(placeholder_range: Any) -> tuple[int, int]:
     (5, 3)
     """
     return _bounds(placeholder_range, None, None)
+
+
+placeholder_offset_length = placeholder_range_bounds
+"""``(offset, length)`` of one placeholder range: :func:`placeholder_range_bounds` (the reference's name, which
+reads like ``(start, end)``) under a name that says what it returns."""
 
 
 class _Item(NamedTuple):

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
-import torch
 
+from ._internal.optional_torch import torch
 from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
 from ._messages import render, render_list, render_name, type_name
 from .chat import VLLM_LOGPROB_FLOOR

@@ -17,9 +17,9 @@ from types import MappingProxyType
 from typing import Literal, NoReturn, TypedDict, overload
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._internal.optional_torch import torch
 from ._internal.routes import (
     CARRY_DTYPE_NAMES,
     ENVIRONMENT_ERRORS,

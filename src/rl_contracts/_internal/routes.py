@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
-import torch
 
 from .._messages import render, render_name
 from ..checks import require_int
 from ..errors import ContractTypeError, RoutedExpertsError
+from .optional_torch import torch
 
 __all__ = [
     "CARRY_DTYPE_NAMES",

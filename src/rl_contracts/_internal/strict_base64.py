@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from .._messages import render, render_name, type_name
 from ..errors import ContractTypeError, EnvelopeError
+from .optional_torch import torch
 
 __all__ = [
     "BACKEND",

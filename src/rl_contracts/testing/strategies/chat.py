@@ -113,7 +113,7 @@ class ChatResponseModel(BaseModel):
 
 
 class RecordingLogger:
-    """A ``LoggerLike`` that records each ``warning(msg, *args)`` call as ``(msg, args)`` in :attr:`calls`."""
+    """A ``LoggerLike`` that records each ``warning(msg, *args)`` call as ``(msg, args)`` in ``calls``."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[object, ...]]] = []
