@@ -39,7 +39,6 @@ import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import names
 from .names import COUNTER_KEY_SEP as COUNTER_KEY_SEP
 from .names import ENGINE_LABEL as ENGINE_LABEL
 from .names import FINISHED_REASON_LABEL as FINISHED_REASON_LABEL
@@ -105,6 +104,7 @@ MOVED_MODULES: dict[str, str] = {
 
 __all__ = [
     "COUNTER_KEY_SEP",
+    "ENGINES_RESET_KEY",
     "ENGINE_LABEL",
     "FINISHED_REASON_LABEL",
     "GENERATION_LENGTH_HISTOGRAMS",
@@ -115,6 +115,7 @@ __all__ = [
     "MAX_SPEC_DECODE_POSITIONS",
     "NOT_IDENTITY_LABELS",
     "OK_FINISH_REASONS",
+    "POSITION_PROCESS",
     "PROMPT_LENGTH_HISTOGRAMS",
     "PROMPT_TOKEN_COUNTERS",
     "REQUEST_SUCCESS_COUNTERS",
@@ -123,25 +124,23 @@ __all__ = [
     "SPEC_DECODE_NUM_DRAFTS",
     "SPEC_DECODE_NUM_DRAFT_TOKENS",
     "AggregatedCounters",
-    "WorkerCounters",
-    "encode_counter_key",
-    "is_kept",
     "CounterSnapshot",
     "EngineIdentity",
-    "PrometheusPage",
-    "parse_prometheus_text",
-    "this_process",
-    "POSITION_PROCESS",
-    "FleetCounters",
-    "aggregate_spec_decode_counters",
     "EngineReset",
+    "FleetCounters",
+    "PrometheusPage",
     "StepDelta",
-    "first_delta",
-    "mean_from_histogram",
-    "per_engine_delta",
-    "ENGINES_RESET_KEY",
+    "WorkerCounters",
+    "aggregate_spec_decode_counters",
     "compute_engine_step_metrics",
     "compute_spec_decode_metrics",
+    "encode_counter_key",
+    "first_delta",
+    "is_kept",
+    "mean_from_histogram",
+    "parse_prometheus_text",
+    "per_engine_delta",
+    "this_process",
 ]
 """Spelled out (documentation tools read it statically); ``names.__all__`` plus every stage's names, as a test checks."""
 

@@ -64,7 +64,7 @@ SEPARATED_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
 """Like :data:`CLOSED_TEMPLATE`, with a newline after every turn's EOS, as ChatML templates (Qwen's) render
-``<|im_end|>\n``: the model stops at the EOS and never generates the separator."""
+``<|im_end|>\\n``: the model stops at the EOS and never generates the separator."""
 
 OPEN_LAST_TURN_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}"
