@@ -191,3 +191,12 @@ def test_moved_metrics_modules_resolve_with_a_warning(old: str, new: str) -> Non
     assert module.__name__ == f"rl_contracts.metrics.{new}"
     with pytest.raises(AttributeError):
         metrics.no_such_name  # noqa: B018
+
+
+def test_config_public_names_each_have_a_home() -> None:
+    """Every name in ``rl_contracts.config.__all__`` loads from its stage on first access (none is left out)."""
+    import rl_contracts.config as config
+
+    assert sorted(config._HOME) == sorted(config.__all__)
+    for name in config.__all__:
+        assert getattr(config, name) is not None

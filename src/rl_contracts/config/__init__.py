@@ -7,42 +7,43 @@ worker-class resolution (:mod:`.worker_class`).
 
 import importlib
 import warnings
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from .._internal.config_scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
-from .loading.check_section import DEFAULT_SECTION, EVALUATION_SECTION
-from .loading.issues import ConfigIssue
-from .loading.load_recipe import LoadedRecipe, load_recipe
-from .loading.resolve import register_resolvers
-from .rules.refit_support import (
-    assert_reload_refit_config_supported,
-    normalize_vllm_refit_config,
-    reload_refit_violation,
-)
-from .rules.unknown_keys import UnknownKey, unknown_keys
-from .section.generation import (
-    ColocationConfig,
-    ColocationResources,
-    GenerationConfig,
-    Nvfp4PerTokenRolloutConfig,
-    VllmConfig,
-)
-from .section.json_schema import config_json_schema
-from .section.refit_cfg import (
-    VLLM_REFIT_SELECTORS,
-    VLLM_SPARSE_REFIT_TRANSPORTS,
-    VllmCheckpointEnginePluginConfig,
-    VllmDeltaCompressionConfig,
-    VllmNixlRefitConfig,
-    VllmRefitBaselineConfig,
-    VllmRefitConfig,
-    VllmRefitStorageConfig,
-    VllmRefitTuningConfig,
-    VllmSparseRefitConfig,
-    is_plugin_path,
-)
-from .section.vllm_cfg import VllmSpecificArgs, VllmVideoConfig
-from .worker_class import GENERATION_WORKER_OVERRIDES, resolve_generation_worker_cls
+if TYPE_CHECKING:
+    from .._internal.config_scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
+    from .loading.check_section import DEFAULT_SECTION, EVALUATION_SECTION
+    from .loading.issues import ConfigIssue
+    from .loading.load_recipe import LoadedRecipe, load_recipe
+    from .loading.resolve import register_resolvers
+    from .rules.refit_support import (
+        assert_reload_refit_config_supported,
+        normalize_vllm_refit_config,
+        reload_refit_violation,
+    )
+    from .rules.unknown_keys import UnknownKey, unknown_keys
+    from .section.generation import (
+        ColocationConfig,
+        ColocationResources,
+        GenerationConfig,
+        Nvfp4PerTokenRolloutConfig,
+        VllmConfig,
+    )
+    from .section.json_schema import config_json_schema
+    from .section.refit_cfg import (
+        VLLM_REFIT_SELECTORS,
+        VLLM_SPARSE_REFIT_TRANSPORTS,
+        VllmCheckpointEnginePluginConfig,
+        VllmDeltaCompressionConfig,
+        VllmNixlRefitConfig,
+        VllmRefitBaselineConfig,
+        VllmRefitConfig,
+        VllmRefitStorageConfig,
+        VllmRefitTuningConfig,
+        VllmSparseRefitConfig,
+        is_plugin_path,
+    )
+    from .section.vllm_cfg import VllmSpecificArgs, VllmVideoConfig
+    from .worker_class import GENERATION_WORKER_OVERRIDES, resolve_generation_worker_cls
 
 __all__ = [
     "DEFAULT_SECTION",
@@ -87,8 +88,55 @@ MOVED: Final[dict[str, str]] = {"preflight": "rl_contracts.config.rules.prefligh
 """Names that moved: the old attribute of this package and the module that now holds it."""
 
 
+_HOME: Final[dict[str, str]] = {
+    "ColocationConfig": ".section.generation",
+    "ColocationResources": ".section.generation",
+    "ConfigBool": ".._internal.config_scalars",
+    "ConfigFloat": ".._internal.config_scalars",
+    "ConfigInt": ".._internal.config_scalars",
+    "ConfigIssue": ".loading.issues",
+    "ConfigStr": ".._internal.config_scalars",
+    "DEFAULT_SECTION": ".loading.check_section",
+    "EVALUATION_SECTION": ".loading.check_section",
+    "GENERATION_WORKER_OVERRIDES": ".worker_class",
+    "GenerationConfig": ".section.generation",
+    "LoadedRecipe": ".loading.load_recipe",
+    "Nvfp4PerTokenRolloutConfig": ".section.generation",
+    "UnknownKey": ".rules.unknown_keys",
+    "VLLM_REFIT_SELECTORS": ".section.refit_cfg",
+    "VLLM_SPARSE_REFIT_TRANSPORTS": ".section.refit_cfg",
+    "VllmCheckpointEnginePluginConfig": ".section.refit_cfg",
+    "VllmConfig": ".section.generation",
+    "VllmDeltaCompressionConfig": ".section.refit_cfg",
+    "VllmNixlRefitConfig": ".section.refit_cfg",
+    "VllmRefitBaselineConfig": ".section.refit_cfg",
+    "VllmRefitConfig": ".section.refit_cfg",
+    "VllmRefitStorageConfig": ".section.refit_cfg",
+    "VllmRefitTuningConfig": ".section.refit_cfg",
+    "VllmSparseRefitConfig": ".section.refit_cfg",
+    "VllmSpecificArgs": ".section.vllm_cfg",
+    "VllmVideoConfig": ".section.vllm_cfg",
+    "assert_reload_refit_config_supported": ".rules.refit_support",
+    "config_json_schema": ".section.json_schema",
+    "is_plugin_path": ".section.refit_cfg",
+    "load_recipe": ".loading.load_recipe",
+    "normalize_vllm_refit_config": ".rules.refit_support",
+    "register_resolvers": ".loading.resolve",
+    "reload_refit_violation": ".rules.refit_support",
+    "resolve_generation_worker_cls": ".worker_class",
+    "unknown_keys": ".rules.unknown_keys",
+}
+"""Where each public name lives, loaded on first access: importing a stage (``config.rule``, ``config.finding``)
+does not import every other stage first, so the private modules that build on the lowest stages import cleanly."""
+
+
 def __getattr__(name: str) -> object:
-    """A moved name (:data:`MOVED`), with a ``DeprecationWarning`` naming its new place."""
+    """A public name, loaded from its stage on first access; a moved name (:data:`MOVED`), with a
+    ``DeprecationWarning`` naming its new place."""
+    if name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name], __name__), name)
+        globals()[name] = value
+        return value
     if name not in MOVED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(
