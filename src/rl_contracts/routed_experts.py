@@ -705,8 +705,8 @@ def stitch_turn_routes(
     ``turns[k]`` is turn ``k``'s ``(RequestOutput, CompletionOutput)``: the choice the trajectory continued.  Token
     in, token out: turn ``k``'s ``prompt_token_ids`` start with turn ``k - 1``'s prompt and generated ids, so
     token ``t`` of any turn is token ``t`` of the trajectory (the last turn's prompt plus its generated ids, ``N``
-    tokens).  Each turn's routes are aligned as :func:`~rl_contracts.routed_experts.
-    pad_and_align_routed_expert_indices` aligns them in strict mode (``routes_start`` per turn, or one for all:
+    tokens).  Each turn's routes are aligned as :func:`pad_and_align_routed_expert_indices` aligns them in strict
+    mode (``routes_start`` per turn, or one for all:
     vLLM's ``routed_experts_prompt_start``, so a turn may return only its new rows); then row ``t`` takes the route
     of the first turn that holds one for token ``t``, so turn ``k + 1``'s prefill supplies the route of turn
     ``k``'s last generated token.  Rows ``[N - 1, padded_length)`` hold the default route ``arange(K)`` (the final
@@ -718,7 +718,7 @@ def stitch_turn_routes(
 
     Raises:
         ContractTypeError: ``turns`` is not a sequence of pairs, ids are not ints, a length is not an int.
-        RouteStitchError (a ``RoutedExpertsError``): a turn without ids or routes, a prompt that does not extend
+        RouteStitchError: (a ``RoutedExpertsError``) a turn without ids or routes, a prompt that does not extend
             the previous turn's ids (``.position``: the first differing token), turns that disagree on ``[L, K]``,
             what pad-and-align raises for a turn, ``padded_length < N``, or a token before the last one that no
             turn routed: ``.turn`` is the turn that introduced it and ``.position`` its index in the trajectory.

@@ -50,7 +50,7 @@ class Finding(BaseModel):
     """One finding of one rule (frozen).
 
     ``path`` is the dotted path from the document root (``a.b[2]``; ``""`` for the whole file).  ``value`` is the
-    offending value as the check saw it (:data:`~rl_contracts.config.ABSENT` for an absent key); a finding that
+    offending value as the check saw it (``ABSENT`` for an absent key); a finding that
     ``load_recipe`` reports carries it rendered (``shorten(repr(v), 200)``, or ``"<missing>"``), with
     ``json_value`` its bounded JSON form and ``missing`` set for an absent key.  ``message`` (also accepted and
     read as ``reason``) says what is wrong and the fix, at most 2,000 characters.  ``source``, ``line`` and
@@ -112,7 +112,7 @@ class Finding(BaseModel):
 
     @field_serializer("value", when_used="json")
     def _value_as_json(self, value: Any) -> JsonValue:
-        """A JSON scalar as it is; anything else (a container, :data:`ABSENT`) its bounded ``repr``."""
+        """A JSON scalar as it is; anything else (a container, ``ABSENT``) its bounded ``repr``."""
         if value is None or isinstance(value, str | int | float | bool):
             return render(value) if isinstance(value, int) and abs(value) >= 2**63 else value
         return render(value)
