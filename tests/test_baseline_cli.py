@@ -101,3 +101,15 @@ def test_an_unusable_baseline_exits_2_with_one_line(
     lines = err.strip().splitlines()
     assert len(lines) == 1
     assert fragment in lines[0]
+
+
+def test_one_baselined_finding_reads_in_the_singular(capsys: pytest.CaptureFixture[str], repo: Path) -> None:
+    """A baseline holding one finding says "1 finding is", not "1 findings are"."""
+    child = repo / "recipes" / "child_recipe.yaml"
+    assert run(capsys, "--write-baseline", "baseline.json", "recipes/child_recipe.yaml")[0] == 0
+    document = json.loads((repo / "baseline.json").read_text())
+    document["findings"] = document["findings"][:1]
+    (repo / "baseline.json").write_text(json.dumps(document))
+    status, _, err = run(capsys, "--baseline", "baseline.json", str(child.relative_to(repo)))
+    assert "1 finding is in the baseline baseline.json" in err
+    assert status == 1  # the two findings left out of the baseline are new

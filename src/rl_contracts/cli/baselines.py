@@ -95,7 +95,9 @@ def apply_baseline(
                 "(--write-baseline with --baseline drops it)"
             )
         if comparison.known:
-            notes.append(f"{len(comparison.known)} findings are in the baseline {shown_path(baseline)}")
+            count = len(comparison.known)
+            are = "finding is" if count == 1 else "findings are"
+            notes.append(f"{count} {are} in the baseline {shown_path(baseline)}")
     known = {id(finding) for _, finding in comparison.known}
     return BaselineOutcome(_without(reports, known), notes)
 
