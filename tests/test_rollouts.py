@@ -656,6 +656,8 @@ def test_a_cached_prefix_under_another_version_is_refused() -> None:
     numeric: Any = 7
     err = _batch_error(lambda: rollout_batch([[0]], rows, prefix_cache_version=numeric), ContractTypeError)
     assert err.argument == "prefix_cache_version"
+
+
 @pytest.mark.parametrize("floor", [math.inf, -math.inf, 5.0, 1])
 def test_a_floor_must_be_finite_and_not_positive(floor: float) -> None:
     """A log-prob floor of inf, -inf or above 0 is refused by both readers (before the fix inf and 5.0 passed,
