@@ -119,14 +119,19 @@ options:
 """
 )
 
-SCHEMA_HELP = """usage: rl-contracts schema [-h] [--recipe]
+SCHEMA_HELP = """usage: rl-contracts schema [-h] [--recipe] [--algorithm NAME]
 
 Print VllmConfig's JSON Schema (by alias, validation mode), or with --recipe the schema of a whole
-recipe file, for an editor's YAML language server.
+recipe file (with --algorithm NAME: every section of that algorithm typed), for an editor's YAML
+language server.
 
 options:
-  -h, --help  show this help message and exit
-  --recipe    the whole-recipe schema (generation and preflight sections typed, the rest open)
+  -h, --help        show this help message and exit
+  --recipe          the whole-recipe schema (generation and preflight sections typed, the rest
+                    open)
+  --algorithm NAME  the schema of a recipe of this NeMo RL algorithm, every section typed (implies
+                    --recipe): grpo, grpo-sc, sft, dpo, rm, ppo, distillation, xtoken-
+                    distillation, eval
 """
 
 RULES_HELP = """usage: rl-contracts rules [-h] [--format {human,json,markdown}]

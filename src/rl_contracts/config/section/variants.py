@@ -16,7 +16,7 @@ never null, enabled/disabled variants of a section, and open mappings.
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar
 
-from pydantic import BeforeValidator, Discriminator, Tag, ValidationError, model_validator
+from pydantic import BeforeValidator, ConfigDict, Discriminator, Tag, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from .._internal.base import ConfigModel
@@ -81,12 +81,40 @@ StrictFalse = Annotated[Literal[False], BeforeValidator(_strict_false)]
 """``enabled`` of a disabled variant: exactly ``false``."""
 
 
+_DESCRIBE_FIELDS: Any = ConfigModel.model_config.get("json_schema_extra")
+
+
+def _section_schema(schema: dict[str, Any], model_cls: type["SectionModel"]) -> None:
+    """``json_schema_extra`` of every section model: the field docstrings (as every config model), and no ``null``
+    (nor a ``null`` default) for an :data:`Omittable` key."""
+    _DESCRIBE_FIELDS(schema, model_cls)
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for key in model_cls.never_null:
+        prop = properties.get(key)
+        if not isinstance(prop, dict):
+            continue
+        if prop.get("default", ...) is None:
+            del prop["default"]
+        members = prop.get("anyOf")
+        if isinstance(members, list):
+            kept = [member for member in members if member != {"type": "null"}]
+            if len(kept) == 1 and isinstance(kept[0], dict):
+                del prop["anyOf"]
+                prop.update(kept[0])
+            else:
+                prop["anyOf"] = kept
+
+
 class SectionModel(ConfigModel):
     """A section (or sub-section) of a whole recipe; extra keys are kept for classification.
 
     ``open_keys`` is ``True`` on models whose undeclared keys belong to someone else (a dataset's own options, a
     plugin's kwargs): those keys are neither unknown nor typos of anything.
     """
+
+    model_config = ConfigDict(json_schema_extra=_section_schema)
 
     open_keys: ClassVar[bool] = False
     never_null: ClassVar[frozenset[str]] = frozenset()
