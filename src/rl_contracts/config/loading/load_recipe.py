@@ -27,6 +27,8 @@ from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
+from ..section.recipe import ALGORITHMS
+from .check_recipe import check_recipe, choose_algorithm
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import build_tree, compose
 from .expansion import analyse
@@ -51,6 +53,9 @@ class LoadedRecipe:
     ``skipped`` the preflight rules that could not run; ``entrypoint`` the trainer preflight checked against
     (``None`` when preflight did not run or the recipe is not a GRPO recipe).
 
+    ``algorithm`` is the NeMo RL algorithm whose whole recipe was checked (given, or read from the recipe's
+    top-level sections; ``None`` when it names none: then only the generation section and preflight ran).
+
     ``model_name`` is the model the section serves, as the trainer sets it
     (:func:`~.local_model.served_model_name`): for ``policy.generation``, ``policy.model_name`` (NeMo RL's
     ``grpo.setup`` overwrites the section's own ``model_name`` with it), else the section's own; ``None`` when
@@ -68,6 +73,7 @@ class LoadedRecipe:
     skipped: tuple[SkippedRule, ...] = field(default=())
     entrypoint: Entrypoint | None = None
     model_name: str | None = None
+    algorithm: str | None = None
 
 
 def _codes(value: object, argument: str) -> tuple[str, ...]:
@@ -109,6 +115,7 @@ def load_recipe(
     ignore: Collection[str] = (),
     root: str | os.PathLike[str] | None = None,
     limits: Limits | None = None,
+    algorithm: str | None = None,
 ) -> LoadedRecipe:
     """Compose a recipe, validate its generation section, run preflight, and return it with its warnings.
 
@@ -141,12 +148,17 @@ def load_recipe(
             override is malformed or goes through a non-mapping; ``.code`` ``V6`` when it goes beyond ``limits``,
             ``V7`` when a ``defaults`` parent lies outside ``root`` (default: the git work tree holding the recipe,
             else its folder; see :func:`~rl_contracts.config.loading.compose.find_root`).
-        ContractTypeError: ``path`` is not a ``str``/``PathLike``, ``section`` is not a ``str`` or ``None``,
+        ContractTypeError: ``algorithm`` is not one of :data:`~..section.recipe.ALGORITHMS` or ``None``, ``path`` is
+            not a ``str``/``PathLike``, ``section`` is not a ``str`` or ``None``,
             ``strict``/``run_preflight`` is not a ``bool``, ``overrides``/``select``/``ignore`` is not a
             collection of ``str``, ``preflight_options`` is not a ``PreflightOptions`` or ``None``, ``root`` is not
             a path or ``None``, or ``limits`` is not a :class:`~.limits.Limits` or ``None``.
         ConfigContractError: a ``select``/``ignore`` pattern is empty or names no code or family (``"Q9"``,
             ``"p"``), as :func:`~rl_contracts.config.rules.registry.check_patterns` (the CLI's own check).
+
+    When the recipe is of a NeMo RL algorithm (``algorithm``, else the one its top-level sections name), every
+    section is checked as that algorithm's whole recipe (:mod:`.check_recipe`: V2 for any value that does not
+    resolve, V8, V9, P32, K1, K3, K2, P33-P36), and a recipe without a generation section is validated, not skipped.
 
     Interpolations are bounded before they are resolved (:mod:`.expansion`; a value beyond ``limits`` is the error
     ``V6`` wherever it is), and a value read through ``oc.env`` (or another resolver reading outside state) is
@@ -161,6 +173,8 @@ def load_recipe(
         raise ContractTypeError.for_value("path", "a str or os.PathLike", path)
     if section is not None and not isinstance(section, str):
         raise ContractTypeError.for_value("section", "a str or None", section)
+    if algorithm is not None and algorithm not in ALGORITHMS:
+        raise ContractTypeError.for_value("algorithm", f"one of {', '.join(ALGORITHMS)} or None", algorithm)
     require_bool(strict, "strict")
     require_bool(run_preflight, "run_preflight")
     texts = _codes(overrides, "overrides")
@@ -180,7 +194,17 @@ def load_recipe(
     register_resolvers()
     with budget_scope(bounds):
         return _load(
-            file, section, strict, texts, preflight_options, run_preflight, selected, ignored, root, bounds
+            file,
+            section,
+            strict,
+            texts,
+            preflight_options,
+            run_preflight,
+            selected,
+            ignored,
+            root,
+            bounds,
+            algorithm,
         )
 
 
@@ -195,6 +219,7 @@ def _load(
     ignored: tuple[str, ...],
     root: str | os.PathLike[str] | None,
     limits: Limits,
+    algorithm: str | None,
 ) -> LoadedRecipe:
     """:func:`load_recipe` once its arguments are checked, with the resolvers' budget in place."""
     composition = compose(Path(file), limits=limits, root=None if root is None else Path(root))
@@ -211,8 +236,14 @@ def _load(
         secrets=_secrets(resolution.document, analysis.outside),
     )
     chosen = section if section is not None else default_section(composed, resolution)
+    whole = choose_algorithm(resolution.document, algorithm)
     status, config = check_section(
-        report, resolution, chosen or DEFAULT_SECTION, explicit=section is not None, strict=strict
+        report,
+        resolution,
+        chosen or DEFAULT_SECTION,
+        explicit=section is not None,
+        strict=strict,
+        whole=whole,
     )
     for missing in unapplied:
         report.add(missing.keys, K1.code, missing.reason, "error", missing.override.text)
@@ -233,6 +264,8 @@ def _load(
             )
     if run_preflight:
         skipped, entrypoint = preflight_issues(report, resolution, preflight_options)
+    if whole is not None:  # after preflight: a key P1 reports missing is not reported again as V8
+        check_recipe(report, resolution, whole, strict=strict)
     issues = _sorted(i for i in report.issues if code_selected(i.code, select=selected, ignore=ignored))
     skipped = tuple(s for s in skipped if code_selected(s.code, select=selected, ignore=ignored))
     chosen = chosen or DEFAULT_SECTION
@@ -247,4 +280,6 @@ def _load(
             section=chosen,
             entrypoint=entrypoint,
         )
-    return LoadedRecipe(file, chosen, status, composed, config, issues, skipped, entrypoint, model_name)
+    return LoadedRecipe(
+        file, chosen, status, composed, config, issues, skipped, entrypoint, model_name, whole
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from ..._messages import render
 from .recipe_schema import RecipeFinding
 from .rule import Rule
 from .suggested_fix import SuggestedFix
@@ -31,7 +32,7 @@ P33 = Rule(
     ),
     example="""\
 policy:
-  train_global_batch_size: 7
+  train_global_batch_size: 6
 """,
     fix="Set policy.train_global_batch_size to a divisor of prompts x generations (or change the step's size).",
 )
@@ -90,6 +91,7 @@ P36 = Rule(
     ),
     example="""\
 checkpointing:
+  enabled: true
   save_period: 0
 """,
     fix="Set save_period to at least 1, or disable checkpointing.",
@@ -150,8 +152,8 @@ def _step_batch(document: Mapping[Any, Any], algorithm: str) -> Iterator[RecipeF
         return
     samples = prompts * generations
     reason = (
-        f"policy.train_global_batch_size={batch} does not divide the {samples} samples of a step "
-        f"({section}.num_prompts_per_step={prompts} x {section}.num_generations_per_prompt={generations}): the "
+        f"policy.train_global_batch_size={render(batch)} does not divide the {render(samples)} samples of a step "
+        f"({section}.num_prompts_per_step={render(prompts)} x {section}.num_generations_per_prompt={render(generations)}): the "
         "first training step fails its batch-split assertion; use a divisor of the step's samples"
     )
     yield RecipeFinding(("policy", "train_global_batch_size"), P33.code, "error", reason, batch)
@@ -166,7 +168,7 @@ def _micro_batches(document: Mapping[Any, Any], algorithm: str) -> Iterator[Reci
         micro = _count(document, model, "train_micro_batch_size")
         if batch is not None and micro is not None and batch % micro != 0:
             reason = (
-                f"{model}.train_global_batch_size={batch} is not a multiple of {model}.train_micro_batch_size={micro}: "
+                f"{model}.train_global_batch_size={render(batch)} is not a multiple of {model}.train_micro_batch_size={render(micro)}: "
                 "each worker's share of a global batch must split into whole micro-batches"
             )
             yield RecipeFinding((model, "train_micro_batch_size"), P34.code, "error", reason, micro)
@@ -176,7 +178,7 @@ def _micro_batches(document: Mapping[Any, Any], algorithm: str) -> Iterator[Reci
         micro = _count(document, section, "val_micro_batch_size", default=micro_default)
         if batch is not None and micro is not None and batch % micro != 0:
             reason = (
-                f"{section}.val_global_batch_size={batch} is not a multiple of {section}.val_micro_batch_size="
+                f"{section}.val_global_batch_size={render(batch)} is not a multiple of {section}.val_micro_batch_size="
                 f"{micro}: validation splits each batch into whole micro-batches"
             )
             yield RecipeFinding((section, "val_micro_batch_size"), P34.code, "error", reason, micro)

@@ -32,7 +32,7 @@ __all__ = ["P32", "V8", "V9", "RecipeFinding", "schema_findings"]
 
 V8 = Rule(
     "V8",
-    "required-key-missing",
+    "recipe-key-missing",
     summary="a key the algorithm's recipe requires is missing: NeMo RL refuses to start",
     reference="examples/run_*.py: MasterConfig(**config) before Ray starts (S0)",
     what_it_checks=(
@@ -47,7 +47,8 @@ V8 = Rule(
     ),
     example="""\
 checkpointing:
-  enabled: null
+  _override_: true
+  enabled: true
 """,
     fix="Add the key (the finding names the section and, when a close misspelling is present, the typo).",
 )

@@ -23,7 +23,16 @@ from ..._messages import render
 from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
 from .._internal.violations import rule_code
-from . import loading, refit_support, refit_transport, section, unknown_keys
+from . import (
+    loading,
+    recipe_arithmetic,
+    recipe_keys,
+    recipe_schema,
+    refit_support,
+    refit_transport,
+    section,
+    unknown_keys,
+)
 from .preflight import cluster, generation, grpo, loss, policy, runtime, scripts
 from .rule import FAMILIES, Rule
 
@@ -44,6 +53,9 @@ RULE_MODULES: Final[tuple[types.ModuleType, ...]] = (
     refit_transport,
     refit_support,
     unknown_keys,
+    recipe_schema,
+    recipe_keys,
+    recipe_arithmetic,
     policy,
     grpo,
     cluster,

@@ -194,7 +194,9 @@ def _least(annotation: Any, metadata: list[Any]) -> Any:
         return _least(inner, [*metadata, *more])
     if origin is Union or origin is types.UnionType:
         members = [member for member in get_args(annotation) if member is not type(None)]
-        nullable = len(members) < len(get_args(annotation)) and not any(item is NEVER_NULL for item in metadata)
+        nullable = len(members) < len(get_args(annotation)) and not any(
+            item is NEVER_NULL for item in metadata
+        )
         return None if nullable else _least(members[0], metadata)
     if origin is Literal:
         return get_args(annotation)[0]
