@@ -26,14 +26,18 @@ ISSUES = st.builds(
     ConfigIssue,
     path=CELL,
     value=CELL,
-    reason=CELL,
+    message=CELL,
     severity=st.sampled_from(["error", "warning"]),
     code=st.sampled_from(["C1", "K1", "P19", "W2", "V1"]),
     source=st.none() | CELL | st.just("--set"),
     line=st.none() | st.integers(1, 10_000),
 )
 SKIPPED = st.builds(
-    SkippedRule, code=st.sampled_from(["N1", "N7", "P21"]), reason=CELL, path=st.none() | CELL
+    SkippedRule,
+    code=st.sampled_from(["N1", "N7", "P21"]),
+    message=CELL,
+    path=CELL,
+    severity=st.just("skipped"),
 )
 REPORTS = st.builds(
     FileReport,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import JsonValue
 
 from rl_contracts.config.baseline import (
     BASELINE_VERSION,
@@ -16,20 +16,18 @@ from rl_contracts.config.baseline import (
     read_baseline,
     write_baseline,
 )
+from rl_contracts.config.finding import Finding
 from rl_contracts.errors import BaselineError
 
 
-@dataclass(frozen=True)
-class Finding:
-    """A finding with the attributes a baseline entry reads."""
-
-    code: str
-    path: str
-    json_value: object
-    missing: bool = False
+def finding(code: str, path: str, json_value: JsonValue, *, missing: bool = False) -> Finding:
+    """A finding with what a baseline entry reads: code, path, the value as JSON, whether it is missing."""
+    return Finding(
+        code=code, path=path, value=repr(json_value), message="m", json_value=json_value, missing=missing
+    )
 
 
-P9 = Finding("P9", "policy.train_global_batch_size", 512)
+P9 = finding("P9", "policy.train_global_batch_size", 512)
 
 
 def test_entry_is_relative_to_the_baseline_folder_and_hashes_the_value(tmp_path: Path) -> None:
@@ -38,8 +36,8 @@ def test_entry_is_relative_to_the_baseline_folder_and_hashes_the_value(tmp_path:
     entry = entry_for(recipe, P9, tmp_path)
     assert (entry.file, entry.code, entry.path) == ("recipes/a.yaml", "P9", "policy.train_global_batch_size")
     assert len(entry.value) == 16
-    assert entry_for(recipe, Finding("P9", P9.path, 700), tmp_path).value != entry.value
-    assert entry_for(recipe, Finding("P9", P9.path, None, missing=True), tmp_path).value != entry.value
+    assert entry_for(recipe, finding("P9", P9.path, 700), tmp_path).value != entry.value
+    assert entry_for(recipe, finding("P9", P9.path, None, missing=True), tmp_path).value != entry.value
 
 
 def test_write_then_read_round_trips_sorted_entries(tmp_path: Path) -> None:
@@ -58,7 +56,7 @@ def test_compare_splits_new_known_gone_and_untouched(tmp_path: Path) -> None:
     fixed = BaselineEntry("a.yaml", "W2", "policy.generation.vllm_cfg.enable_thinking", "3" * 16)
     write_baseline(tmp_path / "base.json", [entry_for(a, P9, tmp_path), fixed, other])
     baseline = read_baseline(tmp_path / "base.json")
-    new_finding = Finding("K1", "policy.generation.vllm_cfg.tp", 1)
+    new_finding = finding("K1", "policy.generation.vllm_cfg.tp", 1)
     result = compare_baseline(baseline, [(a, P9), (a, P9), (b, new_finding)], [a, b])
     assert result.known == ((a, P9),)
     assert result.new == ((a, P9), (b, new_finding))

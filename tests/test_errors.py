@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import pickle
 from collections.abc import Callable
@@ -570,13 +569,13 @@ def test_details_of_every_class_round_trips_through_strict_json(cls: type[Contra
 
 
 def test_details_of_a_recipe_error_gives_issues_and_skipped_rules_as_dicts() -> None:
-    """RecipeError's ConfigIssue models become their JSON dumps and its SkippedRule dataclasses dicts."""
+    """RecipeError's findings (issues and skipped rules, both ``Finding`` models) become their JSON dumps."""
     error = _recipe_error()
     record = error.details()
     assert error.issues is not None
     assert error.skipped is not None
     assert record["issues"] == [issue.model_dump(mode="json") for issue in error.issues]
-    assert record["skipped"] == [dataclasses.asdict(rule) for rule in error.skipped]
+    assert record["skipped"] == [rule.model_dump(mode="json") for rule in error.skipped]
     assert all(isinstance(issue, dict) and issue["code"] for issue in record["issues"])
 
 

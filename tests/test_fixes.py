@@ -166,3 +166,79 @@ def test_a_parent_named_two_ways_is_one_file(tmp_path: Path) -> None:
     assert Path(change.file).resolve() == (tmp_path / "base.yaml").resolve()
     assert "distributed_executor_backend" not in change.after
     assert [fix.code for fix in plan.applied] == ["W2"]
+
+
+# --- the three defects of issue 28: every fix accounted for, SARIF fixes that never overlap, tabs ---------------
+
+K1_THEN_P28 = """\
+defaults: grpo_base.yaml
+policy:
+  generation:
+    vllm_cfg:
+      limit_mm_per_prompt:
+        image: 2
+      gpu_memory_utilisation: 0.5
+"""
+
+
+def _recipe(tmp_path: Path, text: str) -> Path:
+    shutil.copyfile(
+        Path(__file__).parent / "data" / "recipes" / "grpo_base.yaml", tmp_path / "grpo_base.yaml"
+    )
+    (tmp_path / "r.yaml").write_text(text, encoding="utf-8")
+    return tmp_path / "r.yaml"
+
+
+def test_k1_and_p28_in_one_section_are_both_accounted_for_and_a_second_run_finds_none(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--diff`` lists the K1 rename and the P28 move; when the rounds run out the rest is pending, never dropped."""
+    recipe = _recipe(tmp_path, K1_THEN_P28)
+    monkeypatch.chdir(tmp_path)
+    status, out, err = fix(capsys, "r.yaml", "--diff")
+    assert status == 1
+    assert "would fix K1 policy.generation.vllm_cfg.gpu_memory_utilisation" in err
+    assert "would fix P28 policy.generation.vllm_cfg.limit_mm_per_prompt" in err
+    assert "+      gpu_memory_utilization: 0.5" in out
+    cut_short = plan_fixes([str(recipe)], root=str(tmp_path), max_rounds=0)
+    assert sorted(item.code for item in cut_short.pending) == ["K1", "P28"]
+    assert all("run again" in item.reason for item in cut_short.pending)
+    assert fix(capsys, "r.yaml", "--fix")[0] == 0
+    again = plan_fixes([str(recipe)], root=str(tmp_path))
+    assert (again.changes, again.applied, again.declined, again.pending) == ((), (), (), ())
+
+
+def test_sarif_fixes_of_one_file_never_overlap(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The P28 move's region covers the K1 key: only the first fix is emitted, the other says it waits."""
+    _recipe(tmp_path, K1_THEN_P28)
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = fix(capsys, "r.yaml", "--format", "sarif")
+    results = json.loads(out)["runs"][0]["results"]
+    regions = [
+        (replacement["deletedRegion"]["startLine"], replacement["deletedRegion"]["endLine"])
+        for result in results
+        for item in result.get("fixes", ())
+        for change in item["artifactChanges"]
+        for replacement in change["replacements"]
+    ]
+    assert len(regions) == 1
+    waiting = [result for result in results if "fixPending" in result["properties"]]
+    assert [result["ruleId"] for result in waiting] == ["P28"]
+    assert "K1 policy.generation.vllm_cfg.gpu_memory_utilisation" in waiting[0]["properties"]["fixPending"]
+
+
+def test_a_tab_after_a_colon_is_read_by_the_fixer_as_by_the_loader(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loader accepts ``key:<TAB>value``, so the fixer edits it too (the tab stays)."""
+    recipe = _recipe(
+        tmp_path,
+        "defaults: grpo_base.yaml\npolicy:\n  generation:\n    vllm_cfg:\n      gpu_memory_utilisation:\t0.5\n",
+    )
+    monkeypatch.chdir(tmp_path)
+    status, _, err = fix(capsys, "r.yaml", "--fix")
+    assert "declined" not in err
+    assert status == 0
+    assert recipe.read_text(encoding="utf-8").endswith("      gpu_memory_utilization:\t0.5\n")

@@ -882,6 +882,21 @@ def test_valid_recipes_pass_preflight(entrypoint: Any) -> None:
     assert set(_outcomes(valid_recipes(entrypoint), outcome, examples=8)) == {(True, entrypoint, ())}
 
 
+def test_the_breakers_are_keyed_by_the_rule_table() -> None:
+    """Every recipe breaker is keyed by a preflight error rule of the table, and the breakable and cross-field code
+    lists follow the table's order."""
+    from rl_contracts.config.rules.preflight import PREFLIGHT_RULES
+    from rl_contracts.config.rules.registry import RULES
+    from rl_contracts.testing.strategies import recipes
+
+    preflight_errors = [
+        rule.code for rule in PREFLIGHT_RULES if rule.family == "P" and rule.severity == "error"
+    ]
+    assert set(recipes._BREAKERS) <= set(preflight_errors)
+    assert list(BREAKABLE_RULES) == [code for code in preflight_errors if code in recipes._BREAKERS]
+    assert list(CROSS_FIELD_RULES) == [rule.code for rule in RULES if rule.family == "C"]
+
+
 @pytest.mark.parametrize("rule", BREAKABLE_RULES)
 def test_broken_recipes_break_exactly_their_rule(rule: str) -> None:
     """Every recipe gets an error of ``rule`` and no error of any other rule."""
@@ -1080,7 +1095,7 @@ def _whole_recipe_findings(algorithm: Any, recipe: dict[str, Any]) -> set[tuple[
         *recipe_key_findings(recipe, algorithm),
         *arithmetic_findings(recipe, algorithm),
     ]
-    return {(finding.code, ".".join(map(str, finding.keys))) for finding in found}
+    return {(finding.code, finding.path) for finding in found}
 
 
 def test_whole_recipes_and_the_minimal_whole_recipe_pass_every_whole_recipe_check() -> None:

@@ -20,12 +20,12 @@ from pathlib import Path
 from ..config.baseline import (
     Baseline,
     BaselineEntry,
-    BaselineFinding,
     compare_baseline,
     entry_for,
     read_baseline,
     write_baseline,
 )
+from ..config.finding import Finding
 from ..errors import BaselineError
 from .report import FileReport, shown_path
 
@@ -42,7 +42,7 @@ class BaselineOutcome:
     failed: bool = False
 
 
-def _findings(reports: Sequence[FileReport]) -> list[tuple[str, BaselineFinding]]:
+def _findings(reports: Sequence[FileReport]) -> list[tuple[str, Finding]]:
     return [(report.file, issue) for report in reports if report.status != "error" for issue in report.issues]
 
 

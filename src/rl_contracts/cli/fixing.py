@@ -55,6 +55,7 @@ def _lines(plan: FixPlan, *, dry_run: bool) -> list[str]:
     lines.extend(
         f"not fixed {fix.code} {fix.path} ({fix.description}): {fix.reason}" for fix in plan.declined
     )
+    lines.extend(f"pending {fix.code} {fix.path} ({fix.description}): {fix.reason}" for fix in plan.pending)
     count, files = len(plan.applied), len(plan.changes)
     summary = (
         f"{'would apply' if dry_run else 'applied'} {count} fix{'es' if count != 1 else ''} in {files} "
@@ -64,6 +65,8 @@ def _lines(plan: FixPlan, *, dry_run: bool) -> list[str]:
         summary += f"; {len(plan.hidden)} unsafe not applied (--unsafe-fixes)"
     if plan.declined:
         summary += f"; {len(plan.declined)} declined"
+    if plan.pending:
+        summary += f"; {len(plan.pending)} pending (run again)"
     lines.append(summary)
     return lines
 

@@ -37,9 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._messages import printable
-from ..config.loading.issues import ConfigIssue
+from ..config.finding import Finding
 from ..config.loading.provenance import OVERRIDE_SOURCE
-from ..config.rules.preflight import SkippedRule
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,8 +94,8 @@ class FileReport:
     file: str
     section: str
     status: Status
-    issues: tuple[ConfigIssue, ...]
-    skipped: tuple[SkippedRule, ...] = field(default=())
+    issues: tuple[Finding, ...]
+    skipped: tuple[Finding, ...] = field(default=())
     entrypoint: str | None = None
 
     @property
@@ -129,7 +128,7 @@ class FileReport:
                 }
                 for issue in self.issues
             ],
-            "skipped": [{"code": s.code, "path": s.path, "reason": s.reason} for s in self.skipped],
+            "skipped": [{"code": s.code, "path": s.path or None, "reason": s.reason} for s in self.skipped],
         }
 
 
@@ -177,13 +176,13 @@ def shown_path(path: str) -> str:
     return normal
 
 
-def _file_of(issue: ConfigIssue, report: FileReport) -> str:
+def _file_of(issue: Finding, report: FileReport) -> str:
     """The file an issue is shown at: its source, or the recipe given when the library supplied the value (no
     source) or a ``--set`` override did."""
     return shown_path(report.file if issue.source in (None, OVERRIDE_SOURCE) else issue.source)
 
 
-def _where(issue: ConfigIssue, report: FileReport) -> str:
+def _where(issue: Finding, report: FileReport) -> str:
     """``source:line`` of an issue (``--set`` for a value an override wrote; see :func:`_file_of`)."""
     source = OVERRIDE_SOURCE if issue.source == OVERRIDE_SOURCE else _file_of(issue, report)
     return source if issue.line is None else f"{source}:{issue.line}"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .validate import write
 
 if TYPE_CHECKING:
-    from ..config.rules.rule import Rule
+    from ..config.rule import Rule
 
 __all__ = [
     "markdown_table",
@@ -80,9 +80,16 @@ def _paragraph(text: str) -> list[str]:
     ) or ["  -"]
 
 
+def _checked_by(rule: Rule) -> str:
+    """Where the rule's checks live, ``rl_contracts/config/rules/preflight/loss.py:check_loss_options``."""
+    from ..config.rules.registry import checks_of
+
+    return ", ".join(check.location for check in checks_of(rule.code)) or "-"
+
+
 def rule_page(rule: Rule) -> str:
     """The page of ``rule`` as ``rl-contracts rule CODE`` prints it: heading, then What it checks, Why it matters
-    (with the reference site), Example (the failing recipe fragment) and Fix."""
+    (with the reference site and where the check lives here), Example (the failing recipe fragment) and Fix."""
     given = _options_text(rule)
     merged = "merged over a recipe that passes every rule" + (f", validated with {given}" if given else "")
     lines = [
@@ -95,6 +102,7 @@ def rule_page(rule: Rule) -> str:
         "Why it matters",
         *_paragraph(rule.why_it_matters),
         *_paragraph(f"Reference: {rule.reference}."),
+        *_paragraph(f"Checked by: {_checked_by(rule)}."),
         "",
         "Example",
         *_paragraph(f"A minimal failing recipe fragment ({merged}):"),
@@ -109,7 +117,7 @@ def rule_page(rule: Rule) -> str:
 
 def rule_json(rule: Rule) -> dict[str, Any]:
     """The record of ``rule`` as JSON: its code, name, family, severity, summary, reference, the four parts of its
-    documentation, the example's options and ``fix_safety``."""
+    documentation, the example's options, ``fix_safety`` and ``checked_by`` (where its checks live)."""
     return {
         "code": rule.code,
         "severity": rule.severity,
@@ -126,6 +134,7 @@ def rule_json(rule: Rule) -> dict[str, Any]:
         },
         "fix": rule.fix,
         "fix_safety": rule.fix_safety,
+        "checked_by": _checked_by(rule),
     }
 
 

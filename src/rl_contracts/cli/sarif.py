@@ -18,18 +18,18 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 from urllib.parse import quote
 
-from ..config.loading.issues import ConfigIssue
+from ..config.finding import Finding
 from ..config.loading.provenance import OVERRIDE_SOURCE
+from ..config.rule import Rule
 from .report import FileReport
 
 __all__ = [
     "SARIF_SCHEMA_URI",
     "SARIF_VERSION",
     "ResultFix",
-    "SarifRule",
     "TextReplacement",
     "result_fix",
     "sarif_log",
@@ -43,37 +43,6 @@ SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _ROOT_ID = "%SRCROOT%"
 _INFORMATION_URI = "https://pypi.org/project/rl-contracts/"
 _LEVELS = {"error": "error", "warning": "warning", "skipped": "note"}
-
-
-class SarifRule(Protocol):
-    """What the log needs of one rule of the registry."""
-
-    @property
-    def code(self) -> str: ...
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def summary(self) -> str: ...
-
-    @property
-    def severity(self) -> str: ...
-
-    @property
-    def reference(self) -> str: ...
-
-    @property
-    def what_it_checks(self) -> str: ...
-
-    @property
-    def why_it_matters(self) -> str: ...
-
-    @property
-    def fix(self) -> str: ...
-
-    @property
-    def fix_safety(self) -> Literal["safe", "unsafe"] | None: ...
 
 
 @dataclass(frozen=True)
@@ -104,7 +73,7 @@ def _position(text: str, offset: int) -> tuple[int, int]:
     return line, column
 
 
-def result_fix(report: FileReport, issue: ConfigIssue) -> ResultFix | None:
+def result_fix(report: FileReport, issue: Finding) -> ResultFix | None:
     """The fix of one issue as SARIF wants it, computed on the files as they are now (nothing is written): the
     changed lines of the file before the fix replaced by those after it; ``None`` when the issue's rule has no fix
     or this finding cannot be fixed (:func:`rl_contracts.config.fixes.edit_for` declines)."""
@@ -146,7 +115,7 @@ def _artifact(path: str) -> dict[str, Any]:
     return {"uri": uri, "uriBaseId": base} if base else {"uri": uri}
 
 
-def _help(rule: SarifRule) -> str:
+def _help(rule: Rule) -> str:
     """The rule's documentation as one text: what it checks, why it matters, the fix, the reference site."""
     parts = [rule.what_it_checks or rule.summary, rule.why_it_matters, rule.fix]
     if rule.fix_safety is not None:
@@ -157,7 +126,7 @@ def _help(rule: SarifRule) -> str:
     return "\n\n".join(part.strip() for part in parts if part.strip())
 
 
-def _rule(rule: SarifRule) -> dict[str, Any]:
+def _rule(rule: Rule) -> dict[str, Any]:
     properties: dict[str, Any] = {"severity": rule.severity, "reference": rule.reference}
     if rule.fix_safety is not None:
         properties["fix"] = rule.fix_safety
@@ -172,7 +141,7 @@ def _rule(rule: SarifRule) -> dict[str, Any]:
     }
 
 
-def _file_of(issue: ConfigIssue, report: FileReport) -> str:
+def _file_of(issue: Finding, report: FileReport) -> str:
     return report.file if issue.source in (None, OVERRIDE_SOURCE) else issue.source or report.file
 
 
@@ -199,7 +168,7 @@ def _fix(fix: ResultFix) -> dict[str, Any]:
 
 
 def _result(
-    issue: ConfigIssue, report: FileReport, index: dict[str, int], fix: ResultFix | None
+    issue: Finding, report: FileReport, index: dict[str, int], fix: ResultFix | None
 ) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": _artifact(_file_of(issue, report))}
     if issue.line is not None:
@@ -242,21 +211,49 @@ def _notifications(reports: Sequence[FileReport]) -> list[dict[str, Any]]:
     return notes
 
 
+def _overlapped(
+    fix: ResultFix, taken: dict[str, list[tuple[tuple[int, int], tuple[int, int], str]]]
+) -> str | None:
+    """The finding (``"K1 policy..."``) whose fix already emitted for the same file touches a region of ``fix``,
+    else ``None``: SARIF consumers apply every fix of a file at once, so their regions must not overlap."""
+    for item in fix.replacements:
+        start, end = (item.start_line, item.start_column), (item.end_line, item.end_column)
+        for other_start, other_end, owner in taken.get(os.path.realpath(item.file), ()):
+            if start <= other_end and other_start <= end:
+                return owner
+    return None
+
+
 def sarif_log(
     reports: Sequence[FileReport],
-    rules: Sequence[SarifRule],
+    rules: Sequence[Rule],
     *,
     version: str,
-    fix_for: Callable[[FileReport, ConfigIssue], ResultFix | None] | None = None,
+    fix_for: Callable[[FileReport, Finding], ResultFix | None] | None = None,
 ) -> dict[str, Any]:
     """The SARIF 2.1.0 log of one ``validate`` run: the ``rules`` as the driver's rules, one result per issue of
-    ``reports`` (with its fix when ``fix_for`` returns one), the skipped rules as notifications."""
+    ``reports`` (with its fix when ``fix_for`` returns one), the skipped rules as notifications.  The fixes of one
+    file never overlap: a fix whose region touches one emitted before it is left out, and its result's
+    ``properties.fixPending`` says which fix it waits for ("run again")."""
     index = {rule.code: position for position, rule in enumerate(rules)}
-    results = [
-        _result(issue, report, index, None if fix_for is None else fix_for(report, issue))
-        for report in reports
-        for issue in report.issues
-    ]
+    taken: dict[str, list[tuple[tuple[int, int], tuple[int, int], str]]] = {}
+    results = []
+    for report in reports:
+        for issue in report.issues:
+            fix = None if fix_for is None else fix_for(report, issue)
+            waits = None if fix is None else _overlapped(fix, taken)
+            if fix is not None and waits is None:
+                for item in fix.replacements:
+                    start, end = (item.start_line, item.start_column), (item.end_line, item.end_column)
+                    taken.setdefault(os.path.realpath(item.file), []).append(
+                        (start, end, f"{issue.code} {issue.path}")
+                    )
+            result = _result(issue, report, index, None if waits else fix)
+            if waits:
+                result["properties"]["fixPending"] = (
+                    f"its fix overlaps the fix of {waits} in the same file; apply that one and run again"
+                )
+            results.append(result)
     failed = any(report.status == "error" for report in reports)
     run: dict[str, Any] = {
         "tool": {
@@ -279,10 +276,10 @@ def sarif_log(
 
 def sarif_text(
     reports: Sequence[FileReport],
-    rules: Sequence[SarifRule],
+    rules: Sequence[Rule],
     *,
     version: str,
-    fix_for: Callable[[FileReport, ConfigIssue], ResultFix | None] | None = None,
+    fix_for: Callable[[FileReport, Finding], ResultFix | None] | None = None,
 ) -> str:
     """:func:`sarif_log` as JSON text, indented by 2."""
     return json.dumps(sarif_log(reports, rules, version=version, fix_for=fix_for), indent=2)

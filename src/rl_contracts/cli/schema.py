@@ -11,23 +11,9 @@ import json
 import sys
 from typing import Any
 
-from .validate import write
+from .validate import ALGORITHM_CHOICES, write
 
-__all__ = ["ALGORITHM_CHOICES", "register", "run_schema"]
-
-ALGORITHM_CHOICES = (
-    "grpo",
-    "grpo-sc",
-    "sft",
-    "dpo",
-    "rm",
-    "ppo",
-    "distillation",
-    "xtoken-distillation",
-    "eval",
-)
-"""The algorithms ``--algorithm`` names: ``rl_contracts.config.section.recipe.ALGORITHMS``, written out so that the
-parser is built without importing the models (a test holds the two equal)."""
+__all__ = ["register", "run_schema"]
 
 
 def run_schema(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .report import FileReport
 
 __all__ = [
+    "ALGORITHM_CHOICES",
     "DEFAULT_SECTION",
     "add_baseline_arguments",
     "add_fix_arguments",
@@ -46,6 +47,20 @@ __all__ = [
     "vllm_version",
     "write",
 ]
+
+ALGORITHM_CHOICES = (
+    "grpo",
+    "grpo-sc",
+    "sft",
+    "dpo",
+    "rm",
+    "ppo",
+    "distillation",
+    "xtoken-distillation",
+    "eval",
+)
+"""The algorithms ``--algorithm`` names: ``rl_contracts.config.section.recipe.ALGORITHMS``, written out so that the
+parser is built without importing the models (a test holds the two equal)."""
 
 DEFAULT_SECTION = "policy.generation"
 """``rl_contracts.config.DEFAULT_SECTION``, written here so that the parser's help needs no recipe code (a test
@@ -64,6 +79,7 @@ def validate_files(
     select: Collection[str] = (),
     ignore: Collection[str] = (),
     root: str | None = None,
+    algorithm: str | None = None,
 ) -> list[FileReport]:
     """Run :func:`~rl_contracts.config.load_recipe` on every file, in order, and report each outcome.
 
@@ -71,8 +87,8 @@ def validate_files(
     ``RecipeLoadError`` an ``"error"`` report with one issue whose path is empty (at the file and line of the chain
     where reading failed), coded as the error is (``V1``; ``V6`` a loading limit; ``V7`` a parent outside ``root``).
     """
-    from ..config import ConfigIssue, load_recipe
-    from ..config.loading.issues import json_value
+    from ..config import load_recipe
+    from ..config.finding import Finding
     from .report import FileReport
 
     reports = []
@@ -88,6 +104,7 @@ def validate_files(
                 select=select,
                 ignore=ignore,
                 root=root,
+                algorithm=algorithm,
             )
         except RecipeError as exc:
             reports.append(
@@ -101,17 +118,7 @@ def validate_files(
                 )
             )
         except RecipeLoadError as exc:
-            issue = ConfigIssue(
-                code=exc.code or "V1",
-                path="",
-                value=exc.value or "",
-                json_value=json_value(exc.value),
-                missing=False,
-                reason=exc.message,
-                severity="error",
-                source=exc.file or file,
-                line=exc.line,
-            )
+            issue = Finding.for_load_error(exc, file=file)
             reports.append(FileReport(file, shown_section, "error", (issue,)))
         else:
             reports.append(
@@ -156,6 +163,7 @@ def run_validate(args: argparse.Namespace) -> int:
         "select": args.select,
         "ignore": args.ignore,
         "root": args.root,
+        "algorithm": args.algorithm,
     }
     if args.unsafe_fixes and not (args.fix or args.diff):
         print("rl-contracts validate: error: --unsafe-fixes needs --fix or --diff", file=sys.stderr)
@@ -372,6 +380,13 @@ def register(commands: Any) -> None:
         "--entrypoint",
         choices=("grpo", "grpo-gym", "grpo-sc"),
         help="the trainer script the recipe runs with (default: detected from the recipe)",
+    )
+    validate.add_argument(
+        "--algorithm",
+        choices=ALGORITHM_CHOICES,
+        metavar="NAME",
+        help="check every section as this NeMo RL algorithm's recipe (default: detected from the top-level "
+        "sections of a whole recipe): " + ", ".join(ALGORITHM_CHOICES),
     )
     validate.add_argument(
         "--vllm-version",

@@ -5,7 +5,11 @@ recipe file becomes a checked document (:mod:`.loading`), every finding code (:m
 worker-class resolution (:mod:`.worker_class`).
 """
 
-from ._internal.scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
+import importlib
+import warnings
+from typing import Final
+
+from .._internal.config_scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
 from .loading.check_section import DEFAULT_SECTION, EVALUATION_SECTION
 from .loading.issues import ConfigIssue
 from .loading.load_recipe import LoadedRecipe, load_recipe
@@ -78,3 +82,18 @@ __all__ = [
     "resolve_generation_worker_cls",
     "unknown_keys",
 ]
+
+MOVED: Final[dict[str, str]] = {"preflight": "rl_contracts.config.rules.preflight"}
+"""Names that moved: the old attribute of this package and the module that now holds it."""
+
+
+def __getattr__(name: str) -> object:
+    """A moved name (:data:`MOVED`), with a ``DeprecationWarning`` naming its new place."""
+    if name not in MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"rl_contracts.config.{name} moved to {MOVED[name]}; import from there",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return importlib.import_module(MOVED[name])

@@ -30,17 +30,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from .._messages import render_name, shorten, type_name
 from ..errors import BaselineError
+from .finding import Finding
 
 __all__ = [
     "BASELINE_VERSION",
     "Baseline",
     "BaselineComparison",
     "BaselineEntry",
-    "BaselineFinding",
     "compare_baseline",
     "entry_for",
     "read_baseline",
@@ -53,22 +52,6 @@ BASELINE_VERSION = 1
 _VERSION_KEY = "rl_contracts_baseline"
 _ENTRY_KEYS = ("file", "code", "path", "value")
 _MAX_BYTES = 64 * 1024 * 1024
-
-
-class BaselineFinding(Protocol):
-    """What a baseline entry is made of: a :class:`~rl_contracts.config.ConfigIssue` has these attributes."""
-
-    @property
-    def code(self) -> str: ...
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def json_value(self) -> object: ...
-
-    @property
-    def missing(self) -> bool: ...
 
 
 @dataclass(frozen=True, order=True)
@@ -96,8 +79,8 @@ class BaselineComparison:
     ``known`` ones (in it), the ``gone`` entries of the recipes checked that matched no finding (fixed since),
     and the ``untouched`` entries of recipes that were not checked this run (kept when the baseline shrinks)."""
 
-    new: tuple[tuple[str, BaselineFinding], ...]
-    known: tuple[tuple[str, BaselineFinding], ...]
+    new: tuple[tuple[str, Finding], ...]
+    known: tuple[tuple[str, Finding], ...]
     gone: tuple[BaselineEntry, ...]
     untouched: tuple[BaselineEntry, ...]
 
@@ -116,13 +99,13 @@ def _relative(recipe: str, root: Path) -> str:
         return absolute.as_posix()
 
 
-def _value_hash(finding: BaselineFinding) -> str:
+def _value_hash(finding: Finding) -> str:
     value = {"missing": True} if finding.missing else {"value": finding.json_value}
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def entry_for(recipe: str, finding: BaselineFinding, root: Path) -> BaselineEntry:
+def entry_for(recipe: str, finding: Finding, root: Path) -> BaselineEntry:
     """The baseline entry of ``finding`` in the recipe file ``recipe`` (as given to ``validate``), for a baseline
     kept in the folder ``root``."""
     return BaselineEntry(_relative(recipe, root), finding.code, finding.path, _value_hash(finding))
@@ -219,7 +202,7 @@ def write_baseline(path: str | os.PathLike[str], entries: Iterable[BaselineEntry
 
 
 def compare_baseline(
-    baseline: Baseline, findings: Sequence[tuple[str, BaselineFinding]], recipes: Iterable[str]
+    baseline: Baseline, findings: Sequence[tuple[str, Finding]], recipes: Iterable[str]
 ) -> BaselineComparison:
     """Split ``(recipe, finding)`` pairs into new and known findings, and list the baseline entries no finding
     matched, for the ``recipes`` checked this run (entries of other recipes are ``untouched``: a pre-commit run
@@ -229,8 +212,8 @@ def compare_baseline(
     checked.update(_relative(recipe, baseline.root) for recipe, _ in findings)
     remaining = Counter(entry for entry in baseline.entries if entry.file in checked)
     untouched = tuple(entry for entry in baseline.entries if entry.file not in checked)
-    new: list[tuple[str, BaselineFinding]] = []
-    known: list[tuple[str, BaselineFinding]] = []
+    new: list[tuple[str, Finding]] = []
+    known: list[tuple[str, Finding]] = []
     for recipe, finding in findings:
         entry = entry_for(recipe, finding, baseline.root)
         if remaining[entry] > 0:

@@ -2,7 +2,7 @@
 
 ``rl-contracts validate --fix`` / ``--unsafe-fixes`` / ``--diff`` run on this module.  A finding is fixable when its
 rule's registry record has a ``fix_safety`` and the finding carries a
-:class:`~rl_contracts.config.suggested_fix.SuggestedFix`.  Safe fixes (``K1`` rename to the one did-you-mean key,
+:class:`~rl_contracts.config.finding.SuggestedFix`.  Safe fixes (``K1`` rename to the one did-you-mean key,
 ``P28`` move to the place NeMo RL reads) apply by default; unsafe ones (``W2`` remove a dead key, which may be a
 deliberate note; value changes such as ``P9``'s ``train_global_batch_size``) only with ``unsafe_fixes=True``.
 
@@ -28,17 +28,17 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._internal.config_paths import Keys, lookup, split_path
 from .._messages import render_name
 from ..errors import ConfigContractError, RecipeError, RecipeLoadError
-from ._internal.paths import Keys, lookup, split_path
+from .finding import SuggestedFix
 from .loading.compose import compose
 from .loading.issues import ConfigIssue
 from .loading.load_recipe import load_recipe
 from .loading.provenance import OVERRIDE_SOURCE
+from .rule import FixSafety
 from .rules.preflight import PreflightOptions
 from .rules.registry import rule_for
-from .rules.rule import FixSafety
-from .rules.suggested_fix import SuggestedFix
 from .yaml_edits import Declined, insert_value, move_entry, remove_entry, rename_key, set_value
 
 __all__ = [
@@ -105,14 +105,16 @@ class DeclinedFix:
 @dataclass(frozen=True)
 class FixPlan:
     """What :func:`plan_fixes` found: the file ``changes``, the ``applied`` fixes, the ``declined`` ones and the
-    ``hidden`` unsafe fixes (of the last round) that ``unsafe_fixes=True`` would apply; ``unreadable`` recipes
-    (load errors) were not fixed."""
+    ``hidden`` unsafe fixes (of the last round) that ``unsafe_fixes=True`` would apply; ``pending`` fixes wait
+    behind others (the rounds ran out: a second run applies them); ``unreadable`` recipes (load errors) were not
+    fixed.  Every finding with a fix is in exactly one of ``applied``, ``declined``, ``hidden`` and ``pending``."""
 
     changes: tuple[FileChange, ...]
     applied: tuple[AppliedFix, ...]
     declined: tuple[DeclinedFix, ...]
     hidden: tuple[DeclinedFix, ...]
     unreadable: tuple[str, ...] = field(default=())
+    pending: tuple[DeclinedFix, ...] = field(default=())
 
 
 def read_text(path: str) -> str:
@@ -268,6 +270,7 @@ def plan_fixes(
         edited: set[tuple[str, str]] = set()
         declined: dict[tuple[str, str, str], DeclinedFix] = {}
         hidden: dict[tuple[str, str, str], DeclinedFix] = {}
+        progress = True
         for _ in range(max_rounds):
             declined.clear()
             hidden.clear()
@@ -283,14 +286,50 @@ def plan_fixes(
                     )
             if not progress:
                 break
+        pending = _pending(recipes, kwargs, mirror, {*declined, *hidden}) if progress else []
         changes = tuple(
             FileChange(original, text, after)
             for original, text in before.items()
             if (after := read_text(mirror.copy_of(Path(original)))) != text
         )
     return FixPlan(
-        changes, tuple(applied), tuple(declined.values()), tuple(hidden.values()), tuple(unreadable)
+        changes,
+        tuple(applied),
+        tuple(declined.values()),
+        tuple(hidden.values()),
+        tuple(unreadable),
+        tuple(pending),
     )
+
+
+def _pending(
+    recipes: list[tuple[str, str]],
+    kwargs: dict[str, object],
+    mirror: _Mirror,
+    accounted: set[tuple[str, str, str]],
+) -> list[DeclinedFix]:
+    """The findings that still carry a fix after the last round (not ``accounted`` as declined or hidden): each
+    waits behind the fixes applied before it."""
+    found = []
+    for recipe, copy in recipes:
+        try:
+            issues, _ = _findings(copy, kwargs)
+        except RecipeLoadError:
+            continue
+        for issue in issues:
+            if issue.fix is not None and (recipe, issue.code, issue.path) not in accounted:
+                source = None if issue.source is None else mirror.original(issue.source)
+                found.append(
+                    DeclinedFix(
+                        recipe,
+                        issue.code,
+                        issue.path,
+                        source,
+                        issue.fix.description,
+                        "waits for the fixes applied before it; run again",
+                    )
+                )
+    return found
 
 
 def _apply(
@@ -309,10 +348,14 @@ def _apply(
     rule = rule_for(issue.code)
     safety = None if rule is None else rule.fix_safety
     fix = issue.fix
-    if fix is None or safety is None:
+    if fix is None:
         return False
     source = None if issue.source is None else mirror.original(issue.source)
     key = (recipe, issue.code, issue.path)
+    if safety is None:
+        reason = f"rule {issue.code} has no automatic fix (its record has no fix safety)"
+        declined[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, reason)
+        return False
     if safety == "unsafe" and not unsafe_fixes:
         hidden[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, "an unsafe fix")
         return False

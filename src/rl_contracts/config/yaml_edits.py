@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .._internal.config_paths import Keys
 from .._messages import render_name
-from ._internal.paths import Keys
 from .loading.parsing import RecipeLoader
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
@@ -73,9 +73,18 @@ class _Step:
     value: Any
 
 
+_SEPARATION_TABS = re.compile(r"(?<=:)[ \t]*\t[ \t]*")
+
+
+def _as_the_loader_reads(text: str) -> str:
+    """``text`` with the tabs that separate a key's colon from its value as spaces: libyaml (the loader's parser)
+    accepts them, PyYAML's pure-Python scanner does not.  One character for one, so every offset stays."""
+    return _SEPARATION_TABS.sub(lambda match: " " * len(match.group()), text)
+
+
 def _parse(text: str) -> tuple[Any, _EditLoader]:
     try:
-        loader = _EditLoader(text)
+        loader = _EditLoader(_as_the_loader_reads(text))
     except Exception as exc:
         raise _Refused(f"the file cannot be read as YAML ({type(exc).__name__})") from None
     try:
@@ -83,7 +92,12 @@ def _parse(text: str) -> tuple[Any, _EditLoader]:
     except (RecursionError, MemoryError):
         raise
     except Exception as exc:
-        raise _Refused(f"the file no longer parses as YAML ({type(exc).__name__})") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise _Refused(
+            f"the fixer's YAML parser cannot read this file{where} ({problem}); fix this one by hand"
+        ) from None
     finally:
         loader.dispose()
     if not isinstance(root, _yaml.MappingNode):

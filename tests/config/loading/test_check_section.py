@@ -11,8 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import GrammarParseError
 
+from rl_contracts._internal.config_paths import lookup
 from rl_contracts.config import ConfigIssue, load_recipe
-from rl_contracts.config._internal.paths import lookup
 from rl_contracts.errors import RecipeError, RecipeLoadError
 from rl_contracts.testing.strategies import minimal_vllm_generation as valid_generation
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rl_contracts.config import load_recipe
-from rl_contracts.config.loading.issues import json_value
+from rl_contracts.config.finding import json_value
 from rl_contracts.errors import ConfigContractError, ContractTypeError
 
 BASE = Path(__file__).parents[2] / "data" / "cli" / "base.yaml"

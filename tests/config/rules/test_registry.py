@@ -4,24 +4,25 @@
 from __future__ import annotations
 
 import importlib
-import sys
 
 import pytest
 from pydantic import ValidationError
 
 from rl_contracts.config import VllmConfig
+from rl_contracts.config.finding import Finding
+from rl_contracts.config.rule import CHECK_ATTRIBUTE, Check, Rule, checks
 from rl_contracts.config.rules.preflight import preflight
+from rl_contracts.config.rules.preflight.engine import PREFLIGHT_CHECKS
 from rl_contracts.config.rules.registry import (
+    CHECKS,
     FAMILIES,
-    RULE_MODULES,
     check_patterns,
-    code_of_error,
+    checks_of,
     code_selected,
     rule_for,
-    rules_in,
 )
 from rl_contracts.config.rules.registry import RULES as CODES
-from rl_contracts.config.rules.rule import Rule
+from rl_contracts.config.section.cross_field import code_of_error
 from rl_contracts.errors import ConfigContractError, ContractTypeError
 from rl_contracts.testing.strategies import minimal_vllm_generation
 
@@ -77,10 +78,62 @@ def test_rule_names_are_unique_and_kebab_case() -> None:
     assert all(name == name.lower() and " " not in name and "_" not in name for name in names)
 
 
-def test_each_rule_sits_in_exactly_one_declaring_module() -> None:
-    """A record is declared (listed in ``__all__``) by one module of RULE_MODULES only."""
-    declared = [rule.code for module in RULE_MODULES for rule in rules_in(module)]
-    assert sorted(declared) == sorted(rule.code for rule in CODES)
+def test_a_check_lives_beside_the_records_it_declares() -> None:
+    """Each check's module holds the very records the check declares, and its location names that module."""
+    for check in CHECKS:
+        module = importlib.import_module(check.function.__module__)
+        assert all(getattr(module, rule.code) is rule for rule in check.rules), check.location
+        assert check.location == f"{module.__name__.replace('.', '/')}.py:{check.function.__qualname__}"
+
+
+def test_every_declared_rule_is_in_the_table_with_a_check() -> None:
+    """A Rule record anywhere in the config package is in the table, so it has a check (none is forgotten)."""
+    import pkgutil
+
+    import rl_contracts.config
+
+    declared = {
+        value.code
+        for info in pkgutil.walk_packages(rl_contracts.config.__path__, "rl_contracts.config.")
+        for value in vars(importlib.import_module(info.name)).values()
+        if isinstance(value, Rule)
+    }
+    assert declared == {rule.code for rule in CODES}
+    assert all(checks_of(rule.code) for rule in CODES)
+
+
+def test_checks_of_names_where_a_rule_is_checked() -> None:
+    """``checks_of`` gives the function that checks a code, and nothing for an unknown code."""
+    (p29,) = checks_of("P29")
+    assert p29.location == "rl_contracts/config/rules/preflight/loss.py:check_loss_options"
+    assert checks_of("P99") == ()
+
+
+def test_preflight_runs_the_checks_that_name_entrypoints() -> None:
+    """Every preflight check of the table names its entrypoints; no other check does."""
+    assert {check.location for check in CHECKS if check.entries is not None} == {
+        check.location for check in PREFLIGHT_CHECKS
+    }
+    assert all(check.entries for check in PREFLIGHT_CHECKS)
+
+
+def test_checks_records_the_rules_on_the_function() -> None:
+    """``@checks(RULE)`` leaves the function callable as before and records its rules and entrypoints."""
+    rule = Rule("P98", "an-example-rule", summary="s", reference="never")
+
+    @checks(rule, entries={"grpo"})
+    def example(value: int) -> list[Finding]:
+        return [Finding(code="P98", path="a", value=value, message="m")]
+
+    assert example(3)[0].value == 3
+    record: object = vars(example)[CHECK_ATTRIBUTE]
+    assert record == Check((rule,), example, frozenset({"grpo"}))
+
+
+def test_checks_needs_a_rule() -> None:
+    """``@checks()`` without a record is refused at declaration."""
+    with pytest.raises(ConfigContractError):
+        checks()
 
 
 def test_rule_for_finds_a_record_and_rejects_an_unknown_code() -> None:
@@ -112,11 +165,11 @@ def test_a_range_error_is_c2_a_violation_carries_its_rule_and_anything_else_is_v
     assert "V3" in codes.values()
 
 
-def test_the_old_preflight_module_still_imports_and_warns() -> None:
-    """``rl_contracts.config.preflight`` (README's old import) re-exports the new module with a DeprecationWarning."""
-    sys.modules.pop("rl_contracts.config.preflight", None)
+def test_the_old_preflight_name_still_imports_and_warns() -> None:
+    """``from rl_contracts.config import preflight`` (README's old import) gives the new module with a
+    DeprecationWarning naming it."""
     with pytest.warns(DeprecationWarning, match="rl_contracts.config.rules.preflight"):
-        old = importlib.import_module("rl_contracts.config.preflight")
+        from rl_contracts.config import preflight as old
     assert old.preflight is preflight
 
 

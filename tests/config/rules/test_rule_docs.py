@@ -19,9 +19,9 @@ import pytest
 from rl_contracts.cli import main
 from rl_contracts.cli.rules import markdown_table, rule_json, rule_page
 from rl_contracts.config import load_recipe
+from rl_contracts.config.rule import Rule
 from rl_contracts.config.rules.preflight import PreflightOptions
 from rl_contracts.config.rules.registry import RULES, rule_for
-from rl_contracts.config.rules.rule import Rule
 from rl_contracts.errors import RecipeError, RecipeLoadError
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs

@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 from pydantic import ValidationError
 
-from rl_contracts.cli.schema import ALGORITHM_CHOICES
+from rl_contracts.cli.validate import ALGORITHM_CHOICES
 from rl_contracts.config.section.json_schema import JSON_SCHEMA_DIALECT, algorithm_json_schema
 from rl_contracts.config.section.key_paths import declared_keys
 from rl_contracts.config.section.recipe import ALGORITHMS, RECIPE_MODELS, Algorithm, detect_algorithm

@@ -9,15 +9,13 @@ reported twice: a finding at or below a value that did not resolve, or at a path
 
 from __future__ import annotations
 
-from .._internal.absent import ABSENT
-from .._internal.paths import dotted_path, is_under
-from ..rules.loading import V2
+from ..._internal.config_paths import is_under, split_path
 from ..rules.recipe_arithmetic import arithmetic_findings
 from ..rules.recipe_keys import recipe_key_findings
 from ..rules.recipe_schema import schema_findings
 from ..section.recipe import ALGORITHMS, RECIPE_MODELS, Algorithm, detect_algorithm
 from .issues import IssueReport
-from .resolve import Resolution
+from .resolve import V2, Resolution
 
 __all__ = ["check_recipe", "choose_algorithm", "required_sections"]
 
@@ -59,10 +57,11 @@ def check_recipe(report: IssueReport, resolution: Resolution, algorithm: Algorit
         *arithmetic_findings(document, algorithm),
     ]
     for finding in findings:
-        path = dotted_path(finding.keys, report.document)
-        if path in reported or is_under(path, failed):
+        if finding.path in reported or is_under(finding.path, failed):
             continue
-        reported.add(path)
+        reported.add(finding.path)
         severity = "error" if strict and finding.code == "K2" else finding.severity
-        value = ABSENT if finding.missing else finding.value
-        report.add(finding.keys, finding.code, finding.reason, severity, value, fix=finding.fix)
+        keys = split_path(finding.path)
+        report.add(
+            keys, finding.code, finding.message, severity, finding.value, path=finding.path, fix=finding.fix
+        )

@@ -1,8 +1,8 @@
 """The section check of ``load_recipe``: find the generation section, validate it as ``VllmConfig``, and turn
 every schema error, rule violation, reload-refit violation and unknown key into an issue with its code.
 
-A pydantic line error's code comes from the registry (:func:`~rl_contracts.config.rules.registry.code_of_error`);
-the V codes are :mod:`rl_contracts.config.rules.loading`'s.
+A pydantic line error's code comes from the section (:func:`~rl_contracts.config.section.cross_field.code_of_error`);
+V4 and V5 are declared here, beside the check that reports them.
 """
 
 from __future__ import annotations
@@ -14,20 +14,65 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from ..._internal.config_absent import ABSENT
+from ..._internal.config_paths import Keys, dotted_path, is_under, lookup
 from ..._messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
-from .._internal.absent import ABSENT
-from .._internal.paths import Keys, dotted_path, is_under, lookup
-from ..rules.loading import V4, V5
+from ..rule import Rule, checks
 from ..rules.refit_support import reload_refit_violation
-from ..rules.registry import code_of_error
 from ..rules.unknown_keys import K1, K2, P28, unknown_keys
+from ..section.cross_field import code_of_error
 from ..section.generation import VllmConfig
 from .issues import IssueReport
 from .parsing import kind
 from .resolve import Resolution
 
-__all__ = ["DEFAULT_SECTION", "EVALUATION_SECTION", "check_section", "default_section"]
+__all__ = ["DEFAULT_SECTION", "EVALUATION_SECTION", "V4", "V5", "check_section", "default_section"]
+
+V4 = Rule(
+    "V4",
+    "section-missing",
+    summary="the selected section is missing, or its backend is missing or not a string",
+    reference="grpo.py:setup (S1)",
+    what_it_checks="That the selected section exists and is a mapping, and that its `backend` is present and a string.",
+    why_it_matters=(
+        "`grpo.py:setup` (S1) reads `policy.generation.backend` to pick the generation backend and crashes "
+        "with a `KeyError` or `TypeError` when it is missing or not a string."
+    ),
+    example="""\
+policy:
+  generation:
+    backend: null
+""",
+    fix=(
+        "Set `policy.generation.backend` (`vllm` to have it validated), or pass `--section` to select another "
+        "section."
+    ),
+)
+V5 = Rule(
+    "V5",
+    "section-not-validated",
+    summary="the recipe has no generation section, or its backend is not validated",
+    reference="never",
+    severity="warning",
+    what_it_checks=(
+        "Whether the recipe has a generation section whose backend rl_contracts validates (only `vllm`); a "
+        "recipe without one (SFT, DPO, reward models) or with another backend is reported as skipped."
+    ),
+    why_it_matters=(
+        "Nothing fails in the trainer: this warning says that the section was not checked, so a broken "
+        "non-vLLM section goes unnoticed until its own backend starts."
+    ),
+    example="""\
+policy:
+  generation:
+    backend: sglang
+""",
+    fix=(
+        "Nothing to fix for a recipe that is not a vLLM generation recipe; use `--select`/`--ignore V5` to "
+        "silence it."
+    ),
+)
 
 DEFAULT_SECTION = "policy.generation"
 """The section :func:`~rl_contracts.config.load_recipe` selects when ``section`` is ``None`` and the recipe has it."""
@@ -143,6 +188,7 @@ def _locate(report: IssueReport, resolution: Resolution, section: Keys) -> dict[
     return holder
 
 
+@checks(V4, V5)
 def check_section(
     report: IssueReport,
     resolution: Resolution,

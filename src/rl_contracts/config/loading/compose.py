@@ -36,16 +36,79 @@ import omegaconf
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 
+from ..._internal.config_paths import dotted_path
 from ..._messages import render, render_list, render_name, type_name
 from ...errors import RecipeLoadError
-from .._internal.paths import dotted_path
+from ..rule import Rule, checks
 from .limits import DEFAULT_LIMITS, Limits
 from .parsing import kind, reason
 from .reading import compose_checked, read_text
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML (OmegaConf's parser) ships no type stubs
 
-__all__ = ["Composition", "build_tree", "compose", "find_root", "plain"]
+__all__ = ["V1", "V6", "V7", "Composition", "build_tree", "compose", "find_root", "plain"]
+
+V1 = Rule(
+    "V1",
+    "recipe-unreadable",
+    summary="the recipe cannot be read (I/O, YAML syntax, defaults cycle, missing parent)",
+    reference="config load (S0)",
+    what_it_checks=(
+        "That the recipe file and every file of its `defaults:` chain can be read: it exists, is valid YAML, "
+        "has no `defaults` cycle, and every parent it names exists."
+    ),
+    why_it_matters=(
+        "NeMo RL loads the recipe before anything else (S0, config load) and stops with an OmegaConf or YAML "
+        "traceback; nothing else in the recipe can be checked either."
+    ),
+    example="""\
+policy:
+  generation: [unclosed
+""",
+    fix="Fix the YAML at the line the issue names, or the path of the missing parent in `defaults:`.",
+)
+V6 = Rule(
+    "V6",
+    "loading-limit-exceeded",
+    summary="the recipe goes beyond a loading limit (size, nesting, alias expansion, interpolation, resolver result)",
+    reference="never",
+    what_it_checks=(
+        "Every bound of rl_contracts.config.loading.limits.Limits before the work it bounds: the file size "
+        "(4 MiB), the nesting of mappings and lists (32 levels), the YAML nodes of a file after alias expansion "
+        "(100,000), what the interpolations of the document expand to (10,000,000 characters and references), "
+        "and the results of the add, mul, div and max resolvers (1,000,000 characters, 256-bit integers)."
+    ),
+    why_it_matters=(
+        "Recipes reach rl-contracts validate from pull requests, forks included. A 500-byte file of nested "
+        "aliases, doubling interpolations or ${mul:ab,500000000} would otherwise take gigabytes or hours, or "
+        "overflow Python's stack, in the CI job that checks it."
+    ),
+    example="a: ${mul:ab,500000000}\n",
+    fix=(
+        "Write the values out instead of generating them; a recipe that honestly needs more can be loaded with "
+        "load_recipe(limits=Limits(...)) naming larger bounds."
+    ),
+)
+V7 = Rule(
+    "V7",
+    "parent-outside-root",
+    summary="a defaults parent lies outside the recipe's repository (the --root folder)",
+    reference="never",
+    what_it_checks=(
+        "Each parent a defaults list names, compared by real path (symlinks resolved), lies inside the root: the "
+        "git work tree holding the recipe given (the nearest folder above it with a .git entry), else that "
+        "recipe's folder, or the folder given as --root DIR (load_recipe(root=...))."
+    ),
+    why_it_matters=(
+        "An interpolation of a parent's value is printed in issues, so a pull request naming a credentials file "
+        "outside the repository as a parent would print its content into the CI log."
+    ),
+    example="defaults: /home/runner/.aws/credentials.yaml\n",
+    fix=(
+        "Keep parents inside the repository, or pass --root DIR naming a trusted folder that holds them "
+        "(NeMo RL's recipes use ../../grpo_math_1B.yaml, inside their repository)."
+    ),
+)
 
 _MARKER = "_override_"
 # OmegaConf >= 2.4 caps alias expansion at 10,000 nodes and reports it as a YAML error at line 1; reading.py
@@ -405,6 +468,7 @@ def _last_places(chain: list[Path]) -> tuple[Path, ...]:
     return tuple(reversed(kept))
 
 
+@checks(V1, V6, V7)
 def compose(path: Path, *, limits: Limits = DEFAULT_LIMITS, root: Path | None = None) -> Composition:
     """Compose the recipe at ``path`` with its ``defaults`` chain (SPEC §1.8 steps 1–4).
 

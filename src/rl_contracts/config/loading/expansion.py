@@ -25,7 +25,7 @@ from typing import Any, Final, NamedTuple
 
 from omegaconf import OmegaConf
 
-from .._internal.paths import Keys
+from ..._internal.config_paths import Keys
 from .limits import Limits
 
 __all__ = ["PURE_RESOLVERS", "Analysis", "analyse"]

@@ -1,113 +1,21 @@
-"""The issues of one recipe: :class:`ConfigIssue`, and :class:`IssueReport`, which collects them with their code
-and provenance while a recipe is checked."""
+"""The findings of one recipe: :class:`IssueReport` collects them with their code and provenance while a recipe is
+checked, each value rendered and bounded (:func:`json_value`)."""
 
-import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, JsonValue
-
-from ..._messages import MAX_VALUE_CHARS, render, shorten
-from ...errors import RecipeLoadError
-from .._internal.absent import ABSENT, MISSING_VALUE
-from .._internal.paths import Keys, dotted_path, lookup
-from ..rules.suggested_fix import SuggestedFix
+from ..._internal.config_absent import ABSENT, MISSING_VALUE
+from ..._internal.config_paths import Keys, dotted_path, lookup
+from ..._messages import render
+from ..finding import Finding, Severity, SuggestedFix, json_value
 from .provenance import Provenance
 
-__all__ = ["OUTSIDE_VALUE", "ConfigIssue", "IssueReport", "json_value"]
-
-_JSON_CHARS = 2000
+__all__ = ["OUTSIDE_VALUE", "ConfigIssue", "IssueReport"]
 
 
-class ConfigIssue(BaseModel):
-    """One problem found in a recipe (frozen).
-
-    ``path`` is the full dotted path from the document root, a mapping key written ``.key`` (an int key too:
-    ``.5``) and a list index ``[i]`` (``policy.generation.stop_token_ids[2]``); a load error reported by the CLI
-    has an empty ``path``.  ``value`` is ``shorten(repr(v), 200)`` or ``"<missing>"``; ``json_value`` is the same
-    value as JSON (JSON values unchanged, anything else its ``repr`` string, ``None`` when missing; bounded as
-    :func:`json_value` says: a string to 200 characters, a container to 2,000 characters of JSON, else the
-    shortened ``repr``); ``missing`` marks an absent key.  ``code`` is
-    its stable code (:data:`rl_contracts.config.rules.registry.RULES`).  ``source`` is the file of the ``defaults``
-    chain that last set the value at ``path`` and ``line`` its 1-based line there; a value a ``--set`` override
-    wrote (at or below the overridden key) has the source ``"--set"`` (:data:`.provenance.OVERRIDE_SOURCE`) and
-    line ``None``; a missing key has both ``None``.  ``fix`` is the change that removes the finding when its rule
-    has one (:mod:`rl_contracts.config.rules.suggested_fix`; applied by :mod:`rl_contracts.config.fixes`), else
-    ``None``.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    path: str
-    value: str
-    reason: str
-    severity: Literal["error", "warning"]
-    code: str
-    source: str | None = None
-    line: int | None = None
-    json_value: JsonValue = None
-    missing: bool = False
-    fix: SuggestedFix | None = None
-
-    @classmethod
-    def for_load_error(cls, error: RecipeLoadError) -> "ConfigIssue":
-        """The issue (empty path; code ``V1``, or the error's ``code``) that reports a recipe that could not be
-        read."""
-        return cls(
-            path="",
-            value=error.value or "",
-            reason=error.message,
-            severity="error",
-            code=error.code or "V1",
-            source=error.file,
-            line=error.line,
-            json_value=json_value(error.value),
-        )
-
-
-class _TooLarge(Exception):
-    """A container whose JSON text would exceed the bound whatever its elements are."""
-
-
-def json_value(value: object) -> JsonValue:
-    """``value`` as JSON: JSON values unchanged, other values (or parts) as their ``repr``; bounded.
-
-    A string is shortened to 200 characters (``...`` at the end), like :attr:`ConfigIssue.value`; a list or
-    mapping whose JSON text would exceed 2,000 characters, or nested deeper than 32 levels, is its shortened
-    ``repr`` instead.  Work is bounded too: a container of more than 1,000 elements is never walked.
-
-    >>> json_value("x" * 300)[-5:], json_value(list(range(5000)))[-3:]
-    ('xx...', '...')
-    """
-
-    def convert(item: object, depth: int) -> JsonValue:
-        if item is None or isinstance(item, bool):
-            return item
-        if isinstance(item, str):
-            return shorten(item, MAX_VALUE_CHARS)
-        if isinstance(item, int):
-            return item if abs(item) < 2**63 else render(item)
-        if isinstance(item, float):
-            return item if math.isfinite(item) else repr(item)
-        if isinstance(item, list | dict) and len(item) > _JSON_CHARS // 2:
-            raise _TooLarge  # each element takes at least two characters ("0,")
-        if depth < 32 and isinstance(item, list):
-            return [convert(element, depth + 1) for element in item]
-        if depth < 32 and isinstance(item, dict) and all(isinstance(key, str) for key in item):
-            return {
-                shorten(key, MAX_VALUE_CHARS): convert(element, depth + 1) for key, element in item.items()
-            }
-        return render(item)
-
-    try:
-        converted = convert(value, 0)
-    except _TooLarge:
-        return render(value)
-    if isinstance(converted, list | dict) and len(json.dumps(converted)) > _JSON_CHARS:
-        return render(value)
-    return converted
+ConfigIssue = Finding
+"""The name SPEC §1.8 gives a finding of ``load_recipe``: :class:`~rl_contracts.config.finding.Finding` itself."""
 
 
 OUTSIDE_VALUE = "<value from outside the recipe>"
@@ -125,7 +33,7 @@ class IssueReport:
 
     document: dict[Any, Any]
     provenance: Provenance
-    issues: list[ConfigIssue] = field(default_factory=list)
+    issues: list[Finding] = field(default_factory=list)
     outside: Callable[[Keys], bool] | None = None
     secrets: tuple[str, ...] = ()
 
@@ -134,7 +42,7 @@ class IssueReport:
         keys: Keys,
         code: str,
         why: str,
-        severity: Literal["error", "warning"],
+        severity: Severity,
         value: object = ABSENT,
         *,
         path: str | None = None,
@@ -152,10 +60,10 @@ class IssueReport:
             why = why.replace(secret, OUTSIDE_VALUE)
         source, line = (None, None) if missing else self.provenance.locate(keys)
         self.issues.append(
-            ConfigIssue(
+            Finding(
                 path=dotted_path(keys, self.document) if path is None else path,
                 value=MISSING_VALUE if missing else render(value),
-                reason=why,
+                message=why,
                 severity=severity,
                 code=code,
                 source=source,

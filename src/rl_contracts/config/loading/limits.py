@@ -4,7 +4,7 @@ expansion, interpolation expansion, resolver results and the folder its ``defaul
 Recipes reach ``rl-contracts validate`` from pull requests, forks included, so every bound here is checked before
 the work it bounds is done (DESIGN.md, "Untrusted input").  :class:`Limits` holds them (the defaults are
 README's "Limits" table); ``load_recipe(limits=...)`` takes other values, tests use small ones.  A recipe beyond a
-limit is refused with rule V6 (:mod:`rl_contracts.config.rules.loading`), naming the limit and its value.
+limit is refused with rule V6 (declared in :mod:`.compose`), naming the limit and its value.
 """
 
 from __future__ import annotations

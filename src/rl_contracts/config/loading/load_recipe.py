@@ -1,13 +1,5 @@
-"""NeMo RL-style recipe loading: composition, overrides, resolution, validation and preflight, as issues.
-
-:func:`load_recipe` composes a recipe YAML (:mod:`.compose`), applies ``--set`` overrides (:mod:`.overrides`),
-resolves the whole document leaf by leaf (:mod:`.resolve`), validates the generation section as
-:class:`~rl_contracts.config.VllmConfig` with its reload-refit check and key classes (:mod:`.check_section`), and
-runs the preflight rules (:mod:`.run_preflight`).  Every problem becomes one :class:`~.issues.ConfigIssue` with its
-code and provenance (:mod:`.provenance`); any error issue raises :class:`RecipeError` holding all of them at once.
-A file that cannot be read at all raises :class:`RecipeLoadError`.  No OmegaConf or YAML exception ever escapes.
-This module imports neither torch nor vLLM.
-"""
+"""``load_recipe``: every stage over one recipe file, each problem one :class:`~rl_contracts.config.finding.Finding`
+with its code and provenance; no OmegaConf or YAML exception escapes, and neither torch nor vLLM is imported."""
 
 from __future__ import annotations
 
@@ -18,11 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..._internal.config_paths import Keys, lookup
 from ..._messages import render_list, render_name
 from ...checks import require_bool, require_collection
 from ...errors import ContractTypeError, RecipeError
-from .._internal.paths import Keys, lookup
-from ..rules.loading import V6
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
@@ -30,7 +21,7 @@ from ..section.generation import VllmConfig
 from ..section.recipe import ALGORITHMS
 from .check_recipe import check_recipe, choose_algorithm
 from .check_section import DEFAULT_SECTION, check_section, default_section
-from .compose import build_tree, compose
+from .compose import V6, build_tree, compose
 from .expansion import analyse
 from .issues import ConfigIssue, IssueReport
 from .limits import DEFAULT_LIMITS, Limits, budget_scope
@@ -117,57 +108,26 @@ def load_recipe(
     limits: Limits | None = None,
     algorithm: str | None = None,
 ) -> LoadedRecipe:
-    """Compose a recipe, validate its generation section, run preflight, and return it with its warnings.
-
-    Composition as :func:`rl_contracts.config.loading.compose.compose` (SPEC §1.8); then ``overrides``
-    (``key=value``, ``+key=value``, ``++key=value``, :mod:`.overrides`) apply in order (an issue at or below an
-    overridden key has the source ``"--set"`` and line ``None``; a ``key=value`` whose key the recipe does not
-    have is not applied and is the error ``K1``, with a did-you-mean hint); then the whole document is
-    resolved leaf by leaf with the ``add``, ``mul``, ``div`` and ``max`` resolvers (a failing leaf inside the
-    section is an error issue ``V2``; elsewhere it only makes the preflight rules that read it skip).  The section
-    (``section``; when ``None``: ``policy.generation``, else a top-level ``generation`` mapping) is validated as
-    ``VllmConfig`` when its ``backend`` is ``"vllm"``, checked with the reload-refit steps, and its unknown keys
-    are classified (typo ``K1`` and misplaced ``P28`` are errors, dead ``W2`` a warning, unknown ``K2`` a warning
-    or, with ``strict=True``, an error).  When ``run_preflight`` is true, preflight runs over the resolved document
-    with ``preflight_options`` (its findings become issues; its skipped rules go to ``.skipped``); when they give
-    no ``model_config`` and the served model (``LoadedRecipe.model_name``) is a local folder inside the recipe's
-    repository (and inside ``root`` when given) holding a ``config.json``, that file is the model config (:func:`~.local_model.local_model_config`,
-    so N2 and N7 run; its content is never printed).  Finally
-    ``select``/``ignore`` (codes or code families, as :func:`~rl_contracts.config.rules.registry.code_selected`) filter
-    issues and skipped rules before the result is decided.
+    """Load one recipe file checked: composed, overridden, resolved, its generation section validated (``section``;
+    default ``policy.generation``, else a top-level ``generation``), preflight run, findings filtered by
+    ``select``/``ignore``.  The steps and every option: docs/development/config-core.md ("load_recipe").
 
     Returns:
-        ``LoadedRecipe`` with status ``"valid"``, or ``"skipped"`` when ``section`` is ``None`` and the recipe has
-        no generation section, or when the backend is not ``"vllm"``.
+        ``LoadedRecipe`` with status ``"valid"``, or ``"skipped"`` (no generation section, or a backend other than
+        ``"vllm"``); its ``issues`` are warnings, each with its code and provenance.
 
     Raises:
-        RecipeError: any error issue (``.issues`` holds every issue, warnings included, sorted by path, reason;
-            ``.skipped`` the skipped preflight rules; ``.section`` the section validated, as
-            ``LoadedRecipe.section``; ``.entrypoint`` as ``LoadedRecipe.entrypoint``).
-        RecipeLoadError: the recipe cannot be read (see :func:`~rl_contracts.config.loading.compose.compose`), or an
-            override is malformed or goes through a non-mapping; ``.code`` ``V6`` when it goes beyond ``limits``,
-            ``V7`` when a ``defaults`` parent lies outside ``root`` (default: the git work tree holding the recipe,
-            else its folder; see :func:`~rl_contracts.config.loading.compose.find_root`).
-        ContractTypeError: ``algorithm`` is not one of :data:`~..section.recipe.ALGORITHMS` or ``None``, ``path`` is
-            not a ``str``/``PathLike``, ``section`` is not a ``str`` or ``None``,
-            ``strict``/``run_preflight`` is not a ``bool``, ``overrides``/``select``/``ignore`` is not a
-            collection of ``str``, ``preflight_options`` is not a ``PreflightOptions`` or ``None``, ``root`` is not
-            a path or ``None``, or ``limits`` is not a :class:`~.limits.Limits` or ``None``.
-        ConfigContractError: a ``select``/``ignore`` pattern is empty or names no code or family (``"Q9"``,
-            ``"p"``), as :func:`~rl_contracts.config.rules.registry.check_patterns` (the CLI's own check).
+        RecipeError: any error finding; ``.issues`` holds every finding (warnings included, sorted by path then
+            message), ``.skipped``, ``.section`` and ``.entrypoint`` as on the result.
+        RecipeLoadError: the file or an override cannot be read (``.code`` ``V1``; ``V6`` beyond ``limits``;
+            ``V7`` a ``defaults`` parent outside ``root``).
+        ContractTypeError: an argument of the wrong type (``algorithm`` one of
+            :data:`~..section.recipe.ALGORITHMS` or ``None``).
+        ConfigContractError: a ``select``/``ignore`` pattern that names no code or family.
 
-    When the recipe is of a NeMo RL algorithm (``algorithm``, else the one its top-level sections name), every
-    section is checked as that algorithm's whole recipe (:mod:`.check_recipe`: V2 for any value that does not
-    resolve, V8, V9, P32, K1, K3, K2, P33-P36), and a recipe without a generation section is validated, not skipped.
-
-    Interpolations are bounded before they are resolved (:mod:`.expansion`; a value beyond ``limits`` is the error
-    ``V6`` wherever it is), and a value read through ``oc.env`` (or another resolver reading outside state) is
-    shown in issues as written, never resolved.
-
-    Example::
-
-        recipe = load_recipe("src/rl_contracts/recipes/grpo_qwen3_moe.yaml")
-        recipe.generation.vllm_cfg.tensor_parallel_size  # -> 4
+    When the recipe is of a NeMo RL algorithm (``algorithm``, else the one its top-level sections name, if it has
+    every required top-level section), every section is checked as that algorithm's whole recipe
+    (:mod:`.check_recipe`), and a recipe without a generation section is validated, not skipped.
     """
     if not isinstance(path, str | os.PathLike):
         raise ContractTypeError.for_value("path", "a str or os.PathLike", path)

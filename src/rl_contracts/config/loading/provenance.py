@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .._internal.paths import Keys
+from ..._internal.config_paths import Keys
 from .limits import DEFAULT_LIMITS
 from .parsing import RecipeLoader
 from .reading import read_text

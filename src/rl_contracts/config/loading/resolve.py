@@ -14,12 +14,14 @@ from typing import Any, Final, NamedTuple
 import omegaconf
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from .._internal.paths import Keys, dotted_path
+from ..._internal.config_paths import Keys, dotted_path
+from ..rule import Rule, checks
 from .limits import active_budget
 from .parsing import reason
 
 __all__ = [
     "UNRESOLVED",
+    "V2",
     "Failure",
     "Resolution",
     "ResolverLimitError",
@@ -27,6 +29,28 @@ __all__ = [
     "resolve_document",
     "version_at_least",
 ]
+
+V2 = Rule(
+    "V2",
+    "unresolved-value",
+    summary="a value cannot be resolved (missing ??? or a failed interpolation)",
+    reference="config load (S0)",
+    what_it_checks=(
+        "That every value of the generation section resolves: no mandatory `???` left, and every `${...}` "
+        "interpolation (resolvers `add`, `mul`, `div`, `max`, `oc.env`, ...) evaluates."
+    ),
+    why_it_matters=(
+        "The trainer resolves the config at start-up (S0) and fails with an OmegaConf `MissingMandatoryValue` "
+        "or `InterpolationResolutionError`; outside the section, an unresolved leaf only makes the rules "
+        "reading it skip."
+    ),
+    example="""\
+policy:
+  generation:
+    max_new_tokens: ${policy.max_new_token_count}
+""",
+    fix="Give the value in the recipe or with `--set KEY=VALUE`, or fix the interpolation.",
+)
 
 
 class ResolverLimitError(ValueError):
@@ -242,6 +266,7 @@ def _limit_cause(exc: BaseException) -> str | None:
     return None
 
 
+@checks(V2)
 def resolve_document(document: DictConfig, refused: Mapping[Keys, str] | None = None) -> Resolution:
     """Resolve every leaf of ``document``; never raises for a leaf that fails (it is recorded instead).
 

@@ -3,11 +3,12 @@ to the recipe's issues, with its provenance."""
 
 from __future__ import annotations
 
-from .._internal.paths import split_path
-from ..rules.loading import V2, V3, V4
+from ..._internal.config_base import V3
+from ..._internal.config_paths import split_path
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule, preflight
+from .check_section import V4
 from .issues import IssueReport
-from .resolve import Resolution
+from .resolve import V2, Resolution
 
 __all__ = ["preflight_issues"]
 

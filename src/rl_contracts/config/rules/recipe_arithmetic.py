@@ -11,9 +11,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from ..._messages import render
-from .recipe_schema import RecipeFinding
-from .rule import Rule
-from .suggested_fix import SuggestedFix
+from ..finding import Finding, SuggestedFix
+from ..rule import Rule, checks
+from .recipe_schema import finding
 
 __all__ = ["P33", "P34", "P35", "P36", "arithmetic_findings"]
 
@@ -141,7 +141,7 @@ def _fixed_micro_batches(document: Mapping[Any, Any], model: str) -> bool:
     )
 
 
-def _step_batch(document: Mapping[Any, Any], algorithm: str) -> Iterator[RecipeFinding]:
+def _step_batch(document: Mapping[Any, Any], algorithm: str) -> Iterator[Finding]:
     if algorithm not in _STEP_SECTIONS:
         return
     section, prompts_default, generations_default = _STEP_SECTIONS[algorithm]
@@ -156,10 +156,10 @@ def _step_batch(document: Mapping[Any, Any], algorithm: str) -> Iterator[RecipeF
         f"({section}.num_prompts_per_step={render(prompts)} x {section}.num_generations_per_prompt={render(generations)}): the "
         "first training step fails its batch-split assertion; use a divisor of the step's samples"
     )
-    yield RecipeFinding(("policy", "train_global_batch_size"), P33.code, "error", reason, batch)
+    yield finding(("policy", "train_global_batch_size"), P33.code, "error", reason, batch)
 
 
-def _micro_batches(document: Mapping[Any, Any], algorithm: str) -> Iterator[RecipeFinding]:
+def _micro_batches(document: Mapping[Any, Any], algorithm: str) -> Iterator[Finding]:
     models = ("policy", "value") if algorithm == "ppo" else ("policy",)
     for model in models:
         if not _fixed_micro_batches(document, model):
@@ -171,7 +171,7 @@ def _micro_batches(document: Mapping[Any, Any], algorithm: str) -> Iterator[Reci
                 f"{model}.train_global_batch_size={render(batch)} is not a multiple of {model}.train_micro_batch_size={render(micro)}: "
                 "each worker's share of a global batch must split into whole micro-batches"
             )
-            yield RecipeFinding((model, "train_micro_batch_size"), P34.code, "error", reason, micro)
+            yield finding((model, "train_micro_batch_size"), P34.code, "error", reason, micro)
     if algorithm in _VALIDATION_SECTIONS and _fixed_micro_batches(document, "policy"):
         section, batch_default, micro_default = _VALIDATION_SECTIONS[algorithm]
         batch = _count(document, section, "val_global_batch_size", default=batch_default)
@@ -181,10 +181,10 @@ def _micro_batches(document: Mapping[Any, Any], algorithm: str) -> Iterator[Reci
                 f"{section}.val_global_batch_size={render(batch)} is not a multiple of {section}.val_micro_batch_size="
                 f"{micro}: validation splits each batch into whole micro-batches"
             )
-            yield RecipeFinding((section, "val_micro_batch_size"), P34.code, "error", reason, micro)
+            yield finding((section, "val_micro_batch_size"), P34.code, "error", reason, micro)
 
 
-def _dynamic_batching(document: Mapping[Any, Any], algorithm: str) -> Iterator[RecipeFinding]:
+def _dynamic_batching(document: Mapping[Any, Any], algorithm: str) -> Iterator[Finding]:
     models = ("policy", "value") if algorithm == "ppo" else ("policy",)
     for model in models:
         if not _enabled(document, model, "dynamic_batching"):
@@ -195,17 +195,17 @@ def _dynamic_batching(document: Mapping[Any, Any], algorithm: str) -> Iterator[R
                 f"{model}.dynamic_batching and {model}.sequence_packing are both enabled; the policy accepts only one "
                 "(disable one of them)"
             )
-            yield RecipeFinding(where, P35.code, "error", reason, True)
+            yield finding(where, P35.code, "error", reason, True)
         stages = _count(document, model, "megatron_cfg", "pipeline_model_parallel_size")
         if _enabled(document, model, "megatron_cfg") and stages is not None and stages > 1:
             reason = (
                 f"{model}.dynamic_batching needs a single pipeline stage, but megatron_cfg.pipeline_model_parallel_size="
                 f"{stages}; disable dynamic batching or set the pipeline size to 1"
             )
-            yield RecipeFinding(where, P35.code, "error", reason, True)
+            yield finding(where, P35.code, "error", reason, True)
 
 
-def _save_period(document: Mapping[Any, Any]) -> Iterator[RecipeFinding]:
+def _save_period(document: Mapping[Any, Any]) -> Iterator[Finding]:
     period = _get(document, "checkpointing", "save_period")
     if _enabled(document, "checkpointing") and period == 0 and not isinstance(period, bool):
         reason = (
@@ -213,10 +213,11 @@ def _save_period(document: Mapping[Any, Any]) -> Iterator[RecipeFinding]:
             "(ZeroDivisionError at the first step); set it to at least 1"
         )
         fix = SuggestedFix(action="set", value=1, description="set checkpointing.save_period to 1")
-        yield RecipeFinding(("checkpointing", "save_period"), P36.code, "error", reason, 0, fix=fix)
+        yield finding(("checkpointing", "save_period"), P36.code, "error", reason, 0, fix)
 
 
-def arithmetic_findings(document: Mapping[Any, Any], algorithm: str) -> list[RecipeFinding]:
+@checks(P33, P34, P35, P36)
+def arithmetic_findings(document: Mapping[Any, Any], algorithm: str) -> list[Finding]:
     """The P33-P36 findings of the resolved ``document`` of ``algorithm`` (see the module)."""
     return [
         *_step_batch(document, algorithm),

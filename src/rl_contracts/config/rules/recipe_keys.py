@@ -24,12 +24,12 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, Discriminator
 
 from ..._messages import render_name
+from ..finding import Finding, SuggestedFix
+from ..rule import Rule, checks
 from ..section.key_paths import declared_keys
 from ..section.recipe import RECIPE_MODELS, Algorithm
 from ..section.variants import SectionModel
-from .recipe_schema import RecipeFinding
-from .rule import Rule
-from .suggested_fix import SuggestedFix
+from .recipe_schema import finding
 
 __all__ = ["K3", "recipe_key_findings"]
 
@@ -72,7 +72,7 @@ def _judge(
     key: str,
     value: object,
     index: Mapping[str, list[tuple[str, ...]]],
-) -> RecipeFinding | None:
+) -> Finding | None:
     declared = [field.alias or name for name, field in model.model_fields.items()]
     matches = difflib.get_close_matches(key, declared, n=2, cutoff=_TYPO_CUTOFF)
     if matches:
@@ -87,7 +87,7 @@ def _judge(
                 target=matches[0],
                 description=f"rename {render_name(key)} to {render_name(matches[0])}",
             )
-        return RecipeFinding((*keys, key), "K1", "error", reason, value, fix=fix)
+        return finding((*keys, key), "K1", "error", reason, value, fix)
     open_model = isinstance(model, type) and issubclass(model, SectionModel) and model.open_keys
     places = index.get(key, [])
     if not open_model and keys and len(places) == 1 and places[0][0] != keys[0]:
@@ -98,10 +98,10 @@ def _judge(
         fix = SuggestedFix(
             action="move", target=target, description=f"move {render_name(key)} to {render_name(target)}"
         )
-        return RecipeFinding((*keys, key), "K3", "error", reason, value, fix=fix)
+        return finding((*keys, key), "K3", "error", reason, value, fix)
     if open_model:
         return None
-    return RecipeFinding((*keys, key), "K2", "warning", "unknown key (not validated)", value)
+    return finding((*keys, key), "K2", "warning", "unknown key (not validated)", value)
 
 
 def _walk(
@@ -109,7 +109,7 @@ def _walk(
     data: Mapping[Any, Any],
     keys: tuple[str, ...],
     index: Mapping[str, list[tuple[str, ...]]],
-) -> Iterator[RecipeFinding]:
+) -> Iterator[Finding]:
     """The findings of the keys of ``data`` (a mapping at ``keys``) that ``model`` does not declare, and of the
     models nested in those it does."""
     fields = {name: field for name, field in model.model_fields.items()}
@@ -128,7 +128,7 @@ def _walk(
 
 def _descend(
     annotation: Any, value: object, keys: tuple[Any, ...], index: Mapping[str, list[tuple[str, ...]]]
-) -> Iterator[RecipeFinding]:
+) -> Iterator[Finding]:
     """The findings below ``value`` (at ``keys``) as ``annotation`` types it; a tagged union descends into the member
     its discriminator picks for ``value``."""
     origin = get_origin(annotation)
@@ -155,7 +155,8 @@ def _descend(
         yield from _walk(annotation, value, keys, index)
 
 
-def recipe_key_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[RecipeFinding]:
+@checks(K3)
+def recipe_key_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[Finding]:
     """Every undeclared key of ``document`` judged against the model of ``algorithm`` (see the module), in
     document order; the generation section is skipped."""
     return list(_walk(RECIPE_MODELS[algorithm], document, (), _misplaced_index(algorithm)))

@@ -3,7 +3,7 @@ enumeration (V9), a size or count outside its range (P32), each at its key.
 
 :func:`schema_findings` validates the resolved document as the model of its algorithm
 (:data:`~rl_contracts.config.section.recipe.RECIPE_MODELS`) and turns every pydantic line error into one
-:class:`RecipeFinding` with the full key path (variant tags removed).  The generation section is not part of it (it
+:class:`Finding` with the full key path (variant tags removed).  The generation section is not part of it (it
 is validated as ``VllmConfig`` on its own).
 
 Divergence from NeMo RL, which validates the same ``MasterConfig`` with pydantic's lax mode: ``"8"`` is not an int
@@ -15,20 +15,21 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from ..._internal.config_absent import ABSENT
+from ..._internal.config_paths import dotted_path, lookup
 from ..._messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
-from .._internal.paths import lookup
+from ..finding import Finding, Severity, SuggestedFix
+from ..rule import Rule, checks
 from ..section.recipe import RECIPE_MODELS, RUN_SCRIPTS, Algorithm, RecipeModel
 from ..section.variants import strip_tags
-from .rule import Rule
-from .suggested_fix import SuggestedFix
 
-__all__ = ["P32", "V8", "V9", "RecipeFinding", "schema_findings"]
+__all__ = ["P32", "V8", "V9", "finding", "schema_findings"]
 
 V8 = Rule(
     "V8",
@@ -115,17 +116,19 @@ EXAMPLE_OMISSIONS: Mapping[tuple[str, ...], str] = {
 own model): reported as a warning that says so, never an error."""
 
 
-class RecipeFinding(NamedTuple):
-    """One finding of the whole-recipe checks: ``keys`` from the recipe root, its ``code``, ``severity``, message
-    and value (``None`` for a missing key, with ``missing`` true), and the fix when its rule has one."""
-
-    keys: tuple[Any, ...]
-    code: str
-    severity: Literal["error", "warning"]
-    reason: str
-    value: object
-    missing: bool = False
-    fix: SuggestedFix | None = None
+def finding(
+    keys: tuple[Any, ...],
+    code: str,
+    severity: Severity,
+    message: str,
+    value: object,
+    fix: SuggestedFix | None = None,
+) -> Finding:
+    """The :class:`~rl_contracts.config.finding.Finding` of a whole-recipe check at ``keys`` (``value``
+    :data:`~rl_contracts._internal.config_absent.ABSENT` for a missing key)."""
+    return Finding(
+        code=code, path=dotted_path(keys), value=value, message=message, severity=severity, fix=fix
+    )
 
 
 def _typo_hint(document: Mapping[Any, Any], keys: tuple[Any, ...]) -> str:
@@ -148,7 +151,7 @@ def _message(error: ErrorDetails) -> str:
 
 def _missing(
     document: Mapping[Any, Any], keys: tuple[Any, ...], model: type[RecipeModel], algorithm: Algorithm
-) -> RecipeFinding:
+) -> Finding:
     script = RUN_SCRIPTS[algorithm]
     example = EXAMPLE_OMISSIONS.get(tuple(str(key) for key in keys))
     if example is not None:
@@ -156,14 +159,15 @@ def _missing(
             f"required by NeMo RL's model of {algorithm} ({model.__name__}), but NeMo RL's own example recipes "
             f"({example}) omit it: the two disagree; add it to be safe"
         )
-        return RecipeFinding(keys, V8.code, "warning", reason, None, missing=True)
+        return finding(keys, V8.code, "warning", reason, ABSENT)
     reason = f"required: {script} refuses to start without it ({model.__name__}); add it" + _typo_hint(
         document, keys
     )
-    return RecipeFinding(keys, V8.code, "error", reason, None, missing=True)
+    return finding(keys, V8.code, "error", reason, ABSENT)
 
 
-def schema_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[RecipeFinding]:
+@checks(V8, V9, P32)
+def schema_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[Finding]:
     """Validate the resolved ``document`` as the recipe model of ``algorithm``: one finding per line error (see the
     module), none when it validates."""
     model = RECIPE_MODELS[algorithm]
@@ -173,7 +177,7 @@ def schema_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[R
         errors = exc.errors()
     else:
         return []
-    findings: list[RecipeFinding] = []
+    findings: list[Finding] = []
     for error in errors:
         keys = tuple(strip_tags(tuple(error["loc"])))
         if error["type"] in _MISSING_ERRORS:
@@ -181,7 +185,5 @@ def schema_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[R
             continue
         found, value = lookup(document, keys)
         code = P32.code if error["type"] in _RANGE_ERRORS else V9.code
-        findings.append(
-            RecipeFinding(keys, code, "error", _message(error), value if found else error.get("input"))
-        )
+        findings.append(finding(keys, code, "error", _message(error), value if found else error.get("input")))
     return findings

@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..._internal.config_absent import ABSENT, render_value
+from ..._internal.config_paths import dotted
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation
 from ..._messages import render, shorten
 from ...errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
-from .._internal.absent import ABSENT, render_value
-from .._internal.paths import dotted
-from .._internal.view import ConfigView
-from .._internal.violations import Violation
+from ..rule import Rule, checks
 from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig
-from .refit_transport import check_refit
-from .rule import Rule
+from ..section.refit_transport import check_refit
 
 __all__ = [
     "R2",
@@ -392,6 +392,7 @@ def _mtp_step(view: ConfigView) -> Violation | None:
 _RELOAD_STEPS = (_colocation_step, _transport_step, _quantization_step, _draft_step, _mtp_step)
 
 
+@checks(R2, R3, R4, R5, R6, R7, R8)
 def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Violation | None:
     """The first failing step of SPEC §1.4 as a violation with code ``R2``..``R8``, or ``None`` when supported.
 

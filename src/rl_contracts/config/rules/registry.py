@@ -1,14 +1,15 @@
-"""The one registry of finding codes: every :class:`~.rule.Rule` record, in catalogue order, and the
-``--select``/``--ignore`` filter over them.
+"""The rule table: every :class:`~rl_contracts.config.rule.Rule` with the function that checks it, in catalogue
+order, and the ``--select``/``--ignore`` filter over their codes.
 
-Each issue that ``load_recipe`` or ``rl-contracts validate`` reports carries one code, as ruff's and mypy's do, so
-users can select, ignore and search findings.  The records sit beside their checks (README's "Rules" section
-lists them); this module collects them from the modules listed in :data:`RULE_MODULES`, so a new rule is one
-record in the module that raises it (and, for a new module, one entry here).  ``rl-contracts rules``, ``rule
-CODE``, README's table and ``--select``/``--ignore`` all read :data:`RULES`.
+Each rule is declared once, beside its check (:func:`rl_contracts.config.rule.checks`); this module imports the
+modules that declare rules (one ordered import; the preflight checks come from
+:data:`~.preflight.engine.PREFLIGHT_CHECKS`) and collects every check.  ``rl-contracts rules``, ``rule CODE``,
+SARIF's rules, ``--select``/``--ignore`` and the testing strategies read :data:`RULES` and :func:`checks_of`.
 
 >>> rule_for("P19").name
 'tensor-parallel-batch-sizes-differ'
+>>> [check.location for check in checks_of("P29")]
+['rl_contracts/config/rules/preflight/loss.py:check_loss_options']
 """
 
 from __future__ import annotations
@@ -17,86 +18,72 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from pydantic_core import ErrorDetails
-
+from ..._internal import config_base as base
 from ..._messages import render
 from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
-from .._internal.violations import rule_code
-from . import (
-    loading,
-    recipe_arithmetic,
-    recipe_keys,
-    recipe_schema,
-    refit_support,
-    refit_transport,
-    section,
-    unknown_keys,
-)
-from .preflight import cluster, generation, grpo, loss, policy, runtime, scripts
-from .rule import FAMILIES, Rule
+from ..loading import check_section, compose, resolve
+from ..rule import FAMILIES, Check, Rule, collect_checks
+from ..section import cross_field, refit_transport
+from . import recipe_arithmetic, recipe_keys, recipe_schema, refit_support, unknown_keys
+from .preflight.engine import PREFLIGHT_CHECKS
 
 __all__ = [
+    "CHECKS",
     "FAMILIES",
     "RULES",
-    "RULE_MODULES",
     "check_patterns",
-    "code_of_error",
+    "checks_of",
     "code_selected",
     "rule_for",
-    "rules_in",
 ]
 
-RULE_MODULES: Final[tuple[types.ModuleType, ...]] = (
-    loading,
-    section,
-    refit_transport,
-    refit_support,
-    unknown_keys,
-    recipe_schema,
-    recipe_keys,
-    recipe_arithmetic,
-    policy,
-    grpo,
-    cluster,
-    generation,
-    scripts,
-    runtime,
-    loss,
+CHECKS: Final[tuple[Check, ...]] = (
+    *collect_checks(
+        base,
+        cross_field,
+        refit_transport,
+        refit_support,
+        unknown_keys,
+        recipe_schema,
+        recipe_keys,
+        recipe_arithmetic,
+        compose,
+        resolve,
+        check_section,
+    ),
+    *PREFLIGHT_CHECKS,
 )
-"""The modules that declare rules; each lists its records in ``__all__``."""
+"""Every check, with the rules it reports."""
 
 
-def rules_in(module: types.ModuleType) -> tuple[Rule, ...]:
-    """The :class:`Rule` records ``module`` declares (the names of its ``__all__`` bound to a record)."""
-    found = (getattr(module, name) for name in getattr(module, "__all__", ()))
-    return tuple(value for value in found if isinstance(value, Rule))
-
+_CHECKS_OF: Final[Mapping[str, tuple[Check, ...]]] = types.MappingProxyType(
+    {
+        code: tuple(check for check in CHECKS if any(rule.code == code for rule in check.rules))
+        for code in {rule.code for check in CHECKS for rule in check.rules}
+    }
+)
 
 RULES: Final[tuple[Rule, ...]] = tuple(
-    sorted((rule for module in RULE_MODULES for rule in rules_in(module)), key=lambda rule: rule.order)
+    sorted(
+        {rule.code: rule for check in CHECKS for rule in check.rules}.values(),
+        key=lambda rule: rule.order,
+    )
 )
 """Every rule, sorted by family (``V``, ``C``, ``R``, ``K``, ``P``, ``W``, ``N``) then number."""
 
 _BY_CODE: Final[Mapping[str, Rule]] = types.MappingProxyType({rule.code: rule for rule in RULES})
-_BY_PYDANTIC_TYPE: Final[Mapping[str, Rule]] = types.MappingProxyType(
-    {error_type: rule for rule in RULES for error_type in rule.pydantic_types}
-)
+
+
+def checks_of(code: str) -> tuple[Check, ...]:
+    """The checks that report ``code`` (each a function and its :attr:`~rl_contracts.config.rule.Check.location`;
+    usually one), or ``()`` for a code the table does not have."""
+    return _CHECKS_OF.get(code, ())
 
 
 def rule_for(code: str) -> Rule | None:
     """The record of ``code`` (``"P7"``), or ``None`` for a code the registry does not have."""
     return _BY_CODE.get(code)
-
-
-def code_of_error(error: ErrorDetails) -> str:
-    """The code of one pydantic line error of the generation section: the rule a violation carries, else the rule
-    that claims pydantic's error type (a range error is C2), else V3 (the schema)."""
-    code = rule_code(error)
-    if code is not None and code in _BY_CODE:
-        return code
-    claimed = _BY_PYDANTIC_TYPE.get(str(error["type"]))
-    return claimed.code if claimed is not None else loading.V3.code
 
 
 def _matches(code: str, patterns: Iterable[str]) -> bool:

@@ -24,14 +24,14 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 
+from ..._internal.config_base import known_keys
+from ..._internal.config_paths import Loc
 from ..._messages import render, render_name
-from .._internal.base import known_keys
-from .._internal.paths import Loc
+from ..finding import SuggestedFix
+from ..rule import Rule, checks
 from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig, is_plugin_path
 from ..section.vllm_cfg import VllmSpecificArgs
-from .rule import Rule
-from .suggested_fix import SuggestedFix
 
 __all__ = ["K1", "K2", "P28", "VLLM_CFG_KEYS", "W2", "KeyCode", "KnownKey", "UnknownKey", "unknown_keys"]
 
@@ -298,6 +298,7 @@ def _walk(model: BaseModel, parent: BaseModel | None, path: Loc, out: list[Unkno
             _walk(child, model, (*path, field.alias or name), out)
 
 
+@checks(K1, K2, P28, W2)
 def unknown_keys(config: BaseModel) -> list[UnknownKey]:
     """Every unknown key kept in ``model_extra`` of ``config`` and of each model nested in it, classified, in walk
     order.

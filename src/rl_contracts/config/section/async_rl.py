@@ -4,7 +4,7 @@ its staleness sampler, rollout fault tolerance, stall watchdog, generation fleet
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from .._internal.scalars import (
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigInt,

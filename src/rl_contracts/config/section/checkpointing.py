@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any, Literal
 
-from .._internal.scalars import ConfigBool, ConfigStr, NonNegative, StrictStr
+from ..._internal.config_scalars import ConfigBool, ConfigStr, NonNegative, StrictStr
 from .variants import Omittable, SectionModel
 
 __all__ = ["CheckpointingConfig", "PretrainedCheckpointConfig"]

@@ -1,6 +1,6 @@
 """``cluster``: the nodes and GPUs a run asks Ray for (NeMo RL's ``ClusterConfig``)."""
 
-from .._internal.scalars import AtLeastOne, Port
+from ..._internal.config_scalars import AtLeastOne, Port
 from .variants import Omittable, SectionModel
 
 __all__ = ["ClusterConfig"]

@@ -10,7 +10,7 @@ dataset; ``train`` and ``validation`` may also be lists of response datasets.
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from .._internal.scalars import (
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigInt,

@@ -3,7 +3,7 @@ optional in GRPO, required on the single-controller path)."""
 
 from typing import Annotated, Any, Literal
 
-from .._internal.scalars import AtLeastOne, ConfigBool, ConfigStr, PositiveFloat, StrictStr
+from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigStr, PositiveFloat, StrictStr
 from .variants import SectionModel
 
 __all__ = ["DataPlaneConfig", "ObservabilityConfig"]

@@ -3,7 +3,7 @@ off-policy distillation (``OffPolicyDistillationConfig``), the latter's ``teache
 GRPO's ``on_policy_distillation`` (``OnPolicyDistillationConfig``).  Distillation's ``teacher`` is a
 :class:`~.policy.PolicyConfig`."""
 
-from .._internal.scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
+from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
 from .variants import Omittable, OpenMapping, SectionModel
 
 __all__ = [

@@ -5,7 +5,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .._internal.scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, StrictStr, StrList
+from ..._internal.config_scalars import (
+    AtLeastOne,
+    ConfigBool,
+    ConfigFloat,
+    ConfigInt,
+    ConfigStr,
+    StrictStr,
+    StrList,
+)
 from .variants import DISABLED, ENABLED, SWITCH, DisabledSection, Omittable, SectionModel, StrictTrue
 
 __all__ = [

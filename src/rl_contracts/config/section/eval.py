@@ -4,7 +4,7 @@ environment config).  An evaluation recipe's ``generation`` is checked on its ow
 
 from typing import Any, ClassVar
 
-from .._internal.scalars import AtLeastOne, ConfigInt, ConfigStr, StrList
+from ..._internal.config_scalars import AtLeastOne, ConfigInt, ConfigStr, StrList
 from .variants import SectionModel
 
 __all__ = ["EvalConfig", "EvalEnvConfig", "MathEnvConfig", "VLMEnvConfig"]

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from .._internal.base import ConfigModel
-from .._internal.scalars import (
+from ..._internal.config_base import ConfigModel
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigFloat,
@@ -25,10 +25,9 @@ from .._internal.scalars import (
     StrList,
     TokenIdList,
 )
-from .._internal.view import ConfigView
-from .._internal.violations import Violation, raise_violations
-from ..rules.refit_transport import check_refit
-from ..rules.section import (
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation, raise_violations
+from .cross_field import (
     check_top_k,
     check_top_p,
     exclusive_option_violations,
@@ -37,6 +36,7 @@ from ..rules.section import (
     real_quant_violations,
 )
 from .refit_cfg import VllmRefitConfig
+from .refit_transport import check_refit
 from .vllm_cfg import VllmSpecificArgs
 
 __all__ = [

@@ -2,7 +2,7 @@
 ``GRPOConfig`` and ``RewardPenaltyConfig``; every key has a default).  PPO reuses the reward shaping and scaling
 models (:mod:`.ppo`)."""
 
-from .._internal.scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
+from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
 from .variants import FloatList, IntList, Omittable, SectionModel
 
 __all__ = [

@@ -1,7 +1,7 @@
 """``logger``: where metrics go (NeMo RL's ``LoggerConfig``; ``GRPOLoggerConfig`` and ``PPOLoggerConfig`` also
 require ``num_val_samples_to_print``)."""
 
-from .._internal.scalars import ConfigBool, ConfigStr, NonNegative, PositiveFloat
+from ..._internal.config_scalars import ConfigBool, ConfigStr, NonNegative, PositiveFloat
 from .variants import Omittable, SectionModel
 
 __all__ = [

@@ -7,7 +7,7 @@ the combinations the policy-gradient loss rejects.
 
 from typing import Annotated, Literal
 
-from .._internal.scalars import (
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigFloat,

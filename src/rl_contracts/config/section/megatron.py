@@ -3,7 +3,7 @@ data-parallel, checkpoint and FP8 settings (NeMo RL's ``MegatronConfig | Megatro
 
 from typing import Annotated, Literal
 
-from .._internal.scalars import (
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigFloat,

@@ -9,7 +9,7 @@ declared here as an open mapping and never reported twice.
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from .._internal.scalars import (
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigFloat,

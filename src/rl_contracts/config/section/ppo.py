@@ -1,7 +1,7 @@
 """``ppo``: the PPO loop with a value model (NeMo RL's ``PPOConfig``; every key has a default).  The value model is
 :class:`~.policy.ValueConfig`, its loss :class:`~.loss_fn.MseValueLossConfig`."""
 
-from .._internal.scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
+from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
 from .grpo import RewardScalingConfig, RewardShapingConfig
 from .variants import Omittable, SectionModel
 

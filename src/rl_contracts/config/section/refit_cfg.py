@@ -9,8 +9,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .._internal.base import ConfigModel, ForbidExtra
-from .._internal.scalars import ConfigBool, ConfigStr, NonNegative, Positive, PositiveFloat, Ratio, StrictStr
+from ..._internal.config_base import ConfigModel, ForbidExtra
+from ..._internal.config_scalars import (
+    ConfigBool,
+    ConfigStr,
+    NonNegative,
+    Positive,
+    PositiveFloat,
+    Ratio,
+    StrictStr,
+)
 
 __all__ = [
     "VLLM_REFIT_SELECTORS",

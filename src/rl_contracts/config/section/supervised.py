@@ -1,7 +1,7 @@
 """``sft``, ``dpo`` and ``rm``: the loops of supervised fine-tuning, direct preference optimisation and reward-model
 training (NeMo RL's ``SFTConfig``, ``DPOConfig`` and ``RMConfig``; every key has a default)."""
 
-from .._internal.scalars import AtLeastOne, ConfigBool, ConfigInt, NonNegative, NonNegativeFloat
+from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigInt, NonNegative, NonNegativeFloat
 from .variants import SectionModel
 
 __all__ = ["DPOConfig", "RMConfig", "SFTConfig", "SupervisedLoopConfig"]

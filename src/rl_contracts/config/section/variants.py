@@ -19,8 +19,8 @@ from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar
 from pydantic import BeforeValidator, ConfigDict, Discriminator, Tag, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from .._internal.base import ConfigModel
-from .._internal.scalars import ConfigFloat, ConfigInt, ConfigStr
+from ..._internal.config_base import ConfigModel
+from ..._internal.config_scalars import ConfigFloat, ConfigInt, ConfigStr
 
 __all__ = [
     "DISABLED",

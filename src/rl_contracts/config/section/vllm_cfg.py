@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .._internal.base import ConfigModel, ForbidExtra
-from .._internal.scalars import (
+from ..._internal.config_base import ConfigModel, ForbidExtra
+from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
     ConfigStr,

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from ... import config
+from ...config.rules.registry import RULES
 
 __all__ = [
     "CROSS_FIELD_RULES",
@@ -419,8 +420,9 @@ def _plant_field(draw: st.DrawFn, config: dict[str, Any]) -> tuple[tuple[str | i
     return ("_pad_token_id",), "non-int _pad_token_id"
 
 
-CROSS_FIELD_RULES = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11")
-"""The cross-field rules of ``VllmConfig`` (SPEC §1.2) that :func:`broken_rule_vllm_configs` breaks."""
+CROSS_FIELD_RULES: tuple[str, ...] = tuple(rule.code for rule in RULES if rule.family == "C")
+"""The cross-field rules of ``VllmConfig`` (SPEC §1.2, the rule table's C family) that
+:func:`broken_rule_vllm_configs` breaks."""
 
 
 def _plant_rule(draw: st.DrawFn, config: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
+from ...config.rules.preflight import PREFLIGHT_RULES
+
 __all__ = ["BREAKABLE_RULES", "broken_recipes", "valid_recipes"]
 
 _Entry = Literal["grpo", "grpo-gym", "grpo-sc"]
@@ -525,8 +527,9 @@ _BREAKERS: dict[str, tuple[_Constraints, Callable[[dict[str, Any], st.DrawFn], N
     "P29": (_Constraints(), _break_p29),
 }
 
-BREAKABLE_RULES: tuple[str, ...] = tuple(_BREAKERS)
-"""The rules :func:`broken_recipes` can break: every error rule of PREFLIGHT.md that needs no runtime input."""
+BREAKABLE_RULES: tuple[str, ...] = tuple(rule.code for rule in PREFLIGHT_RULES if rule.code in _BREAKERS)
+"""The rules :func:`broken_recipes` can break, in the rule table's order: the preflight error rules that have a
+breaker here (every P-rule that needs no runtime input; a test keeps the breakers keyed by the table's codes)."""
 
 
 @st.composite

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from rl_contracts.config.rule import Rule
 from rl_contracts.config.rules.preflight import (
     ABSENT,
     PREFLIGHT_CODES,
@@ -26,7 +27,6 @@ from rl_contracts.config.rules.preflight import (
     preflight,
 )
 from rl_contracts.config.rules.registry import RULES
-from rl_contracts.config.rules.rule import Rule
 from rl_contracts.errors import ConfigContractError, ContractError, ContractTypeError
 
 yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs
@@ -168,7 +168,8 @@ def test_rule_reading_unresolved_leaf_is_skipped_with_path() -> None:
     path = f"{VC}.tensor_parallel_size"
     report = preflight(document, NO_ENV, unresolved=[path])
     p17 = [s for s in report.skipped if s.code == "P17"]
-    assert p17 == [SkippedRule("P17", f"reads {path}, which did not resolve", path)]
+    reason = f"reads {path}, which did not resolve"
+    assert p17 == [SkippedRule(code="P17", path=path, message=reason, severity="skipped")]
     assert [f.code for f in report.errors] == ["P18"]
 
 

@@ -5,13 +5,18 @@ resolved document and returns a :class:`PreflightReport` of findings and skipped
 torch nor vLLM and never raises on a malformed document.  The modules are listed in README's package layout.
 """
 
-from ..._internal.absent import ABSENT
+from ...._internal.config_absent import ABSENT
+from ...finding import Finding
 from .engine import PREFLIGHT_RULES, preflight
-from .report import ENTRYPOINTS, Entrypoint, Finding, PreflightOptions, PreflightReport, SkippedRule
+from .report import ENTRYPOINTS, Entrypoint, PreflightOptions, PreflightReport
 from .version import installed_vllm_version, parse_vllm_version
 
 PREFLIGHT_CODES = PREFLIGHT_RULES
 """The rules preflight runs (P1-P27, P29, W1, N1-N7) in code order: an alias of :data:`.engine.PREFLIGHT_RULES`."""
+
+SkippedRule = Finding
+"""A rule that could not run is a :class:`~rl_contracts.config.finding.Finding` of severity ``skipped`` (its
+``message``, also read as ``reason``, says why); this name is that class."""
 
 __all__ = [
     "ABSENT",

@@ -4,8 +4,8 @@ grpo-gym, P25 for grpo-sc).  Each rule stores the :class:`~.context.ClusterSplit
 from __future__ import annotations
 
 from ...._messages import render
-from ..rule import Rule
-from .context import ClusterSplit, Context, check
+from ...rule import Rule, checks
+from .context import ClusterSplit, Context
 from .facts import GENERATION, backend, is_async, reward_model, teachers
 from .reader import Reader
 
@@ -57,7 +57,7 @@ policy:
 )
 
 
-@check(P13, entries=frozenset({"grpo", "grpo-gym"}))
+@checks(P13, entries=frozenset({"grpo", "grpo-gym"}))
 def check_cluster_accounting(context: Context) -> None:
     """The legacy split of ``cluster`` (N nodes of G GPUs) into training and generation.
 
@@ -249,7 +249,7 @@ policy:
 )
 
 
-@check(P25, entries=frozenset({"grpo-sc"}))
+@checks(P25, entries=frozenset({"grpo-sc"}))
 def check_single_controller_accounting(context: Context) -> None:
     """The single-controller split.  Colocated: (N, G, N, G).  Otherwise the backend is not megatron,
     ``colocated.resources.gpus_per_node`` (gen_node_gpus) is set, gen_nodes' = ``num_nodes`` or 1; N == 1 needs G − gen_node_gpus > 0,

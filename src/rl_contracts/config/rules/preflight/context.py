@@ -1,34 +1,24 @@
-"""What a preflight check sees and how it registers: :class:`Context`, :func:`check` and :data:`CHECKS`.
+"""What a preflight check sees: :class:`Context`, and the entrypoint sets a check declares.
 
-Each check is a small function decorated with ``@check(RULE, entries=...)``, where ``RULE`` is the
-:class:`~rl_contracts.config.rules.rule.Rule` record declared just above it; :data:`CHECKS` lists them in
-registration order (:mod:`.engine` imports every check module).  A check receives a :class:`Context`, reads the
+A check is a function decorated with ``@checks(RULE, entries=ALL_ENTRIES)`` (:func:`rl_contracts.config.rule.checks`)
+below the :class:`~rl_contracts.config.rule.Rule` record it checks.  It receives a :class:`Context`, reads the
 document through its :class:`~.reader.Reader` and reports with :meth:`Context.error`, :meth:`Context.warning` and
 :meth:`Context.skip`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import MAX_MESSAGE_CHARS, shorten
-from ..._internal.absent import ABSENT
-from ..rule import Rule
-from ..suggested_fix import SuggestedFix
+from ...finding import Finding, SuggestedFix
 from .reader import Reader
-from .report import Entrypoint, Finding, PreflightOptions, SkippedRule
+from .report import Entrypoint, PreflightOptions
 
-__all__ = [
-    "ALL_ENTRIES",
-    "CHECKS",
-    "LEGACY_ENTRIES",
-    "ClusterSplit",
-    "Context",
-    "PreflightCheck",
-    "check",
-]
+__all__ = ["ALL_ENTRIES", "LEGACY_ENTRIES", "ClusterSplit", "Context"]
 
 ALL_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo", "grpo-gym", "grpo-sc"})
 LEGACY_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo", "grpo-gym"})
@@ -56,7 +46,7 @@ class Context:
     code: str = ""
     split: ClusterSplit | None = None
     findings: list[Finding] = field(default_factory=list)
-    skipped: list[SkippedRule] = field(default_factory=list)
+    skipped: list[Finding] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)
 
     def error(
@@ -94,7 +84,14 @@ class Context:
 
     def skip(self, reason: str, path: str | None = None) -> None:
         """Report that (part of) the running rule could not run."""
-        self.skipped.append(SkippedRule(self.code, shorten(reason, MAX_MESSAGE_CHARS), path))
+        self.skipped.append(
+            Finding(
+                code=self.code,
+                path=path or "",
+                message=shorten(reason, MAX_MESSAGE_CHARS),
+                severity="skipped",
+            )
+        )
 
     def _report(
         self,
@@ -106,35 +103,12 @@ class Context:
         fix: SuggestedFix | None,
     ) -> None:
         self.findings.append(
-            Finding(code or self.code, path, value, shorten(message, MAX_MESSAGE_CHARS), severity, fix)
+            Finding(
+                code=code or self.code,
+                path=path,
+                value=value,
+                message=shorten(message, MAX_MESSAGE_CHARS),
+                severity=severity,
+                fix=fix,
+            )
         )
-
-
-Check = Callable[[Context], None]
-
-
-class PreflightCheck(NamedTuple):
-    """One registered check: its rule record, the entrypoints it applies to, and the function that runs it."""
-
-    rule: Rule
-    entries: frozenset[Entrypoint]
-    run: Check
-
-    @property
-    def code(self) -> str:
-        """The code of its rule."""
-        return self.rule.code
-
-
-CHECKS: list[PreflightCheck] = []
-"""Every registered check, in registration order."""
-
-
-def check(rule: Rule, *, entries: frozenset[Entrypoint] = ALL_ENTRIES) -> Callable[[Check], Check]:
-    """Register the decorated function as the check of ``rule`` for the scripts in ``entries``."""
-
-    def register(function: Check) -> Check:
-        CHECKS.append(PreflightCheck(rule, entries, function))
-        return function
-
-    return register

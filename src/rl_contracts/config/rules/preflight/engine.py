@@ -1,4 +1,8 @@
-"""Run every applicable preflight rule over one composed, resolved recipe."""
+"""Run every applicable preflight rule over one composed, resolved recipe.
+
+The checks are the functions of the check modules imported below that ``@checks(RULE, entries=...)`` declares;
+:data:`PREFLIGHT_CHECKS` collects them (the rule table, :mod:`rl_contracts.config.rules.registry`, reads it).
+"""
 
 from __future__ import annotations
 
@@ -8,33 +12,32 @@ from typing import Any
 
 from ...._messages import render, type_name
 from ....errors import ContractTypeError
-from ..rule import Rule
-from . import (  # noqa: F401  (importing a check module registers its checks)
-    cluster,
-    generation,
-    grpo,
-    loss,
-    policy,
-    runtime,
-    scripts,
-)
-from .context import CHECKS, Context, PreflightCheck
+from ...finding import Finding
+from ...rule import Check, Rule, collect_checks
+from . import cluster, generation, grpo, loss, policy, runtime, scripts
+from .context import Context
 from .facts import GYM_FORCED, detect_entrypoint, in_scope
 from .reader import MissingKey, Reader, Unresolved, WrongShape
-from .report import Finding, PreflightOptions, PreflightReport, SkippedRule
+from .report import PreflightOptions, PreflightReport
 
-__all__ = ["ORDERED_CHECKS", "PREFLIGHT_RULES", "preflight"]
+__all__ = ["PREFLIGHT_CHECKS", "PREFLIGHT_RULES", "preflight"]
 
-ORDERED_CHECKS: tuple[PreflightCheck, ...] = tuple(sorted(CHECKS, key=lambda check: check.rule.order))
-"""Every check in code order (P1..P27, P29, W1, N1..N7)."""
+PREFLIGHT_CHECKS: tuple[Check, ...] = tuple(
+    sorted(
+        collect_checks(policy, grpo, cluster, generation, scripts, runtime, loss),
+        key=lambda check: check.rules[0].order,
+    )
+)
+"""Every preflight check in code order (P1..P27, P29, W1, N1..N7)."""
 
-PREFLIGHT_RULES: tuple[Rule, ...] = tuple(check.rule for check in ORDERED_CHECKS)
+PREFLIGHT_RULES: tuple[Rule, ...] = tuple(rule for check in PREFLIGHT_CHECKS for rule in check.rules)
 """The rules preflight runs, in code order (P28 and W2 are the unknown-key rules'; they are not run here)."""
 
 _FIRST = ("P1", "P13", "P25")
-_EXECUTION: tuple[PreflightCheck, ...] = tuple(
+_EXECUTION: tuple[Check, ...] = tuple(
     sorted(
-        ORDERED_CHECKS, key=lambda check: _FIRST.index(check.code) if check.code in _FIRST else len(_FIRST)
+        PREFLIGHT_CHECKS,
+        key=lambda check: _FIRST.index(check.rules[0].code) if check.rules[0].code in _FIRST else len(_FIRST),
     )
 )
 """The order checks run in: P1 first (it claims the absent required keys), then the cluster rules P13/P25 whose
@@ -57,7 +60,7 @@ def preflight(
     ``document`` holds plain dicts and lists, every leaf resolved (a leaf that failed resolution is dropped and
     its dotted path listed in ``unresolved``).  Returns a :class:`PreflightReport`; never raises on a malformed
     document: a value of the wrong shape is a finding at its path (P1 for an absent key the trainer indexes,
-    the reading rule's code otherwise), and a rule reading an unresolved path is a :class:`SkippedRule`.
+    the reading rule's code otherwise), and a rule reading an unresolved path is a skipped finding.
     Out of scope (no ``grpo`` mapping, or ``policy.generation`` not a mapping): ``in_scope=False``, nothing run.
     Raises :class:`~rl_contracts.errors.ContractTypeError` for ``options`` that are not :class:`PreflightOptions`
     or ``unresolved`` that is not a collection of strings (a bare string included).
@@ -83,11 +86,11 @@ def preflight(
     environ = os.environ if options.environ is None else options.environ
     context = Context(reader, entrypoint, options, environ)
     for registered in _EXECUTION:
-        if entrypoint not in registered.entries:
+        if registered.entries is None or entrypoint not in registered.entries:
             continue
-        context.code = registered.code
+        context.code = registered.rules[0].code
         try:
-            registered.run(context)
+            registered.function(context)
         except Unresolved as signal:
             context.skip(f"reads {signal.path}, which did not resolve", signal.path)
         except WrongShape as signal:
@@ -111,8 +114,8 @@ def _unique(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
-def _unique_skips(skipped: list[SkippedRule]) -> list[SkippedRule]:
-    kept: list[SkippedRule] = []
+def _unique_skips(skipped: list[Finding]) -> list[Finding]:
+    kept: list[Finding] = []
     for item in skipped:
         if item not in kept:
             kept.append(item)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
-from ..._internal.paths import join
+from ...._internal.config_paths import join
 from .reader import MAX_RECIPE_INT, Reader, Unresolved, WrongShape
 from .report import Entrypoint
 

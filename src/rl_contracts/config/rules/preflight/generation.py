@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import render, render_list
-from ..._internal.absent import ABSENT
-from ..rule import Rule
-from .context import LEGACY_ENTRIES, Context, check
+from ...rule import Rule, checks
+from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import (
     GENERATION,
     VLLM_CFG,
@@ -66,7 +66,7 @@ policy:
 )
 
 
-@check(P14, entries=LEGACY_ENTRIES)
+@checks(P14, entries=LEGACY_ENTRIES)
 def check_fp8_generation(context: Context) -> None:
     """``vllm_cfg.precision == "fp8"`` needs ``loss_fn.use_importance_sampling_correction`` and
     ``kv_cache_dtype`` in {auto, fp8, fp8_e4m3} (``fp8_ds_mla`` always fails).  A ``kv_cache_dtype`` starting
@@ -154,7 +154,7 @@ policy:
 )
 
 
-@check(P15, entries=LEGACY_ENTRIES)
+@checks(P15, entries=LEGACY_ENTRIES)
 def check_sparse_refit(context: Context) -> None:
     """``refit_transport`` vllm_s3_sparse / vllm_zmq_sparse (vLLM) needs: not colocated, Megatron, precision not
     fp8, kv_cache_dtype not fp8*, ``quant_cfg`` and ``real_quant`` falsy, and for S3 a non-blank
@@ -253,7 +253,7 @@ policy:
 )
 
 
-@check(P16)
+@checks(P16, entries=ALL_ENTRIES)
 def check_engine_arguments(context: Context) -> None:
     """(vLLM) each key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` is an error (a duplicate keyword at engine
     start); ``distributed_executor_backend`` and ``hf_overrides`` there are warnings (the trainer overwrites
@@ -314,7 +314,7 @@ policy:
 )
 
 
-@check(P17)
+@checks(P17, entries=ALL_ENTRIES)
 def check_vllm_placement(context: Context) -> None:
     """(vLLM, layout known) mp = TP × PP, W = gen_nodes × gen_gpn: W % mp == 0; if mp ≤ gen_gpn then
     gen_gpn % mp == 0; if EP > TP then (W / mp) % (EP / TP) == 0 (inferred: vLLM's data-parallel groups would
@@ -408,7 +408,7 @@ policy:
 )
 
 
-@check(P21)
+@checks(P21, entries=ALL_ENTRIES)
 def check_routed_experts(context: Context) -> None:
     """(vLLM and R3) Always: ``vllm_cfg.pipeline_parallel_size == 1``, ``vllm_kwargs.decode_context_parallel_size``
     and ``prefill_context_parallel_size`` ≤ 1.  vLLM < 0.32 (0.30 rules): no ``kv_transfer_config.kv_connector``.
@@ -539,7 +539,7 @@ policy:
 )
 
 
-@check(P22, entries=LEGACY_ENTRIES)
+@checks(P22, entries=LEGACY_ENTRIES)
 def check_nccl_reshard(context: Context) -> None:
     """``refit_transport == "nccl_reshard"``: the reference's own list, one finding per failed condition (see
     PREFLIGHT.md §3 P22).  ``is_mx`` is ``vllm_cfg.is_mx``; ``fp8_cfg`` is ``policy.megatron_cfg.fp8_cfg``."""
@@ -645,7 +645,7 @@ policy:
 )
 
 
-@check(W1)
+@checks(W1, entries=ALL_ENTRIES)
 def check_context_length(context: Context) -> None:
     """(vLLM) a warning when ``policy.max_total_sequence_length > vllm_cfg.max_model_len``, both ints."""
     reader = context.reader

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import render
-from ..._internal.absent import ABSENT
-from ..rule import Rule
-from ..suggested_fix import SuggestedFix
-from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context, check
+from ...finding import SuggestedFix
+from ...rule import Rule, checks
+from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, gym, is_async, is_vllm, megatron
 from .reader import MAX_RECIPE_INT
 
@@ -55,7 +55,7 @@ policy:
 )
 
 
-@check(P5, entries=LEGACY_ENTRIES)
+@checks(P5, entries=LEGACY_ENTRIES)
 def check_validation_sampling(context: Context) -> None:
     """If any ``val_{temperature,top_p,top_k}`` differs from its training key, the backend must be vLLM with
     ``env.should_use_nemo_gym``, and ``val_top_k`` must be null or 0.  Reading: an absent val_ key equals its
@@ -108,7 +108,7 @@ grpo:
 )
 
 
-@check(P6, entries=LEGACY_ENTRIES)
+@checks(P6, entries=LEGACY_ENTRIES)
 def check_validation_counts(context: Context) -> None:
     """``grpo.val_num_generations_per_prompt`` ≥ 1, and > 1 when ``stop_at_validation_metric`` is ``pass_k``; a
     non-null metric needs a non-null ``stop_at_validation_threshold``."""
@@ -168,7 +168,7 @@ def _scaled(n: int, d: int, multiplier: float) -> tuple[int, int] | None:
     return int(products[0]), int(products[1])
 
 
-@check(P7, entries=LEGACY_ENTRIES)
+@checks(P7, entries=LEGACY_ENTRIES)
 def check_prompt_batching(context: Context) -> None:
     """Without ``grpo.use_dynamic_sampling``, ``batch_multiplier`` must be 1.  With
     ``data.use_multiple_dataloader``: n = num_prompts_per_step, d = ``data.num_prompts_per_dataloader``
@@ -240,7 +240,7 @@ policy:
 )
 
 
-@check(P8, entries=LEGACY_ENTRIES)
+@checks(P8, entries=LEGACY_ENTRIES)
 def check_fused_linear_logprobs(context: Context) -> None:
     """With Megatron and ``megatron_cfg.use_fused_linear_logprobs``: ``policy.sequence_packing.enabled`` present
     and false, ``top_k`` null or ≤ 0, ``top_p`` null or 1.0."""
@@ -296,7 +296,7 @@ policy:
 )
 
 
-@check(P9, entries=LEGACY_ENTRIES)
+@checks(P9, entries=LEGACY_ENTRIES)
 def check_forced_on_policy_ratio(context: Context) -> None:
     """With ``loss_fn.force_on_policy_ratio``: ``policy.train_global_batch_size`` must equal
     ``num_prompts_per_step × num_generations_per_prompt`` (not scaled by ``batch_multiplier``)."""
@@ -339,7 +339,7 @@ grpo:
 )
 
 
-@check(P10, entries=LEGACY_ENTRIES)
+@checks(P10, entries=LEGACY_ENTRIES)
 def check_kl_reference(context: Context) -> None:
     """(a) ``grpo.skip_reference_policy_logprobs_calculation`` needs ``reference_policy_kl_penalty == 0`` (the
     default is 0.01); (b) ``use_kl_in_reward`` with a non-zero penalty must not combine
@@ -395,7 +395,7 @@ reward_penalties:
 )
 
 
-@check(P11, entries=ALL_ENTRIES)
+@checks(P11, entries=ALL_ENTRIES)
 def check_gym_prerequisites(context: Context) -> None:
     """(grpo, grpo-gym) any ``reward_penalties.penalize_*`` true needs ``env.should_use_nemo_gym``.  With gym
     and an entrypoint other than grpo-gym (which forces them): async rollouts, and for vLLM
@@ -449,7 +449,7 @@ data_plane:
 )
 
 
-@check(P12, entries=LEGACY_ENTRIES)
+@checks(P12, entries=LEGACY_ENTRIES)
 def check_multimodal_dedup(context: Context) -> None:
     """``grpo.deduplicate_multimodal_data`` needs the vLLM backend and ``data_plane.enabled`` false."""
     reader = context.reader

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import render
-from ..._internal.absent import ABSENT
-from ..rule import Rule
-from .context import ALL_ENTRIES, Context, check
+from ...rule import Rule, checks
+from .context import ALL_ENTRIES, Context
 
 __all__ = ["KL_TYPES", "P29", "TRUNCATED_IS_TYPES", "check_loss_options"]
 
@@ -68,7 +68,7 @@ def _finite_number(value: object) -> float | None:
     return None if math.isnan(number) else number
 
 
-@check(P29, entries=ALL_ENTRIES)
+@checks(P29, entries=ALL_ENTRIES)
 def check_loss_options(context: Context) -> None:
     """The clauses (a)-(e) of PREFLIGHT.md P29, one finding per violated clause at the key that must change.
 

@@ -4,8 +4,8 @@ the TP batch-variance check (P19) and router replay's policy side (P20)."""
 from __future__ import annotations
 
 from ...._messages import render, type_name
-from ..rule import Rule
-from .context import LEGACY_ENTRIES, Context, check
+from ...rule import Rule, checks
+from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import VLLM_CFG, dtensor, is_vllm, megatron, train_parallel
 from .reader import Unresolved, WrongShape
 
@@ -76,7 +76,7 @@ cluster:
 )
 
 
-@check(P1)
+@checks(P1, entries=ALL_ENTRIES)
 def check_required(context: Context) -> None:
     """Every key the trainer indexes without a default must exist: the five of every entrypoint,
     ``policy.draft.enabled`` (grpo, grpo-sc), and for vLLM ``vllm_cfg.precision``, ``vllm_cfg.enforce_eager`` and
@@ -114,7 +114,7 @@ policy:
 )
 
 
-@check(P2)
+@checks(P2, entries=ALL_ENTRIES)
 def check_backend(context: Context) -> None:
     """``policy.megatron_cfg.enabled`` and ``policy.dtensor_cfg.enabled`` must differ."""
     mega, dt = megatron(context.reader), dtensor(context.reader)
@@ -147,7 +147,7 @@ policy:
 )
 
 
-@check(P3)
+@checks(P3, entries=ALL_ENTRIES)
 def check_draft(context: Context) -> None:
     """``policy.draft.enabled`` needs ``policy.megatron_cfg.enabled`` and not ``policy.sequence_packing.enabled``."""
     reader = context.reader
@@ -190,7 +190,7 @@ policy:
 )
 
 
-@check(P4)
+@checks(P4, entries=ALL_ENTRIES)
 def check_dtensor_v1(context: Context) -> None:
     """With DTensor (not Megatron) and ``dtensor_cfg._v2`` not true: ``lora_cfg.enabled`` false and
     ``dp_replicate_size`` (default 1) ≤ 1; the fix is ``_v2: true``."""
@@ -233,7 +233,7 @@ policy:
 )
 
 
-@check(P18)
+@checks(P18, entries=ALL_ENTRIES)
 def check_training_placement(context: Context) -> None:
     """With Megatron or DTensor and a known layout: W = train_nodes × train_gpn must be ≥ and a multiple of
     mp = PP × CP × TP.  Fail-closed reading: a parallel size < 1 is reported too (W is never a positive
@@ -278,7 +278,7 @@ policy:
 )
 
 
-@check(P19)
+@checks(P19, entries=ALL_ENTRIES)
 def check_tp_batch_variance(context: Context) -> None:
     """When train TP ≥ 4 and ``policy.logprob_batch_size`` is set: ``train_micro_batch_size`` must equal it,
     unless the check is bypassed (option, or a non-empty ``NRL_IGNORE_TP_ACCURACY_CHECK``) or, for grpo and
@@ -333,7 +333,7 @@ policy:
 )
 
 
-@check(P20)
+@checks(P20, entries=ALL_ENTRIES)
 def check_router_replay_policy(context: Context) -> None:
     """``policy.router_replay.enabled`` needs the vLLM backend, Megatron (with DTensor experts are captured but
     never replayed: silent) and ``megatron_cfg.virtual_pipeline_model_parallel_size`` null or 1."""

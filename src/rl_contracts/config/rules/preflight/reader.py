@@ -17,8 +17,8 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, TypeGuard
 
-from ..._internal.absent import ABSENT
-from ..._internal.paths import is_under, join, split_path
+from ...._internal.config_absent import ABSENT
+from ...._internal.config_paths import is_under, join, split_path
 
 __all__ = [
     "MAX_RECIPE_INT",

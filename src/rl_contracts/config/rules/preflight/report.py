@@ -1,4 +1,4 @@
-"""The inputs and results of preflight: options, findings, skipped rules and the report."""
+"""The inputs and results of preflight: options and the report of findings and skipped rules."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ from typing import Any, Final, Literal, get_args
 from ...._messages import render, render_list
 from ....checks import require_bool
 from ....errors import ConfigContractError, ContractTypeError
-from ..suggested_fix import SuggestedFix
+from ...finding import Finding
 
 __all__ = [
     "ENTRYPOINTS",
     "Entrypoint",
-    "Finding",
     "PreflightOptions",
     "PreflightReport",
-    "SkippedRule",
 ]
 
 Entrypoint = Literal["grpo", "grpo-gym", "grpo-sc"]
@@ -85,40 +83,18 @@ def _check_pair(name: str, value: object) -> None:
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One violated rule: its code, the dotted path of the offending value, the value (or
-    :data:`~rl_contracts.config._internal.absent.ABSENT`),
-    a message saying what is wrong with the values and then the fix (at most 2,000 characters), its severity,
-    and the ``fix`` that makes this rule pass when the rule names a single one (``None`` otherwise)."""
-
-    code: str
-    path: str
-    value: object
-    message: str
-    severity: Literal["error", "warning"]
-    fix: SuggestedFix | None = None
-
-
-@dataclass(frozen=True)
-class SkippedRule:
-    """A rule that could not run, and why; ``path`` is the input it could not read (an unresolved leaf), if any."""
-
-    code: str
-    reason: str
-    path: str | None = None
-
-
-@dataclass(frozen=True)
 class PreflightReport:
     """The result of :func:`~rl_contracts.config.rules.preflight.preflight`.
 
-    ``in_scope`` False (not a GRPO recipe) means no rule ran: ``entrypoint`` is None and both tuples are empty.
+    ``findings`` are errors and warnings, ``skipped`` the rules that could not run (findings of severity
+    ``skipped``: the message says why, the path is the unresolved input, if any).  ``in_scope`` False (not a GRPO
+    recipe) means no rule ran: ``entrypoint`` is None and both tuples are empty.
     """
 
     in_scope: bool
     entrypoint: Entrypoint | None
     findings: tuple[Finding, ...]
-    skipped: tuple[SkippedRule, ...]
+    skipped: tuple[Finding, ...]
 
     @property
     def errors(self) -> tuple[Finding, ...]:

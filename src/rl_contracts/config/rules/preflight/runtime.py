@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from ...._internal.config_absent import ABSENT
 from ...._messages import render, render_list
-from ..._internal.absent import ABSENT
-from ..rule import Rule
-from .context import LEGACY_ENTRIES, Context, check
+from ...rule import Rule, checks
+from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, is_vllm, megatron, routed_experts_enabled
 
 __all__ = [
@@ -64,7 +64,7 @@ grpo:
 )
 
 
-@check(N1, entries=LEGACY_ENTRIES)
+@checks(N1, entries=LEGACY_ENTRIES)
 def check_validation_dataset(context: Context) -> None:
     """Needs the dataset loader: always skipped when validation is enabled."""
     reader = context.reader
@@ -121,7 +121,7 @@ policy:
 )
 
 
-@check(N2)
+@checks(N2, entries=ALL_ENTRIES)
 def check_moe_model(context: Context) -> None:
     """With routed experts: the model (``model_config``) must have routed experts (one of ``num_experts``,
     ``num_local_experts``, ``n_routed_experts``, ``moe_num_experts``, ``num_routed_experts`` > 0)."""
@@ -171,7 +171,7 @@ policy:
 )
 
 
-@check(N3)
+@checks(N3, entries=ALL_ENTRIES)
 def check_prefix_caching_capability(context: Context) -> None:
     """With routed experts, vLLM ≥ 0.32 and ``vllm_cfg.enable_prefix_caching`` null: the trainer turns prefix
     caching on only on compute capability ≥ 8.0, and vLLM 0.32 rejects routed experts without it.  Needs
@@ -231,7 +231,7 @@ policy:
 )
 
 
-@check(N4)
+@checks(N4, entries=ALL_ENTRIES)
 def check_runner_v2_environment(context: Context) -> None:
     """Needs the launch environment (``VLLM_USE_V2_MODEL_RUNNER``, Triton): skipped with routed experts unless
     the vLLM version is below 0.32."""
@@ -263,7 +263,7 @@ policy:
 )
 
 
-@check(N5)
+@checks(N5, entries=ALL_ENTRIES)
 def check_megatron_arch_list(context: Context) -> None:
     """Needs the launch environment: skipped with Megatron."""
     if megatron(context.reader):
@@ -289,7 +289,7 @@ cluster:
 )
 
 
-@check(N6)
+@checks(N6, entries=ALL_ENTRIES)
 def check_ray_segments(context: Context) -> None:
     """Needs the Ray cluster: skipped when ``cluster.segment_size`` is set."""
     if context.reader.value("cluster.segment_size") not in (None, ABSENT):
@@ -328,7 +328,7 @@ policy:
 )
 
 
-@check(N7)
+@checks(N7, entries=ALL_ENTRIES)
 def check_quantized_load_format(context: Context) -> None:
     """(vLLM) With ``model_config`` naming a GPT-OSS or Mistral3 architecture and a ``quantization_config``: the
     engine's load format must be ``dummy``.  Reading: the load format is ``vllm_cfg.load_format`` when set,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...._messages import render
-from ..rule import Rule
-from .context import LEGACY_ENTRIES, Context, check
+from ...rule import Rule, checks
+from .context import LEGACY_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, backend, gym, is_vllm
 from .report import Entrypoint
 
@@ -49,7 +49,7 @@ grpo:
 )
 
 
-@check(P23, entries=LEGACY_ENTRIES)
+@checks(P23, entries=LEGACY_ENTRIES)
 def check_legacy_async(context: Context) -> None:
     """With ``grpo.async_grpo.enabled``: backend in {vllm, megatron, trtllm, dynamo}; vLLM needs
     ``async_engine``; ``use_importance_sampling_correction``; a backend other than megatron must not be
@@ -142,7 +142,7 @@ async_rl:
 )
 
 
-@check(P24, entries=_SC)
+@checks(P24, entries=_SC)
 def check_single_controller_gates(context: Context) -> None:
     """(grpo-sc) ``data_plane.enabled``; ``grpo.val_period`` ≤ 0 and neither ``val_at_start`` nor
     ``val_at_end``; not ``data.use_multiple_dataloader``; backend vllm or sglang; gym needs vLLM."""
@@ -205,7 +205,7 @@ data_plane:
 )
 
 
-@check(P26, entries=_SC)
+@checks(P26, entries=_SC)
 def check_single_controller_batch(context: Context) -> None:
     """(grpo-sc) ``num_prompts_per_step`` ≥ ``async_rl.min_groups_for_streaming_train``; prompts ×
     generations == ``train_global_batch_size``; sampler ``ready_first`` needs importance-sampling correction
@@ -284,7 +284,7 @@ env:
 )
 
 
-@check(P27, entries=_GYM)
+@checks(P27, entries=_GYM)
 def check_gym_script(context: Context) -> None:
     """(grpo-gym) ``env.should_use_nemo_gym`` true; ``grpo.max_val_samples`` null (the default 256 fails); with
     ``vllm_cfg.video`` set, ``vllm_kwargs.limit_mm_per_prompt.video`` must be a mapping."""

@@ -1,4 +1,4 @@
-"""The one dotted-path implementation (``rl_contracts.config._internal.paths``) and the one absent marker."""
+"""The one dotted-path implementation (``rl_contracts._internal.config_paths``) and the one absent marker."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts.config._internal.absent import ABSENT, MISSING_VALUE, Absent, render_value
-from rl_contracts.config._internal.paths import dotted, dotted_path, is_under, join, lookup, split_path
+from rl_contracts._internal.config_absent import ABSENT, MISSING_VALUE, Absent, render_value
+from rl_contracts._internal.config_paths import dotted, dotted_path, is_under, join, lookup, split_path
 
 _KEY = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=8).filter(
     lambda key: not key.isdigit()

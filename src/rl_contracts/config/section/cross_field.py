@@ -9,15 +9,19 @@ field); a validated section is read through :class:`~rl_contracts.config._intern
 
 from __future__ import annotations
 
-from pydantic import ValidationInfo
+from typing import Final
 
+from pydantic import ValidationInfo
+from pydantic_core import ErrorDetails
+
+from ..._internal.config_absent import ABSENT
+from ..._internal.config_base import V3
+from ..._internal.config_paths import Loc
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation, rule_code, rule_error
 from ..._messages import render
-from .._internal.absent import ABSENT
-from .._internal.paths import Loc
-from .._internal.view import ConfigView
-from .._internal.violations import Violation, rule_error
-from ..section.vllm_cfg import VllmSpecificArgs
-from .rule import Rule
+from ..rule import Rule, checks
+from .vllm_cfg import VllmSpecificArgs
 
 __all__ = [
     "C1",
@@ -29,6 +33,7 @@ __all__ = [
     "C11",
     "check_top_k",
     "check_top_p",
+    "code_of_error",
     "exclusive_option_violations",
     "nvfp4_violations",
     "parallelism_violations",
@@ -185,6 +190,7 @@ policy:
 )
 
 
+@checks(C1)
 def check_top_k(value: int, info: ValidationInfo) -> int:
     """Rule C1 for a top-k field (``top_k``, ``val_top_k``): ``-1`` or ``>= 1`` (``None`` never reaches it)."""
     if value != -1 and value < 1:
@@ -197,6 +203,7 @@ def check_top_k(value: int, info: ValidationInfo) -> int:
     return value
 
 
+@checks(C1)
 def check_top_p(value: float, info: ValidationInfo) -> float:
     """Rule C1 for a top-p field (``top_p``, ``val_top_p``): ``0 < p <= 1``."""
     if not 0 < value <= 1:
@@ -207,6 +214,7 @@ def check_top_p(value: float, info: ValidationInfo) -> float:
     return value
 
 
+@checks(C2)
 def port_range_violations(low: int | None, high: int | None) -> list[Violation]:
     """Rule C2 across fields: ``port_range_low`` ≤ ``port_range_high`` when both are set."""
     if low is not None and high is not None and low > high:
@@ -222,6 +230,7 @@ def port_range_violations(low: int | None, high: int | None) -> list[Violation]:
     return []
 
 
+@checks(C3, C4, C5)
 def parallelism_violations(vllm: VllmSpecificArgs) -> list[Violation]:
     """Rules C3–C5: pipeline parallelism needs the async engine; EP is a multiple of TP; DP inside vLLM is sync."""
     tp, pp, ep = vllm.tensor_parallel_size, vllm.pipeline_parallel_size, vllm.expert_parallel_size
@@ -257,6 +266,7 @@ def parallelism_violations(vllm: VllmSpecificArgs) -> list[Violation]:
     return violations
 
 
+@checks(C10)
 def nvfp4_violations(view: ConfigView, keys: tuple[str, ...]) -> list[Violation]:
     """Rule C10 (second part): with NVFP4 per-token rollout on, each of ``keys`` that is set is a violation."""
     nvfp4 = view.section("nvfp4_pertoken_rollout")
@@ -278,6 +288,7 @@ def nvfp4_violations(view: ConfigView, keys: tuple[str, ...]) -> list[Violation]
     return violations
 
 
+@checks(C10)
 def exclusive_option_violations(view: ConfigView) -> list[Violation]:
     """Rule C10: a worker extension excludes ``quant_cfg``; NVFP4 per-token rollout excludes three options."""
     violations = []
@@ -296,6 +307,7 @@ def exclusive_option_violations(view: ConfigView) -> list[Violation]:
     return violations
 
 
+@checks(C11)
 def real_quant_violations(view: ConfigView) -> list[Violation]:
     """Rule C11: a real-quant export states its CPU offload, and no offload needs colocated CUDA-IPC refit."""
     if view.get("real_quant") is not True:
@@ -325,3 +337,18 @@ def real_quant_violations(view: ConfigView) -> list[Violation]:
             )
         ]
     return []
+
+
+_CLAIMED: Final[dict[str, Rule]] = {
+    error_type: rule for rule in (C1, C2, C3, C4, C5, C10, C11) for error_type in rule.pydantic_types
+}
+
+
+def code_of_error(error: ErrorDetails) -> str:
+    """The code of one pydantic line error of the section: the rule its violation carries, else the rule that
+    claims pydantic's error type (a range error is C2), else V3 (the schema)."""
+    code = rule_code(error)
+    if code is not None:
+        return code
+    claimed = _CLAIMED.get(str(error["type"]))
+    return claimed.code if claimed is not None else V3.code

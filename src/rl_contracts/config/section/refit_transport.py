@@ -13,18 +13,18 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from ..._internal.config_absent import ABSENT
+from ..._internal.config_view import ConfigView
+from ..._internal.config_violations import Violation
 from ..._messages import render, type_name
-from .._internal.absent import ABSENT
-from .._internal.view import ConfigView
-from .._internal.violations import Violation
-from ..section.refit_cfg import (
+from ..rule import Rule, checks
+from .cross_field import nvfp4_violations
+from .refit_cfg import (
     VLLM_REFIT_SELECTORS,
     VllmCheckpointEnginePluginConfig,
     VllmRefitConfig,
     is_plugin_path,
 )
-from .rule import Rule
-from .section import nvfp4_violations
 
 __all__ = ["C6", "C7", "C8", "C9", "RefitCheck", "check_refit"]
 
@@ -218,6 +218,7 @@ def _validated_refit_cfg(view: ConfigView, transport: str) -> VllmRefitConfig | 
     return refit
 
 
+@checks(C6, C7, C8, C9)
 def check_refit(view: ConfigView, *, nvfp4: bool, first_only: bool) -> RefitCheck:
     """Run SPEC §1.3's steps 1–6 in order; ``nvfp4`` adds step 2 (the C10 conflict with a transport).
 

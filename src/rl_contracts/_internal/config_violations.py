@@ -16,9 +16,9 @@ from typing import Final
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
-from ..rules.rule import Rule
-from .absent import ABSENT
-from .paths import Loc
+from ..config.rule import Rule
+from .config_absent import ABSENT
+from .config_paths import Loc
 
 __all__ = ["RULE_CONTEXT_KEY", "Violation", "raise_violations", "rule_code", "rule_error"]
 
@@ -51,7 +51,9 @@ class Violation:
 
 def rule_error(rule: Rule, message: str, *, error_type: str | None = None) -> PydanticCustomError:
     """A pydantic custom error of ``rule``: its type (or ``error_type``), ``message``, the code in its context."""
-    return PydanticCustomError(error_type or rule.error_type, message, {RULE_CONTEXT_KEY: rule.code})
+    return PydanticCustomError(
+        error_type or f"config_rule_{rule.code.lower()}", message, {RULE_CONTEXT_KEY: rule.code}
+    )
 
 
 def rule_code(error: ErrorDetails) -> str | None:
@@ -79,7 +81,9 @@ def raise_violations(title: str, violations: Sequence[Violation], container: obj
             )
             continue
         missing = violation.value is ABSENT
-        error_type = violation.error_type or (violation.rule.error_type + ("_missing" if missing else ""))
+        error_type = violation.error_type or (
+            f"config_rule_{violation.rule.code.lower()}" + ("_missing" if missing else "")
+        )
         details.append(
             InitErrorDetails(
                 type=rule_error(violation.rule, violation.message, error_type=error_type),

@@ -26,10 +26,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..rules.loading import V3
-from .violations import Violation, raise_violations
+from ..config.rule import Rule, checks
+from .config_violations import Violation, raise_violations
 
-__all__ = ["ConfigModel", "ForbidExtra", "known_keys"]
+__all__ = [
+    "V3",
+    "ConfigModel",
+    "ForbidExtra",
+    "duplicate_spellings",
+    "known_keys",
+]
 
 
 @functools.cache
@@ -80,6 +86,47 @@ def _describe_fields(schema: dict[str, Any], model_cls: type[BaseModel]) -> None
             properties[key].setdefault("description", doc)
 
 
+V3 = Rule(
+    "V3",
+    "schema-violation",
+    summary="a value breaks the VllmConfig schema (type, range, forbidden key)",
+    reference="vllm_worker.py and the config TypedDicts (S1-S3)",
+    what_it_checks=(
+        "That the generation section matches the `VllmConfig` schema: every required key present, every value "
+        "of its declared type (strict: no bool for an int, no string for a number), no forbidden extra key, "
+        "and no key given in both its `_key` and `key` spellings."
+    ),
+    why_it_matters=(
+        "The reference's config is an unchecked `TypedDict`: a wrong type reaches `vllm_worker.py` or the "
+        "engine arguments and fails there (S1-S3, a `TypeError`/`KeyError` after Ray and the workers "
+        "started), or is silently used as is."
+    ),
+    example="""\
+policy:
+  generation:
+    max_new_tokens: '512'
+""",
+    fix="Give the value the type the issue names (here the int `512`, not the string `'512'`).",
+)
+
+
+@checks(V3)
+def duplicate_spellings(model: type[BaseModel], data: Mapping[Any, Any]) -> list[Violation]:
+    """V3 for each underscore key that ``data`` gives in both spellings (the model could keep only one); the
+    rest of V3 is pydantic's schema validation of the section models."""
+    return [
+        Violation(
+            V3,
+            (name,),
+            f"both {field.alias!r} and {name!r} are set; give the key once (the canonical spelling is {field.alias!r})",
+            data[name],
+            error_type="config_rule_duplicate_key",
+        )
+        for name, field in model.model_fields.items()
+        if field.alias and field.alias != name and field.alias in data and name in data
+    ]
+
+
 class ConfigModel(BaseModel):
     """Common config of every model of :mod:`rl_contracts.config`: extra keys kept, both ``_`` spellings accepted.
 
@@ -101,18 +148,7 @@ class ConfigModel(BaseModel):
     def _one_spelling_per_key(cls, data: Any) -> Any:
         """Reject an input that gives both spellings of an underscore key (the model could keep only one)."""
         if isinstance(data, Mapping):
-            violations = [
-                Violation(
-                    V3,
-                    (name,),
-                    f"both {field.alias!r} and {name!r} are set; give the key once "
-                    f"(the canonical spelling is {field.alias!r})",
-                    data[name],
-                    error_type="config_rule_duplicate_key",
-                )
-                for name, field in cls.model_fields.items()
-                if field.alias and field.alias != name and field.alias in data and name in data
-            ]
+            violations = duplicate_spellings(cls, data)
             raise_violations(cls.__name__, violations, data)
         return data
 

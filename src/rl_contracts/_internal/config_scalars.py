@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
-from ..._messages import type_name
+from .._messages import type_name
 
 __all__ = [
     "AtLeastOne",
