@@ -38,7 +38,6 @@ from rl_contracts.config import (
     normalize_vllm_refit_config,
 )
 from rl_contracts.config.rules.preflight import PreflightOptions, preflight
-from rl_contracts.config.section.recipe import ALGORITHMS
 from rl_contracts.errors import (
     ChatResponseContractError,
     ConfigContractError,
@@ -1100,6 +1099,8 @@ def _whole_recipe_findings(algorithm: Any, recipe: dict[str, Any]) -> set[tuple[
 
 def test_whole_recipes_and_the_minimal_whole_recipe_pass_every_whole_recipe_check() -> None:
     """Drawn recipes (``whole_recipes``) and ``minimal_whole_recipe`` of every algorithm have no finding."""
+    from rl_contracts.config.section.recipe import ALGORITHMS
+
     seen = _outcomes(strategies_module.whole_recipes(), lambda drawn: len(_whole_recipe_findings(*drawn)))
     assert set(seen) == {0}
     for algorithm in ALGORITHMS:
