@@ -1,6 +1,6 @@
 """Rule violations of the config models and how they surface: inside one pydantic ``ValidationError``.
 
-A :class:`Violation` says which rule (its :class:`~rl_contracts.config.rules.rule.Rule` record), where (``loc``,
+A :class:`Violation` says which rule (its :class:`~rl_contracts.config.rule.Rule` record), where (``loc``,
 relative to the generation section), what and why.  :func:`raise_violations` turns a list of them into one
 ``ValidationError``: each line error has the rule's ``type`` (``config_rule_<code>``, ``..._missing`` for an
 absent key, :attr:`Violation.error_type` when given) and carries the rule's code in its context under

@@ -49,7 +49,7 @@ class IssueReport:
         fix: SuggestedFix | None = None,
     ) -> None:
         """Add one issue at ``keys`` (``path`` when given: a preflight finding's own spelling) with its ``fix``;
-        ``value`` :data:`~rl_contracts.config._internal.absent.ABSENT` marks a missing key."""
+        ``value`` :data:`~rl_contracts._internal.config_absent.ABSENT` marks a missing key."""
         missing = value is ABSENT
         if not missing and self.outside is not None and self.outside(keys):
             found, written = lookup(self.document, keys)

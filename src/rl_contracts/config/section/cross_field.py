@@ -3,8 +3,8 @@ mutually exclusive options (C10) and the real-quant export (C11).
 
 ``GenerationConfig`` and ``VllmConfig`` (:mod:`rl_contracts.config.section.generation`) run these checks after
 field validation; the refit-transport rules C6–C9 are :mod:`.refit_transport`'s.  Each check returns
-:class:`~rl_contracts.config._internal.violations.Violation` records (C1 raises a pydantic custom error per
-field); a validated section is read through :class:`~rl_contracts.config._internal.view.ConfigView`.
+:class:`~rl_contracts._internal.config_violations.Violation` records (C1 raises a pydantic custom error per
+field); a validated section is read through :class:`~rl_contracts._internal.config_view.ConfigView`.
 """
 
 from __future__ import annotations

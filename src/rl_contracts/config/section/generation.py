@@ -4,7 +4,7 @@ SPEC §1.1 (fields, "Req." semantics) and §1.2 (rules C1–C11).  Cross-field r
 report *every* violation at once inside one pydantic ``ValidationError``; each line error's ``loc`` is the dotted
 key the rule reports against, relative to the generation section (e.g. ``("vllm_cfg", "pipeline_parallel_size")``),
 and its ``type`` is ``config_rule_<rule>`` (``config_rule_c9_missing`` / ``config_rule_c11_missing`` mark an absent
-key).  Scalars are strict (:mod:`rl_contracts.config._internal.scalars`); the rules are
+key).  Scalars are strict (:mod:`rl_contracts._internal.config_scalars`); the rules are
 :mod:`rl_contracts.config.rules.section`'s and :mod:`rl_contracts.config.rules.refit_transport`'s.
 """
 
