@@ -60,11 +60,11 @@ options:
 
 VALIDATE_USAGE = """usage: rl-contracts validate [-h] [--section DOTTED] [--strict]
                              [--format {human,json,github,sarif} | --json] [--set KEY=VALUE]
-                             [--entrypoint {grpo,grpo-gym,grpo-sc}] [--vllm-version X.Y]
-                             [--ignore-tp-accuracy-check] [--model-config CONFIG.json]
-                             [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES]
-                             [--root DIR] [--fix] [--unsafe-fixes] [--diff] [--baseline FILE]
-                             [--write-baseline FILE]
+                             [--entrypoint {grpo,grpo-gym,grpo-sc}] [--algorithm NAME]
+                             [--vllm-version X.Y] [--ignore-tp-accuracy-check]
+                             [--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR]
+                             [--select CODES] [--ignore CODES] [--root DIR] [--fix]
+                             [--unsafe-fixes] [--diff] [--baseline FILE] [--write-baseline FILE]
                              FILE [FILE ...]"""
 
 VALIDATE_HELP = (
@@ -93,6 +93,9 @@ options:
   --entrypoint {grpo,grpo-gym,grpo-sc}
                         the trainer script the recipe runs with (default: detected from the
                         recipe)
+  --algorithm NAME      check every section as this NeMo RL algorithm's recipe (default: detected
+                        from the top-level sections of a whole recipe): grpo, grpo-sc, sft, dpo,
+                        rm, ppo, distillation, xtoken-distillation, eval
   --vllm-version X.Y    vLLM version for the version-dependent rules (default: the installed
                         vLLM's, else they are skipped)
   --ignore-tp-accuracy-check
@@ -119,14 +122,19 @@ options:
 """
 )
 
-SCHEMA_HELP = """usage: rl-contracts schema [-h] [--recipe]
+SCHEMA_HELP = """usage: rl-contracts schema [-h] [--recipe] [--algorithm NAME]
 
 Print VllmConfig's JSON Schema (by alias, validation mode), or with --recipe the schema of a whole
-recipe file, for an editor's YAML language server.
+recipe file (with --algorithm NAME: every section of that algorithm typed), for an editor's YAML
+language server.
 
 options:
-  -h, --help  show this help message and exit
-  --recipe    the whole-recipe schema (generation and preflight sections typed, the rest open)
+  -h, --help        show this help message and exit
+  --recipe          the whole-recipe schema (generation and preflight sections typed, the rest
+                    open)
+  --algorithm NAME  the schema of a recipe of this NeMo RL algorithm, every section typed (implies
+                    --recipe): grpo, grpo-sc, sft, dpo, rm, ppo, distillation, xtoken-
+                    distillation, eval
 """
 
 RULES_HELP = """usage: rl-contracts rules [-h] [--format {human,json,markdown}]

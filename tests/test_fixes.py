@@ -33,8 +33,16 @@ def fix(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_the_registry_declares_the_fixable_rules() -> None:
-    """K1 and P28 have safe fixes; W2 and the value rules P7, P9 unsafe ones; no other rule claims a fix."""
-    assert FIXABLE == {"K1": "safe", "P28": "safe", "W2": "unsafe", "P7": "unsafe", "P9": "unsafe"}
+    """K1, K3 and P28 have safe fixes; W2 and the value rules P7, P9, P36 unsafe ones; no other rule claims a fix."""
+    assert FIXABLE == {
+        "K1": "safe",
+        "K3": "safe",
+        "P28": "safe",
+        "W2": "unsafe",
+        "P7": "unsafe",
+        "P9": "unsafe",
+        "P36": "unsafe",
+    }
 
 
 @pytest.mark.parametrize("name", ["k1.yaml", "p28.yaml", "w2.yaml", "p28_taken.yaml"])

@@ -504,17 +504,24 @@ def test_preflight_options_reach_preflight() -> None:
     assert load_recipe(BASE).entrypoint == "grpo"
 
 
-def test_an_unresolvable_leaf_outside_the_section_only_makes_rules_skip(
+def test_an_unresolvable_leaf_outside_the_section_is_an_error_of_a_whole_recipe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An unset ``${oc.env:...}`` outside the section is no issue; preflight gets the path as unresolved."""
+    """An unset ``${oc.env:...}`` outside the section of a whole recipe is V2 (NeMo RL resolves the whole recipe
+    before it starts), shown as written; preflight still gets the path as unresolved."""
     monkeypatch.delenv("RL_CONTRACTS_UNSET_VARIABLE", raising=False)
     recipe = child(tmp_path, "cluster:\n  gpus_per_node: ${oc.env:RL_CONTRACTS_UNSET_VARIABLE}\n")
-    loaded = load_recipe(recipe)
-    assert loaded.status == "valid"
-    assert loaded.issues == ()
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(recipe)
+    [issue] = caught.value.issues or ()
+    assert (issue.code, issue.path, issue.value) == (
+        "V2",
+        "cluster.gpus_per_node",
+        repr("${oc.env:RL_CONTRACTS_UNSET_VARIABLE}"),
+    )
     assert any(
-        note.path is not None and note.path.startswith("cluster.gpus_per_node") for note in loaded.skipped
+        note.path is not None and note.path.startswith("cluster.gpus_per_node")
+        for note in caught.value.skipped or ()
     )
 
 

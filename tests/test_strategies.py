@@ -1130,3 +1130,44 @@ def test_turn_route_cases_stitch_or_name_the_first_uncovered_token() -> None:
         return "stitched"
 
     assert set(_outcomes(turn_route_cases(), outcome)) == {"stitched", "refused"}
+
+
+# --- whole recipes ----------------------------------------------------------------------------------------------
+
+
+def _whole_recipe_findings(algorithm: Any, recipe: dict[str, Any]) -> set[tuple[str, str]]:
+    """(code, dotted path) of every whole-recipe finding of ``recipe`` read as ``algorithm``'s."""
+    from rl_contracts.config.rules.recipe_arithmetic import arithmetic_findings
+    from rl_contracts.config.rules.recipe_keys import recipe_key_findings
+    from rl_contracts.config.rules.recipe_schema import schema_findings
+
+    found = [
+        *schema_findings(recipe, algorithm),
+        *recipe_key_findings(recipe, algorithm),
+        *arithmetic_findings(recipe, algorithm),
+    ]
+    return {(finding.code, finding.path) for finding in found}
+
+
+def test_whole_recipes_and_the_minimal_whole_recipe_pass_every_whole_recipe_check() -> None:
+    """Drawn recipes (``whole_recipes``) and ``minimal_whole_recipe`` of every algorithm have no finding."""
+    from rl_contracts.config.section.recipe import ALGORITHMS
+
+    seen = _outcomes(strategies_module.whole_recipes(), lambda drawn: len(_whole_recipe_findings(*drawn)))
+    assert set(seen) == {0}
+    for algorithm in ALGORITHMS:
+        assert _whole_recipe_findings(algorithm, strategies_module.minimal_whole_recipe(algorithm)) == set()
+
+
+def test_broken_whole_recipes_are_reported_with_their_code_at_their_path() -> None:
+    """Each planted finding of ``broken_whole_recipes`` is reported with its code at its path; every code is drawn."""
+    seen = _outcomes(
+        strategies_module.broken_whole_recipes(),
+        lambda planted: (
+            planted.code,
+            (planted.code, planted.path) in _whole_recipe_findings(planted.algorithm, planted.recipe),
+        ),
+        examples=120,
+    )
+    assert {reported for _, reported in seen} == {True}
+    assert {code for code, _ in seen} == set(strategies_module.PLANTED_CODES)

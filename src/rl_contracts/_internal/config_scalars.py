@@ -13,9 +13,11 @@ The names are public within the package (a private module); users import the fou
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from .._messages import type_name
 
@@ -102,13 +104,27 @@ def _null_as_false(value: object) -> object:
     return False if value is None else value
 
 
-_PYTHON_INT = BeforeValidator(_python_int)
-_AS_FLOAT = BeforeValidator(_finite_float)
+class _Before:
+    """A before-validator, as ``pydantic.BeforeValidator`` without its per-use ``inspect.signature`` of the
+    function (it takes no ``info``): the config models use these hundreds of times, and that inspection was a
+    third of building their validators."""
 
-StrictStr = BeforeValidator(_strict_str)
+    __slots__ = ("function",)
+
+    def __init__(self, function: Callable[[Any], Any]) -> None:
+        self.function = function
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(self.function, handler(source))
+
+
+_PYTHON_INT = _Before(_python_int)
+_AS_FLOAT = _Before(_finite_float)
+
+StrictStr = _Before(_strict_str)
 """The before-validator of :data:`ConfigStr`, for ``Literal`` string fields (``Annotated[Literal[...], StrictStr]``)."""
 
-ConfigBool = Annotated[bool, BeforeValidator(_strict_bool)]
+ConfigBool = Annotated[bool, _Before(_strict_bool)]
 """A config ``bool``: accepts only ``True``/``False``."""
 ConfigInt = Annotated[int, _PYTHON_INT]
 """A config int: a Python ``int`` only, never a bool or another ``__index__`` type (stricter than
@@ -134,9 +150,9 @@ Ratio = Annotated[float, Field(gt=0, lt=1), _AS_FLOAT]
 """A config float in the open interval (0, 1)."""
 Fraction = Annotated[float, Field(gt=0, le=1), _AS_FLOAT]
 """A config float in (0, 1]."""
-StrList = Annotated[list[ConfigStr], BeforeValidator(_strict_list)]
+StrList = Annotated[list[ConfigStr], _Before(_strict_list)]
 """A list (or tuple) of config strs."""
-TokenIdList = Annotated[list[NonNegative], BeforeValidator(_strict_list)]
+TokenIdList = Annotated[list[NonNegative], _Before(_strict_list)]
 """A list (or tuple) of token ids, each ≥ 0."""
 EnvValue = Annotated[str, BeforeValidator(_env_value, json_schema_input_type=str | int | float)]
 """An environment variable value: a str, or an int/float converted with ``str()``; never a bool or null."""

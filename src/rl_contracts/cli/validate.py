@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .report import FileReport
 
 __all__ = [
+    "ALGORITHM_CHOICES",
     "DEFAULT_SECTION",
     "add_baseline_arguments",
     "add_fix_arguments",
@@ -46,6 +47,20 @@ __all__ = [
     "vllm_version",
     "write",
 ]
+
+ALGORITHM_CHOICES = (
+    "grpo",
+    "grpo-sc",
+    "sft",
+    "dpo",
+    "rm",
+    "ppo",
+    "distillation",
+    "xtoken-distillation",
+    "eval",
+)
+"""The algorithms ``--algorithm`` names: ``rl_contracts.config.section.recipe.ALGORITHMS``, written out so that the
+parser is built without importing the models (a test holds the two equal)."""
 
 DEFAULT_SECTION = "policy.generation"
 """``rl_contracts.config.DEFAULT_SECTION``, written here so that the parser's help needs no recipe code (a test
@@ -64,6 +79,7 @@ def validate_files(
     select: Collection[str] = (),
     ignore: Collection[str] = (),
     root: str | None = None,
+    algorithm: str | None = None,
 ) -> list[FileReport]:
     """Run :func:`~rl_contracts.config.load_recipe` on every file, in order, and report each outcome.
 
@@ -88,6 +104,7 @@ def validate_files(
                 select=select,
                 ignore=ignore,
                 root=root,
+                algorithm=algorithm,
             )
         except RecipeError as exc:
             reports.append(
@@ -146,6 +163,7 @@ def run_validate(args: argparse.Namespace) -> int:
         "select": args.select,
         "ignore": args.ignore,
         "root": args.root,
+        "algorithm": args.algorithm,
     }
     if args.unsafe_fixes and not (args.fix or args.diff):
         print("rl-contracts validate: error: --unsafe-fixes needs --fix or --diff", file=sys.stderr)
@@ -362,6 +380,13 @@ def register(commands: Any) -> None:
         "--entrypoint",
         choices=("grpo", "grpo-gym", "grpo-sc"),
         help="the trainer script the recipe runs with (default: detected from the recipe)",
+    )
+    validate.add_argument(
+        "--algorithm",
+        choices=ALGORITHM_CHOICES,
+        metavar="NAME",
+        help="check every section as this NeMo RL algorithm's recipe (default: detected from the top-level "
+        "sections of a whole recipe): " + ", ".join(ALGORITHM_CHOICES),
     )
     validate.add_argument(
         "--vllm-version",

@@ -235,6 +235,7 @@ def plan_fixes(
     ignore: Collection[str] = (),
     root: str | os.PathLike[str] | None = None,
     max_rounds: int = 8,
+    algorithm: str | None = None,
 ) -> FixPlan:
     """Compute every fix of the findings of ``files`` (validated as :func:`~rl_contracts.config.load_recipe`
     with the same options) without writing anything; see the module docstring.
@@ -251,6 +252,7 @@ def plan_fixes(
         "preflight_options": preflight_options,
         "select": select,
         "ignore": ignore,
+        "algorithm": algorithm,
     }
     with tempfile.TemporaryDirectory(prefix="rl-contracts-fix-") as folder:
         kwargs["root"] = folder  # the private copies of every chain lie under it

@@ -190,10 +190,17 @@ def _locate(report: IssueReport, resolution: Resolution, section: Keys) -> dict[
 
 @checks(V4, V5)
 def check_section(
-    report: IssueReport, resolution: Resolution, section: str, *, explicit: bool, strict: bool
+    report: IssueReport,
+    resolution: Resolution,
+    section: str,
+    *,
+    explicit: bool,
+    strict: bool,
+    whole: str | None = None,
 ) -> tuple[Literal["valid", "skipped"], VllmConfig | None]:
     """Validate the selected section (``explicit``: named by the caller), adding its issues to ``report``; the
-    status and the model (``None`` when skipped or invalid)."""
+    status and the model (``None`` when skipped or invalid).  When the whole recipe of algorithm ``whole`` is
+    checked, the recipe is never skipped: a missing generation section is no issue (SFT, DPO, ...)."""
     keys = tuple(section.split("."))
     data = _locate(report, resolution, keys)
     if data is None:
@@ -201,6 +208,8 @@ def check_section(
             return "valid", None
         if explicit:
             report.add(keys, V4.code, f"section {render_name(section)} not found", "error")
+            return "valid", None
+        if whole is not None:
             return "valid", None
         why = (
             f"no generation section ({DEFAULT_SECTION} or a top-level {EVALUATION_SECTION} mapping): not a "
@@ -214,7 +223,7 @@ def check_section(
     if isinstance(backend, str) and backend != "vllm":  # not validated, so its failed leaves do not matter
         why = f"backend '{render_name(backend)}' is not validated (only 'vllm' is)"
         report.add(backend_keys, V5.code, why, "warning", backend)
-        return "skipped", None
+        return ("skipped" if whole is None else "valid"), None
     for failure in failed:
         report.add(failure.keys, failure.code, failure.reason, "error", failure.raw, path=failure.path)
     if any(failure.keys == backend_keys for failure in failed):

@@ -18,6 +18,8 @@ from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
+from ..section.recipe import ALGORITHMS
+from .check_recipe import check_recipe, choose_algorithm
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import V6, build_tree, compose
 from .expansion import analyse
@@ -42,6 +44,9 @@ class LoadedRecipe:
     ``skipped`` the preflight rules that could not run; ``entrypoint`` the trainer preflight checked against
     (``None`` when preflight did not run or the recipe is not a GRPO recipe).
 
+    ``algorithm`` is the NeMo RL algorithm whose whole recipe was checked (given, or read from the recipe's
+    top-level sections; ``None`` when it names none: then only the generation section and preflight ran).
+
     ``model_name`` is the model the section serves, as the trainer sets it
     (:func:`~.local_model.served_model_name`): for ``policy.generation``, ``policy.model_name`` (NeMo RL's
     ``grpo.setup`` overwrites the section's own ``model_name`` with it), else the section's own; ``None`` when
@@ -59,6 +64,7 @@ class LoadedRecipe:
     skipped: tuple[SkippedRule, ...] = field(default=())
     entrypoint: Entrypoint | None = None
     model_name: str | None = None
+    algorithm: str | None = None
 
 
 def _codes(value: object, argument: str) -> tuple[str, ...]:
@@ -100,6 +106,7 @@ def load_recipe(
     ignore: Collection[str] = (),
     root: str | os.PathLike[str] | None = None,
     limits: Limits | None = None,
+    algorithm: str | None = None,
 ) -> LoadedRecipe:
     """Load one recipe file checked: composed, overridden, resolved, its generation section validated (``section``;
     default ``policy.generation``, else a top-level ``generation``), preflight run, findings filtered by
@@ -114,13 +121,20 @@ def load_recipe(
             message), ``.skipped``, ``.section`` and ``.entrypoint`` as on the result.
         RecipeLoadError: the file or an override cannot be read (``.code`` ``V1``; ``V6`` beyond ``limits``;
             ``V7`` a ``defaults`` parent outside ``root``).
-        ContractTypeError: an argument of the wrong type.
+        ContractTypeError: an argument of the wrong type (``algorithm`` one of
+            :data:`~..section.recipe.ALGORITHMS` or ``None``).
         ConfigContractError: a ``select``/``ignore`` pattern that names no code or family.
+
+    When the recipe is of a NeMo RL algorithm (``algorithm``, else the one its top-level sections name, if it has
+    every required top-level section), every section is checked as that algorithm's whole recipe
+    (:mod:`.check_recipe`), and a recipe without a generation section is validated, not skipped.
     """
     if not isinstance(path, str | os.PathLike):
         raise ContractTypeError.for_value("path", "a str or os.PathLike", path)
     if section is not None and not isinstance(section, str):
         raise ContractTypeError.for_value("section", "a str or None", section)
+    if algorithm is not None and algorithm not in ALGORITHMS:
+        raise ContractTypeError.for_value("algorithm", f"one of {', '.join(ALGORITHMS)} or None", algorithm)
     require_bool(strict, "strict")
     require_bool(run_preflight, "run_preflight")
     texts = _codes(overrides, "overrides")
@@ -140,7 +154,17 @@ def load_recipe(
     register_resolvers()
     with budget_scope(bounds):
         return _load(
-            file, section, strict, texts, preflight_options, run_preflight, selected, ignored, root, bounds
+            file,
+            section,
+            strict,
+            texts,
+            preflight_options,
+            run_preflight,
+            selected,
+            ignored,
+            root,
+            bounds,
+            algorithm,
         )
 
 
@@ -155,6 +179,7 @@ def _load(
     ignored: tuple[str, ...],
     root: str | os.PathLike[str] | None,
     limits: Limits,
+    algorithm: str | None,
 ) -> LoadedRecipe:
     """:func:`load_recipe` once its arguments are checked, with the resolvers' budget in place."""
     composition = compose(Path(file), limits=limits, root=None if root is None else Path(root))
@@ -171,8 +196,14 @@ def _load(
         secrets=_secrets(resolution.document, analysis.outside),
     )
     chosen = section if section is not None else default_section(composed, resolution)
+    whole = choose_algorithm(resolution.document, algorithm)
     status, config = check_section(
-        report, resolution, chosen or DEFAULT_SECTION, explicit=section is not None, strict=strict
+        report,
+        resolution,
+        chosen or DEFAULT_SECTION,
+        explicit=section is not None,
+        strict=strict,
+        whole=whole,
     )
     for missing in unapplied:
         report.add(missing.keys, K1.code, missing.reason, "error", missing.override.text)
@@ -193,6 +224,8 @@ def _load(
             )
     if run_preflight:
         skipped, entrypoint = preflight_issues(report, resolution, preflight_options)
+    if whole is not None:  # after preflight: a key P1 reports missing is not reported again as V8
+        check_recipe(report, resolution, whole, strict=strict)
     issues = _sorted(i for i in report.issues if code_selected(i.code, select=selected, ignore=ignored))
     skipped = tuple(s for s in skipped if code_selected(s.code, select=selected, ignore=ignored))
     chosen = chosen or DEFAULT_SECTION
@@ -207,4 +240,6 @@ def _load(
             section=chosen,
             entrypoint=entrypoint,
         )
-    return LoadedRecipe(file, chosen, status, composed, config, issues, skipped, entrypoint, model_name)
+    return LoadedRecipe(
+        file, chosen, status, composed, config, issues, skipped, entrypoint, model_name, whole
+    )

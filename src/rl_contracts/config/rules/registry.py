@@ -25,7 +25,7 @@ from ...errors import ConfigContractError, ContractTypeError
 from ..loading import check_section, compose, resolve
 from ..rule import FAMILIES, Check, Rule, collect_checks
 from ..section import cross_field, refit_transport
-from . import refit_support, unknown_keys
+from . import recipe_arithmetic, recipe_keys, recipe_schema, refit_support, unknown_keys
 from .preflight.engine import PREFLIGHT_CHECKS
 
 __all__ = [
@@ -40,7 +40,17 @@ __all__ = [
 
 CHECKS: Final[tuple[Check, ...]] = (
     *collect_checks(
-        base, cross_field, refit_transport, refit_support, unknown_keys, compose, resolve, check_section
+        base,
+        cross_field,
+        refit_transport,
+        refit_support,
+        unknown_keys,
+        recipe_schema,
+        recipe_keys,
+        recipe_arithmetic,
+        compose,
+        resolve,
+        check_section,
     ),
     *PREFLIGHT_CHECKS,
 )

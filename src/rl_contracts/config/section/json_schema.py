@@ -21,11 +21,14 @@ import copy
 from typing import Any
 
 from .generation import VllmConfig
+from .recipe import RECIPE_MODELS, RUN_SCRIPTS, Algorithm
 
 __all__ = [
     "GENERATION_SCHEMA_ID",
     "JSON_SCHEMA_DIALECT",
     "RECIPE_SCHEMA_ID",
+    "algorithm_json_schema",
+    "algorithm_schema_id",
     "config_json_schema",
     "generation_json_schema",
     "recipe_json_schema",
@@ -271,6 +274,18 @@ def _allow_interpolation(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "type": [*kinds, "string"], "pattern": _INTERPOLATION["pattern"]}
 
 
+def _recipe_defaults() -> dict[str, Any]:
+    """The ``defaults`` key of a recipe file."""
+    return {
+        "description": "Parent recipe(s), relative to this file; later ones and this file win.",
+        "anyOf": [
+            {"type": "null"},
+            {"type": "string", "minLength": 1},
+            {"type": "array", "items": {"type": "string", "minLength": 1}},
+        ],
+    }
+
+
 def recipe_json_schema() -> dict[str, Any]:
     """The JSON Schema of a whole recipe file (``rl-contracts schema --recipe``); a new dict on every call.
 
@@ -296,17 +311,55 @@ def recipe_json_schema() -> dict[str, Any]:
         ),
         "type": "object",
         "properties": {
-            "defaults": {
-                "description": "Parent recipe(s), relative to this file; later ones and this file win.",
-                "anyOf": [
-                    {"type": "null"},
-                    {"type": "string", "minLength": 1},
-                    {"type": "array", "items": {"type": "string", "minLength": 1}},
-                ],
-            },
+            "defaults": _recipe_defaults(),
             **_preflight_sections(),
             "generation": _generation_section(),
         },
         "$defs": definitions,
     }
     return {"$schema": JSON_SCHEMA_DIALECT, "$id": RECIPE_SCHEMA_ID, **_partial(body)}
+
+
+def algorithm_schema_id(algorithm: Algorithm) -> str:
+    """The ``$id`` of :func:`algorithm_json_schema` for ``algorithm``."""
+    return f"urn:rl-contracts:schema:recipe:{algorithm}:1"
+
+
+def _any_of(schema: Any) -> Any:
+    """``schema`` with every ``oneOf`` read as ``anyOf``: in a partial file both variants of a section (or two
+    datasets) may match, since no key is required."""
+    if isinstance(schema, dict):
+        return {("anyOf" if key == "oneOf" else key): _any_of(value) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_any_of(item) for item in schema]
+    return schema
+
+
+def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
+    """The JSON Schema of a recipe file of ``algorithm`` (``rl-contracts schema --recipe --algorithm NAME``): every
+    section of the algorithm's whole-recipe model typed (:data:`~.recipe.RECIPE_MODELS`), the generation section as
+    in :func:`recipe_json_schema`; no key required and interpolations accepted (a file of a ``defaults:`` chain, see
+    the module docstring).  A new dict on every call.
+    """
+    model = RECIPE_MODELS[algorithm].model_json_schema()
+    definitions = model.pop("$defs", {})
+    generation = config_json_schema()
+    definitions.update(generation.pop("$defs", {}))
+    definitions["VllmConfig"] = generation
+    properties = model["properties"]
+    for owner in ("PolicyConfig",):
+        if owner in definitions:
+            definitions[owner]["properties"]["generation"] = _generation_section()
+    if "generation" in properties:
+        properties["generation"] = _generation_section()
+    body = {
+        "title": f"NeMo RL {algorithm} recipe",
+        "description": (
+            f"One recipe file of a defaults: chain of a {algorithm} recipe ({RUN_SCRIPTS[algorithm]}), every section "
+            "typed (rl-contracts). No key is required: run rl-contracts validate for the composed recipe."
+        ),
+        "type": "object",
+        "properties": {"defaults": _recipe_defaults(), **properties},
+        "$defs": definitions,
+    }
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": algorithm_schema_id(algorithm), **_any_of(_partial(body))}

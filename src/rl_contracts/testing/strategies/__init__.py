@@ -25,6 +25,8 @@ from .splice import *  # noqa: F403
 from .splice import __all__ as _splice
 from .weights import *  # noqa: F403
 from .weights import __all__ as _weights
+from .whole_recipes import *  # noqa: F403
+from .whole_recipes import __all__ as _whole_recipes
 
 __all__ = [
     *_chat,
@@ -38,4 +40,5 @@ __all__ = [
     *_routes,
     *_splice,
     *_weights,
+    *_whole_recipes,
 ]
