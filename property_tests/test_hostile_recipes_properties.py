@@ -20,7 +20,7 @@ from typing import Final
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from rl_contracts._messages import CONTROL_CHARACTERS
+from rl_contracts._internal.messages import CONTROL_CHARACTERS
 from rl_contracts.cli import main
 from rl_contracts.config import load_recipe
 from rl_contracts.errors import ContractError

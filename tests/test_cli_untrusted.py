@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rl_contracts._messages import CONTROL_CHARACTERS, printable
+from rl_contracts._internal.messages import CONTROL_CHARACTERS, printable
 from rl_contracts.cli import main
 from rl_contracts.cli.report import github_commands, print_human
 from rl_contracts.cli.validate import validate_files

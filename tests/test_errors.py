@@ -14,7 +14,7 @@ import pytest
 
 import rl_contracts
 from rl_contracts import errors
-from rl_contracts._messages import render, render_list, render_name, shorten
+from rl_contracts._internal.messages import render, render_list, render_name, shorten
 from rl_contracts.config import load_recipe
 from rl_contracts.errors import MAX_MESSAGE_CHARS, ContractError
 from rl_contracts.testing import assert_contract_error

@@ -25,10 +25,10 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ._internal.messages import render, render_list, render_name, type_name
 from ._internal.optional_torch import torch
 from ._internal.routes import WIRE_DTYPE_NAMES, carry_dtype, non_negative, torch_device
 from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
-from ._messages import render, render_list, render_name, type_name
 from .checks import int_or_none, is_sequence, require_int, require_sequence, token_ids
 from .codec import encode_routed_experts
 from .errors import ChatResponseContractError, ContractTypeError, SpliceError

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, TypeGuard, TypeVar
 
 from pydantic import BeforeValidator
 
-from ._messages import render, render_name, type_name
+from ._internal.messages import render, render_name, type_name
 from .errors import ContractError, ContractTypeError
 
 __all__ = [

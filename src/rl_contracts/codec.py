@@ -27,6 +27,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from ._internal import strict_base64
+from ._internal.messages import render, render_name, type_name
 from ._internal.optional_torch import torch
 from ._internal.routes import (
     CARRY_DTYPE_NAMES,
@@ -36,7 +37,6 @@ from ._internal.routes import (
     nested_ids,
     non_negative,
 )
-from ._messages import render, render_name, type_name
 from .checks import int_or_none
 from .errors import ContractTypeError, EnvelopeError
 

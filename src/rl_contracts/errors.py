@@ -5,7 +5,7 @@ Each concrete class also subclasses the built-in the reference raises in the sam
 structured attributes (``None`` when they do not apply), survive a ``pickle`` round-trip, and their message is at
 most :data:`MAX_MESSAGE_CHARS` characters whatever the input size (SPEC §0.3, §0.4).
 
-Messages are composed by the private :mod:`rl_contracts._messages`; :data:`MAX_MESSAGE_CHARS` is the bound.
+Messages are composed by the private :mod:`rl_contracts._internal.messages`; :data:`MAX_MESSAGE_CHARS` is the bound.
 Across Ray, :func:`contract_error` recovers the library error from Ray's ``RayTaskError(X)`` wrapper, and
 :meth:`ContractError.details` gives its fields for structured logs (SPEC §0.3, second release).
 """
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:  # typing_extensions (and the inspect module it loads) is not needed at run time
     from typing_extensions import Self
 
-from ._messages import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, render, shorten, type_name
+from ._internal.messages import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, render, shorten, type_name
 
 __all__ = [
     "MAX_MESSAGE_CHARS",

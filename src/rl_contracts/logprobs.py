@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from ._internal.messages import render, render_list, render_name, type_name
 from ._internal.optional_torch import torch
-from ._messages import render, render_list, render_name, type_name
 from .checks import real_or_none, require_float
 from .errors import ContractTypeError, LogprobContractError, LogprobMismatchError
 from .vllm_arguments import SamplingSettings, SamplingSource, sampling_settings

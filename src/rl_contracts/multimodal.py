@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ._internal.messages import render, render_list, render_name, shorten, type_name
 from ._internal.token_arrays import int_array
-from ._messages import render, render_list, render_name, shorten, type_name
 from .checks import ContractInt, int_or_none, is_int, token_ids
 from .errors import PlaceholderRemapError, PlaceholderTypeError
 from .splice import PrefixSplice

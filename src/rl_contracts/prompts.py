@@ -22,7 +22,7 @@ from typing import Any, Protocol, final, overload
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import NotRequired, TypedDict
 
-from ._messages import render, render_list, render_name, type_name
+from ._internal.messages import render, render_list, render_name, type_name
 from .checks import (
     ContractInt,
     array_dims,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from ._messages import MAX_LIST_ITEMS, render, render_name, shorten, type_name
+from ._internal.messages import MAX_LIST_ITEMS, render, render_name, shorten, type_name
 from .checks import require_collection, require_str
 from .errors import MAX_MESSAGE_CHARS, ContractTypeError
 

@@ -23,9 +23,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from ._internal.messages import render, render_list, render_name, type_name
 from ._internal.optional_torch import torch
 from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
-from ._messages import render, render_list, render_name, type_name
 from .chat import VLLM_LOGPROB_FLOOR
 from .checks import (
     int_or_none,

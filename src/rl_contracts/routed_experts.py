@@ -19,6 +19,7 @@ from typing import Literal, NoReturn, TypedDict, overload
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._internal.messages import render, render_list, render_name, type_name
 from ._internal.optional_torch import torch
 from ._internal.routes import (
     CARRY_DTYPE_NAMES,
@@ -29,7 +30,6 @@ from ._internal.routes import (
     non_negative,
     torch_device,
 )
-from ._messages import render, render_list, render_name, type_name
 from .checks import int_or_none, is_sequence, require_bool, require_int, require_sequence, token_ids
 from .errors import ContractTypeError, RoutedExpertsError, RouteStitchError
 from .protocols import CompletionOutputLike, RequestOutputLike

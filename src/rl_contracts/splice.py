@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._internal.messages import render, render_list, type_name
 from ._internal.token_arrays import int_array, member_mask
-from ._messages import render, render_list, type_name
 from .checks import (
     ContractInt,
     int_or_none,

@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, Protocol, TypeAlias, cast, get_args
 from omegaconf import OmegaConf
 from typing_extensions import Required, TypedDict
 
-from ._messages import render, render_name, type_name
+from ._internal.messages import render, render_name, type_name
 from .checks import as_int, is_collection, is_int, require_bool, require_int
 from .config import GenerationConfig, LoadedRecipe, VllmConfig, VllmSpecificArgs, register_resolvers
 from .config.rules.preflight.generation import ENGINE_ARGUMENTS

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
-from ._messages import render, render_list, render_name, type_name
+from ._internal.messages import render, render_list, render_name, type_name
 from .checks import ContractInt, int_or_none, is_collection, is_sequence, require_bool, require_int, token_ids
 from .errors import ConfigContractError, ContractTypeError, WeightVersionError
 from .protocols import CompletionOutputLike

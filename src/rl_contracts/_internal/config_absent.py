@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .._messages import render
+from .messages import render
 
 __all__ = ["ABSENT", "MISSING_VALUE", "Absent", "render_value"]
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .._messages import render_name
+from .messages import render_name
 
 __all__ = ["Keys", "Loc", "dotted", "dotted_path", "is_under", "join", "lookup", "split_path"]
 

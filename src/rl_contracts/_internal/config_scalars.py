@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
-from .._messages import type_name
+from .messages import type_name
 
 __all__ = [
     "AtLeastOne",

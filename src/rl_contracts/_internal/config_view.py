@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._messages import render, type_name
 from ..errors import ConfigContractError
 from .config_base import known_keys
 from .config_paths import Loc, dotted
+from .messages import render, type_name
 
 __all__ = ["SECTION", "ConfigView"]
 

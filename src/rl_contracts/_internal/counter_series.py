@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .._messages import render, shorten, type_name
 from ..errors import CounterSnapshotError
 from ..metrics.names import (
     COUNTER_KEY_SEP,
@@ -20,6 +19,7 @@ from ..metrics.names import (
     encode_counter_key,
 )
 from .counter_values import FrozenCounters, check_sum, counter_value, counter_vector, key_text
+from .messages import render, shorten, type_name
 
 __all__ = ["Accumulator", "EnginePart", "check_metric_name", "identity_labels", "series_key"]
 

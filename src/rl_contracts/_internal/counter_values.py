@@ -10,10 +10,10 @@ import math
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from typing import Any
 
-from .._messages import render, shorten, type_name
 from ..checks import real_or_none
 from ..errors import CounterSnapshotError
 from ..metrics.names import MAX_SPEC_DECODE_POSITIONS
+from .messages import render, shorten, type_name
 
 __all__ = [
     "FrozenCounters",

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
-from .._messages import render, render_name, shorten
 from ..checks import require_str
 from ..errors import CounterSnapshotError
 from ..metrics.names import (
@@ -26,6 +25,7 @@ from ..metrics.names import (
 )
 from .counter_series import Accumulator, EnginePart, check_metric_name, series_key
 from .counter_values import FrozenCounters
+from .messages import render, render_name, shorten
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric

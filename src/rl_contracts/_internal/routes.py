@@ -10,9 +10,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .._messages import render, render_name
 from ..checks import require_int
 from ..errors import ContractTypeError, RoutedExpertsError
+from .messages import render, render_name
 from .optional_torch import torch
 
 __all__ = [

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._messages import render, render_name, type_name
 from ..errors import ContractTypeError, EnvelopeError
+from .messages import render, render_name, type_name
 from .optional_torch import torch
 
 __all__ = [

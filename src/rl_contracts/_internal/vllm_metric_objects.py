@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .._messages import render, shorten, type_name
 from ..checks import describe_array, is_collection
 from ..errors import ContractTypeError, CounterSnapshotError
 from ..metrics.names import (
@@ -16,6 +15,7 @@ from ..metrics.names import (
 )
 from .counter_series import Accumulator, EnginePart, check_metric_name, series_key
 from .counter_values import FrozenCounters, is_vector
+from .messages import render, shorten, type_name
 
 __all__ = ["read_vllm_metrics"]
 

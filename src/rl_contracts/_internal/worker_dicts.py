@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._messages import render, type_name
 from ..errors import ContractTypeError, CounterSnapshotError
 from ..metrics.names import KEPT_COUNTER_NAMES, is_kept
 from .counter_values import FrozenCounters, counter_value, counter_vector, is_vector, key_text
+from .messages import render, type_name
 
 __all__ = ["read_worker_dict"]
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from .._messages import shorten
+from .._internal.messages import shorten
 from ..errors import ContractError
 from . import startup
 

@@ -14,7 +14,7 @@
 
 Recipe text (keys, values, reasons, file names) is escaped in every format, so that it can never start an output
 line, a terminal sequence or a workflow command: human output writes control characters as Python escapes
-(:func:`~rl_contracts._messages.printable`), JSON is ASCII with JSON's escapes, and github keeps GitHub's own
+(:func:`~rl_contracts._internal.messages.printable`), JSON is ASCII with JSON's escapes, and github keeps GitHub's own
 escaping (``%25``, ``%0D``, ``%0A``; ``%3A``, ``%2C`` in properties) and writes other control characters as
 ``\\xNN``.
 
@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .._messages import printable
+from .._internal.messages import printable
 from ..config.finding import Finding
 from ..config.loading.provenance import OVERRIDE_SOURCE
 
@@ -205,7 +205,7 @@ def json_report(reports: Sequence[FileReport]) -> str:
 
 def _escape_data(text: str) -> str:
     """A workflow command's message, escaped as GitHub's runner reads it back (``%``, CR and LF), then every other
-    control character as :func:`~rl_contracts._messages.printable` writes it (ESC, BEL, NEL, U+2028, ...), so recipe
+    control character as :func:`~rl_contracts._internal.messages.printable` writes it (ESC, BEL, NEL, U+2028, ...), so recipe
     text can neither end the command's line nor colour or move the log viewer's output."""
     return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._messages import render_name, shorten, type_name
+from .._internal.messages import render_name, shorten, type_name
 from ..errors import BaselineError
 from .finding import Finding
 

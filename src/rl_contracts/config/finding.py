@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, field_serializer
 
-from .._messages import MAX_VALUE_CHARS, render, shorten
+from .._internal.messages import MAX_VALUE_CHARS, render, shorten
 from ..errors import RecipeLoadError
 
 __all__ = ["Finding", "FixAction", "Severity", "SuggestedFix", "json_value"]

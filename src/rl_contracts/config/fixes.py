@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._internal.config_paths import Keys, lookup, split_path
-from .._messages import render_name
+from .._internal.messages import render_name
 from ..errors import ConfigContractError, RecipeError, RecipeLoadError
 from .finding import SuggestedFix
 from .loading.compose import compose

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._internal.config_paths import Keys
-from .._messages import render_name
+from .._internal.messages import render_name
 from .loading.parsing import RecipeLoader
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML ships no type stubs

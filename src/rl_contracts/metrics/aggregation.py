@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .._internal.counter_values import check_sum
+from .._internal.messages import render, shorten, type_name
 from .._internal.worker_dicts import read_worker_dict
-from .._messages import render, shorten, type_name
 from ..checks import require_sequence
 from ..errors import ContractTypeError, CounterSnapshotError
 from .names import AggregatedCounters, WorkerCounters

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from .._messages import render, render_list, shorten, type_name
+from .._internal.messages import render, render_list, shorten, type_name
 from ..checks import real_or_none, require_str
 from ..errors import ContractTypeError, CounterSnapshotError
 from .aggregation import POSITION_PROCESS, FleetCounters, aggregate_spec_decode_counters

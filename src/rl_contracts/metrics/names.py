@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final, TypeAlias
 
-from .._messages import render, shorten
+from .._internal.messages import render, shorten
 from ..checks import require_str
 from ..errors import CounterSnapshotError
 

@@ -33,10 +33,10 @@ from typing_extensions import Self
 
 from .._internal.counter_series import EnginePart
 from .._internal.counter_values import FrozenCounters
+from .._internal.messages import render, shorten, type_name
 from .._internal.prometheus_text import read_prometheus_text
 from .._internal.vllm_metric_objects import read_vllm_metrics
 from .._internal.worker_dicts import read_worker_dict
-from .._messages import render, shorten, type_name
 from ..checks import real_or_none
 from ..errors import ContractTypeError, CounterSnapshotError
 from ..protocols import MetricLike

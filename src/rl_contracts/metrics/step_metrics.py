@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from .._internal.counter_values import counter_value, key_text
-from .._messages import render
+from .._internal.messages import render
 from ..checks import int_or_none
 from ..errors import ContractTypeError, CounterSnapshotError
 from .aggregation import FleetCounters

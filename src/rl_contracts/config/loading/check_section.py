@@ -16,7 +16,7 @@ from pydantic_core import ErrorDetails
 
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_paths import Keys, dotted_path, is_under, lookup
-from ..._messages import render_name, shorten
+from ..._internal.messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
 from ..rule import Rule, checks
 from ..rules.refit_support import reload_refit_violation

@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 
 from ..._internal.config_paths import dotted_path
-from ..._messages import render, render_list, render_name, type_name
+from ..._internal.messages import render, render_list, render_name, type_name
 from ...errors import RecipeLoadError
 from ..rule import Rule, checks
 from .limits import DEFAULT_LIMITS, Limits

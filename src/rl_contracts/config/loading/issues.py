@@ -7,7 +7,7 @@ from typing import Any
 
 from ..._internal.config_absent import ABSENT, MISSING_VALUE
 from ..._internal.config_paths import Keys, dotted_path, lookup
-from ..._messages import render
+from ..._internal.messages import render
 from ..finding import Finding, Severity, SuggestedFix, json_value
 from .provenance import Provenance
 

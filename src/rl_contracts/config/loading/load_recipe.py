@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..._internal.config_paths import Keys, lookup
-from ..._messages import render_list, render_name
+from ..._internal.messages import render_list, render_name
 from ...checks import require_bool, require_collection
 from ...errors import ContractTypeError, RecipeError
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule

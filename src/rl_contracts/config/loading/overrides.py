@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from ..._internal.config_paths import Keys, dotted_path
-from ..._messages import render, render_name
+from ..._internal.messages import render, render_name
 from ...errors import ContractTypeError, RecipeLoadError
 from .limits import DEFAULT_LIMITS, Limits
 from .reading import load_yaml_value

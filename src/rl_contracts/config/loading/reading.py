@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ..._messages import render, render_name
+from ..._internal.messages import render, render_name
 from ...errors import RecipeLoadError
 from .limits import Limits
 from .parsing import RecipeLoader

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from ..._messages import render
+from ..._internal.messages import render
 from ..finding import Finding, SuggestedFix
 from ..rule import Rule, checks
 from .recipe_schema import finding

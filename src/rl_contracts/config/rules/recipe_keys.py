@@ -23,7 +23,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, Discriminator
 
-from ..._messages import render_name
+from ..._internal.messages import render_name
 from ..finding import Finding, SuggestedFix
 from ..rule import Rule, checks
 from ..section.key_paths import declared_keys

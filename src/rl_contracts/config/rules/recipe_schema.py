@@ -22,7 +22,7 @@ from pydantic_core import ErrorDetails
 
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_paths import dotted_path, lookup
-from ..._messages import render_name, shorten
+from ..._internal.messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
 from ..finding import Finding, Severity, SuggestedFix
 from ..rule import Rule, checks

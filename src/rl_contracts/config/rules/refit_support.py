@@ -18,7 +18,7 @@ from ..._internal.config_absent import ABSENT, render_value
 from ..._internal.config_paths import dotted
 from ..._internal.config_view import ConfigView
 from ..._internal.config_violations import Violation
-from ..._messages import render, shorten
+from ..._internal.messages import render, shorten
 from ...errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig

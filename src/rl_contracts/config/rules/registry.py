@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from ..._internal import config_base as base
-from ..._messages import render
+from ..._internal.messages import render
 from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
 from ..loading import check_section, compose, resolve

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from ..._internal.config_base import known_keys
 from ..._internal.config_paths import Loc
-from ..._messages import render, render_name
+from ..._internal.messages import render, render_name
 from ..finding import SuggestedFix
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig

@@ -19,7 +19,7 @@ from ..._internal.config_base import V3
 from ..._internal.config_paths import Loc
 from ..._internal.config_view import ConfigView
 from ..._internal.config_violations import Violation, rule_code, rule_error
-from ..._messages import render
+from ..._internal.messages import render
 from ..rule import Rule, checks
 from .vllm_cfg import VllmSpecificArgs
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_view import ConfigView
 from ..._internal.config_violations import Violation
-from ..._messages import render, type_name
+from ..._internal.messages import render, type_name
 from ..rule import Rule, checks
 from .cross_field import nvfp4_violations
 from .refit_cfg import (

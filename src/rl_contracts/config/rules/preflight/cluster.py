@@ -3,7 +3,7 @@ grpo-gym, P25 for grpo-sc).  Each rule stores the :class:`~.context.ClusterSplit
 
 from __future__ import annotations
 
-from ...._messages import render
+from ...._internal.messages import render
 from ...rule import Rule, checks
 from .context import ClusterSplit, Context
 from .facts import GENERATION, backend, is_async, reward_model, teachers

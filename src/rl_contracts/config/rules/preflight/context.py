@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
 from ...._internal.config_absent import ABSENT
-from ...._messages import MAX_MESSAGE_CHARS, shorten
+from ...._internal.messages import MAX_MESSAGE_CHARS, shorten
 from ...finding import Finding, SuggestedFix
 from .reader import Reader
 from .report import Entrypoint, PreflightOptions

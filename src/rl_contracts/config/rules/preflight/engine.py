@@ -10,7 +10,7 @@ import os
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ...._messages import render, type_name
+from ...._internal.messages import render, type_name
 from ....errors import ContractTypeError
 from ...finding import Finding
 from ...rule import Check, Rule, collect_checks

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...._internal.config_absent import ABSENT
-from ...._messages import render, render_list
+from ...._internal.messages import render, render_list
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import (

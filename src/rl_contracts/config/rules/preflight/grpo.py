@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ...._internal.config_absent import ABSENT
-from ...._messages import render
+from ...._internal.messages import render
 from ...finding import SuggestedFix
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context

@@ -11,7 +11,7 @@ import math
 from typing import Final
 
 from ...._internal.config_absent import ABSENT
-from ...._messages import render
+from ...._internal.messages import render
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, Context
 

@@ -3,7 +3,7 @@ the TP batch-variance check (P19) and router replay's policy side (P20)."""
 
 from __future__ import annotations
 
-from ...._messages import render, type_name
+from ...._internal.messages import render, type_name
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import VLLM_CFG, dtensor, is_vllm, megatron, train_parallel

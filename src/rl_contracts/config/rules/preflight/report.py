@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from ...._messages import render, render_list
+from ...._internal.messages import render, render_list
 from ....checks import require_bool
 from ....errors import ConfigContractError, ContractTypeError
 from ...finding import Finding

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from ...._internal.config_absent import ABSENT
-from ...._messages import render, render_list
+from ...._internal.messages import render, render_list
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, is_vllm, megatron, routed_experts_enabled

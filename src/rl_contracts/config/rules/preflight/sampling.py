@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Final
 
 from ...._internal.config_absent import ABSENT
-from ...._messages import render
+from ...._internal.messages import render
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, is_vllm, megatron

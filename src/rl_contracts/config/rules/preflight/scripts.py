@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...._messages import render
+from ...._internal.messages import render
 from ...rule import Rule, checks
 from .context import LEGACY_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, backend, gym, is_vllm

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 
-from ...._messages import render
+from ...._internal.messages import render
 from ....errors import ConfigContractError, ContractTypeError
 
 __all__ = ["installed_vllm_version", "parse_vllm_version"]
