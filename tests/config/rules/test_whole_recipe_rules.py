@@ -169,3 +169,15 @@ def test_a_recipe_without_an_algorithm_section_keeps_the_generation_check_only(t
     recipe = {"policy": {"generation": None}}
     loaded: LoadedRecipe = load_recipe(write(tmp_path, recipe), run_preflight=False)
     assert (loaded.status, loaded.algorithm) == ("skipped", None)
+
+
+def test_a_distillation_teacher_scoring_at_another_temperature_is_p31(tmp_path: Path) -> None:
+    """A distillation recipe (never in GRPO's preflight scope) whose teacher scores at another temperature than
+    the student generates with is P31 at the teacher's key; equal settings pass."""
+    recipe = changed(
+        "distillation",
+        {"policy.generation.temperature": 0.8, "teacher.generation.temperature": 1.0},
+    )
+    assert ("P31", "teacher.generation.temperature", "error") in findings(write(tmp_path, recipe))
+    recipe["teacher"]["generation"]["temperature"] = 0.8
+    assert not {f for f in findings(write(tmp_path, recipe)) if f[0] == "P31"}

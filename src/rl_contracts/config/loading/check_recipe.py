@@ -3,13 +3,15 @@
 NeMo RL's entry point resolves the whole recipe and validates it as its algorithm's ``MasterConfig`` before Ray
 starts, so here every value that cannot be resolved is an error (``V2``) wherever it is, then come the schema
 (:mod:`~..rules.recipe_schema`: V8, V9, P32), the undeclared keys (:mod:`~..rules.recipe_keys`: K1, K3, K2; K2 an
-error under ``strict``) and the static arithmetic (:mod:`~..rules.recipe_arithmetic`: P33-P36).  Nothing is
+error under ``strict``), the static arithmetic (:mod:`~..rules.recipe_arithmetic`: P33-P36) and, for
+distillation, the teacher's scoring against the student's sampling (P31, which GRPO's preflight cannot run).  Nothing is
 reported twice: a finding at or below a value that did not resolve, or at a path already reported, is dropped.
 """
 
 from __future__ import annotations
 
 from ..._internal.config_paths import is_under, split_path
+from ..rules.preflight.sampling import distillation_scoring_findings
 from ..rules.recipe_arithmetic import arithmetic_findings
 from ..rules.recipe_keys import recipe_key_findings
 from ..rules.recipe_schema import schema_findings
@@ -56,6 +58,8 @@ def check_recipe(report: IssueReport, resolution: Resolution, algorithm: Algorit
         *recipe_key_findings(document, algorithm),
         *arithmetic_findings(document, algorithm),
     ]
+    if algorithm == "distillation":
+        findings += distillation_scoring_findings(document, unresolved=failed)
     for finding in findings:
         if finding.path in reported or is_under(finding.path, failed):
             continue

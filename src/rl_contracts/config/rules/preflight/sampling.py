@@ -20,15 +20,25 @@ Distillation: the student's workers scale by ``policy.generation``'s parameters,
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Collection, Mapping
+from typing import Any, Final
 
 from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render
+from ...finding import Finding
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, is_vllm, megatron
+from .reader import MissingKey, Reader, Unresolved, WrongShape
+from .report import PreflightOptions
 
-__all__ = ["P30", "P31", "check_distillation_scoring", "check_truncated_support"]
+__all__ = [
+    "P30",
+    "P31",
+    "check_distillation_scoring",
+    "check_truncated_support",
+    "distillation_scoring_findings",
+]
 
 _LOSS: Final = "loss_fn"
 _PROCESSED: Final = "processed_logprobs"
@@ -166,6 +176,20 @@ def check_distillation_scoring(context: Context) -> None:
             f"{render(student)}: the distillation loss compares distributions taken at different sampling "
             f"parameters. Set {path} to {render(student)} (or generate at {render(teacher)}).",
         )
+
+
+def distillation_scoring_findings(
+    document: Mapping[str, Any], *, unresolved: Collection[str] = ()
+) -> list[Finding]:
+    """P31 over a resolved distillation recipe, which preflight (GRPO's start-up rules) never runs: the findings
+    :func:`check_distillation_scoring` reports for ``document``.  A value of the wrong shape or one that did not
+    resolve yields nothing here: the whole-recipe schema reports it at its path."""
+    context = Context(Reader(document, unresolved=unresolved), "grpo", PreflightOptions(), {}, code=P31.code)
+    try:
+        check_distillation_scoring(context)
+    except (MissingKey, Unresolved, WrongShape):
+        return []
+    return context.findings
 
 
 def _sampling_value(value: object, name: str) -> object:
