@@ -156,16 +156,19 @@ teacher:
 def check_distillation_scoring(context: Context) -> None:
     """In a recipe with a ``teacher`` mapping: each of ``temperature``, ``top_p``, ``top_k`` of
     ``teacher.generation`` (temperature 1, top-p 1, top-k null when the teacher has no ``generation``) equals
-    ``policy.generation``'s; one error per differing key, at the teacher's path.  Reading: an absent key is
-    null, ``top_k`` null or ≤ 0 is off, numbers compare as numbers (1 equals 1.0)."""
+    ``policy.generation``'s; one error per differing key, at the teacher's path (nothing to compare without
+    ``policy.generation``).  Reading: a key absent from either side is vLLM's default (as for a teacher without
+    ``generation``), ``top_k`` null or ≤ 0 is off, numbers compare as numbers (1 equals 1.0)."""
     reader = context.reader
-    if reader.mapping("teacher") is None:
+    if reader.mapping("teacher") is None or reader.mapping(GENERATION) is None:
         return
     section = reader.mapping("teacher.generation")
     for name in _SAMPLING:
-        student = _sampling_value(reader.value(f"{GENERATION}.{name}"), name)
+        raw_student = reader.value(f"{GENERATION}.{name}")
+        student = _UNSET_SAMPLING[name] if raw_student is ABSENT else _sampling_value(raw_student, name)
         path = f"teacher.generation.{name}"
-        teacher = _UNSET_SAMPLING[name] if section is None else _sampling_value(reader.value(path), name)
+        raw_teacher = ABSENT if section is None else reader.value(path)
+        teacher = _UNSET_SAMPLING[name] if raw_teacher is ABSENT else _sampling_value(raw_teacher, name)
         if student == teacher:
             continue
         where = path if section is not None else "teacher.generation"
