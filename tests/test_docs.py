@@ -99,14 +99,25 @@ def test_the_pages_have_examples() -> None:
     assert len(SHELL) >= 10
 
 
-@pytest.mark.parametrize("block", DOCTESTS, ids=_ids(DOCTESTS))
-def test_doctest_block(block: Block) -> None:
-    """Every ``>>>`` statement runs and prints exactly the output written under it."""
+DOCTEST_PAGES = sorted({block.page for block in DOCTESTS})
+
+
+@pytest.mark.parametrize("page", DOCTEST_PAGES, ids=[p.relative_to(ROOT).as_posix() for p in DOCTEST_PAGES])
+def test_doctest_blocks(page: Path) -> None:
+    """Every ``>>>`` statement runs and prints exactly the output written under it; the sessions of one page run
+    in order in one namespace, as a reader follows them."""
     parser = doctest.DocTestParser()
-    test = parser.get_doctest(block.text, {"__name__": "__docs__"}, block.where, str(block.page), block.line)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    runner.run(test)
-    assert runner.failures == 0, f"{block.where}: see the doctest report above"
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    failed = []
+    for block in (b for b in DOCTESTS if b.page == page):
+        test = parser.get_doctest(block.text, namespace, block.where, str(block.page), block.line)
+        before = runner.failures
+        runner.run(test, clear_globs=False)
+        namespace.update(test.globs)  # a DocTest runs in a copy of the namespace it is given
+        if runner.failures > before:
+            failed.append(block.where)
+    assert failed == [], f"see the doctest report above: {failed}"
 
 
 def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
