@@ -72,7 +72,7 @@ def _lines(plan: FixPlan, *, dry_run: bool) -> list[str]:
 
 
 def fixes_table() -> str:
-    """README's table of the rules that have a fix, from the registry (a test keeps README equal to it)."""
+    """The fixes page's table of the rules that have a fix, from the registry (a test keeps README equal to it)."""
     from ..config.rules.registry import RULES
 
     rows = ["| Code | Rule | Fix | Finding |", "|---|---|---|---|"]

@@ -22,7 +22,7 @@ from pydantic_core import ErrorDetails
 
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_paths import dotted_path, lookup
-from ..._internal.messages import render_name, shorten
+from ..._internal.messages import render, render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
 from ..finding import Finding, Severity, SuggestedFix
 from ..rule import Rule, checks
@@ -140,13 +140,19 @@ def _typo_hint(document: Mapping[Any, Any], keys: tuple[Any, ...]) -> str:
     return f"; found '{render_name(match[0])}' (a misspelling?)" if match else ""
 
 
-def _message(error: ErrorDetails) -> str:
+def _message(error: ErrorDetails, value: object) -> str:
+    """The finding's message: pydantic's, as "<path> must be <what pydantic expects>, got <value>" when it says
+    what the input should be."""
     if error["type"] == "union_tag_invalid":
         context = error.get("ctx") or {}
         expected = str(context.get("expected_tags", "")).replace("<", "").replace(">", "")
         tag = str(context.get("tag", "")).strip("<>")
         return shorten(f"unknown variant '{render_name(tag)}': expected one of {expected}", MAX_MESSAGE_CHARS)
-    return shorten(error["msg"].removeprefix("Value error, "), MAX_MESSAGE_CHARS)
+    text = error["msg"].removeprefix("Value error, ")
+    if text.startswith("Input should be "):
+        path = dotted_path(tuple(strip_tags(tuple(error["loc"]))))
+        text = f"{path} must be {text.removeprefix('Input should be ')}, got {render(value)}; fix the value at {path}"
+    return shorten(text, MAX_MESSAGE_CHARS)
 
 
 def _missing(
@@ -184,6 +190,7 @@ def schema_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[F
             findings.append(_missing(document, keys, model, algorithm))
             continue
         found, value = lookup(document, keys)
+        shown = value if found else error.get("input")
         code = P32.code if error["type"] in _RANGE_ERRORS else V9.code
-        findings.append(finding(keys, code, "error", _message(error), value if found else error.get("input")))
+        findings.append(finding(keys, code, "error", _message(error, shown), shown))
     return findings
