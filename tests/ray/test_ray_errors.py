@@ -38,10 +38,11 @@ from rl_contracts.prompts import (
 )
 from rl_contracts.refit import format_refit_key_error
 from rl_contracts.rollouts import rollout_batch
-from rl_contracts.routed_experts import as_routed_experts_tensor
-from rl_contracts.splice import splice_prefix_tokens
+from rl_contracts.routed_experts import as_routed_experts_tensor, stitch_turn_routes
+from rl_contracts.splice import splice_prefix_tokens, turn_trajectory
 from rl_contracts.testing import assert_contract_error
 from rl_contracts.testing.chat_tokenizer import StandInChatTokenizer
+from rl_contracts.vllm_arguments import check_scoring_matches_rollout
 from rl_contracts.weights import check_weight_versions
 
 pytestmark = pytest.mark.ray
@@ -63,14 +64,19 @@ def _chat_without_logprobs() -> object:
     return attach_token_information_to_chat_response_choices(response, output)
 
 
-def _rollout(prompt_token_ids: list[int], finish_reason: str, spans: list[tuple[str, int, int]]) -> object:
-    """The rollout hand-off of one row whose learner prompt is ``[1, 5]``."""
+def _rollout(
+    prompt_token_ids: list[int],
+    finish_reason: str,
+    spans: list[tuple[str, int, int]],
+    forbidden: frozenset[int] = frozenset(),
+) -> object:
+    """The rollout hand-off of one row whose learner prompt is ``[1, 5]`` and whose generated token is 7."""
     logprobs = [{7: SimpleNamespace(logprob=-0.5)}]
     choice = SimpleNamespace(
         index=0, token_ids=[7], logprobs=logprobs, finish_reason=finish_reason, weight_versions=spans
     )
     output = SimpleNamespace(prompt_token_ids=prompt_token_ids, outputs=[choice], finished=True)
-    return rollout_batch([[1, 5]], [output], allowed_versions={"7"})
+    return rollout_batch([[1, 5]], [output], allowed_versions={"7"}, forbidden_token_ids=forbidden)
 
 
 FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
@@ -115,6 +121,12 @@ FAILING_CALLS: dict[type[ContractError], Callable[[], object]] = {
     errors.RolloutWeightVersionError: lambda: _rollout([1, 5], "stop", [("6", 0, 1)]),
     errors.LogprobContractError: lambda: logprob_mismatch(
         torch.tensor([[float("nan")]]), torch.tensor([[-1.0]])
+    ),
+    errors.ForbiddenTokenError: lambda: _rollout([1, 5], "stop", [("7", 0, 1)], frozenset({7})),
+    errors.RouteStitchError: lambda: stitch_turn_routes([], device="cpu"),
+    errors.TurnTokenMismatchError: lambda: turn_trajectory([([1, 2], [3]), ([1, 9, 3], [4])]),
+    errors.SamplingParamsError: lambda: check_scoring_matches_rollout(
+        {"temperature": 1.0}, {"temperature": 0.8}
     ),
     errors.LogprobMismatchError: lambda: check_logprob_agreement(
         torch.full((2, 4), -1.0), torch.full((2, 4), -2.0)
