@@ -840,6 +840,32 @@ class RoutingAgreement(BaseModel):
         "[T, L, K] inputs)."
     )
 
+    def summary(self) -> str:
+        """The figures an operator reads first, in one line (``str(agreement)``; ``repr`` keeps every field).
+
+        >>> print(RoutingAgreement(pairs=4, sentinel_pairs=1, agreement=0.75, exact_order_agreement=0.5,
+        ...                        per_layer=(1.0, 0.5), first_disagreement=(0, 1, 1)))
+        routing agreement over 4 pairs (1 sentinel pair left out): 0.75 as sets, 0.5 in order, per layer
+        (1, 0.5), first disagreement at (b, t, layer) (0, 1, 1)
+        """
+        if self.pairs == 0 or self.agreement is None:
+            return f"routing agreement: no counted pair ({self.sentinel_pairs} sentinel pairs left out)"
+
+        def figure(value: float | None) -> str:
+            return "none" if value is None else f"{value:.6g}"
+
+        sentinels = f"{self.sentinel_pairs} sentinel pair{'s' * (self.sentinel_pairs != 1)} left out"
+        layers = ", ".join(figure(value) for value in self.per_layer)
+        where = "none" if self.first_disagreement is None else str(self.first_disagreement)
+        return (
+            f"routing agreement over {self.pairs} pair{'s' * (self.pairs != 1)} ({sentinels}): "
+            f"{figure(self.agreement)} as sets, {figure(self.exact_order_agreement)} in order, per layer "
+            f"({layers}), first disagreement at (b, t, layer) {where}"
+        )
+
+    def __str__(self) -> str:
+        return self.summary()
+
 
 def _route_tensor(value: object, argument: str, device: torch.device | None) -> torch.Tensor:
     """Integer ids of ``value`` (a tensor or numpy array) as int64 on ``device``, checked to be >= -1."""

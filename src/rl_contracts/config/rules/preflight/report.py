@@ -100,3 +100,22 @@ class PreflightReport:
     def errors(self) -> tuple[Finding, ...]:
         """The findings of severity ``error``."""
         return tuple(f for f in self.findings if f.severity == "error")
+
+    def summary(self) -> str:
+        """One line: the entrypoint, then the counts of errors, warnings and skipped rules (``str(report)``).
+
+        >>> print(PreflightReport(False, None, (), ()))
+        preflight: not a GRPO recipe, no rule ran
+        """
+        if not self.in_scope:
+            return "preflight: not a GRPO recipe, no rule ran"
+        errors = len(self.errors)
+        warnings = len(self.findings) - errors
+        skipped = len(self.skipped)
+        return (
+            f"preflight ({self.entrypoint}): {errors} error{'s' * (errors != 1)}, {warnings} "
+            f"warning{'s' * (warnings != 1)}, {skipped} rule{'s' * (skipped != 1)} skipped"
+        )
+
+    def __str__(self) -> str:
+        return self.summary()
