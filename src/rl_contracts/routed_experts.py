@@ -844,7 +844,7 @@ class RoutingAgreement(BaseModel):
         """The figures an operator reads first, in one line (``str(agreement)``; ``repr`` keeps every field).
 
         >>> print(RoutingAgreement(pairs=4, sentinel_pairs=1, agreement=0.75, exact_order_agreement=0.5,
-        ...                        per_layer=(1.0, 0.5), first_disagreement=(0, 1, 1)))
+        ...                        per_layer=(1.0, 0.5), first_disagreement=(0, 1, 1)))  # doctest: +NORMALIZE_WHITESPACE
         routing agreement over 4 pairs (1 sentinel pair left out): 0.75 as sets, 0.5 in order, per layer
         (1, 0.5), first disagreement at (b, t, layer) (0, 1, 1)
         """
