@@ -79,7 +79,11 @@ def test_disagreeing_batches_are_refused_with_a_cause(batch: LogprobBatch) -> No
         assert isinstance(outcome, LogprobMismatchError)
         assert outcome.likely_cause in ("shift", "uniform", "isolated", "numerics")
         assert outcome.exceeded
-        assert set(outcome.exceeded) <= {"max_mult_prob_error", "max_seq_mult_prob_error"}
+        assert set(outcome.exceeded) <= {
+            "max_mult_prob_error",
+            "max_seq_mult_prob_error",
+            "max_abs_mean_diff",
+        }
     else:
         loss, report = outcome
         assert math.isfinite(loss)
