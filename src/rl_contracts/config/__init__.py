@@ -7,7 +7,7 @@ worker-class resolution (:mod:`.worker_class`).
 
 import importlib
 import warnings
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from .._internal.config_scalars import ConfigBool, ConfigFloat, ConfigInt, ConfigStr
@@ -130,7 +130,7 @@ _HOME: Final[dict[str, str]] = {
 does not import every other stage first, so the private modules that build on the lowest stages import cleanly."""
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:  # Any: a lazily loaded name or a moved module
     """A public name, loaded from its stage on first access; a moved name (:data:`MOVED`), with a
     ``DeprecationWarning`` naming its new place."""
     if name in _HOME:
