@@ -14,7 +14,6 @@ Documents are plain JSON-compatible dicts, as ``load_recipe`` resolves them.
 
 from __future__ import annotations
 
-import copy
 import functools
 import types
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
@@ -27,36 +26,26 @@ from pydantic.fields import FieldInfo
 from ...config.section.key_paths import declared_keys
 from ...config.section.recipe import ALGORITHMS, RECIPE_MODELS, Algorithm
 from ...config.section.variants import NEVER_NULL, DisabledSection
+from .config import minimal_vllm_generation
 
 __all__ = ["PLANTED_CODES", "PlantedFinding", "broken_whole_recipes", "minimal_whole_recipe", "whole_recipes"]
 
 PLANTED_CODES: tuple[str, ...] = ("V8", "V9", "P32", "K1", "K2")
 """The finding codes :func:`broken_whole_recipes` plants."""
 
-_GENERATION = {
-    "backend": "vllm",
-    "max_new_tokens": 16,
-    "temperature": 1.0,
-    "top_p": 1.0,
-    "top_k": None,
-    "val_temperature": 1.0,
-    "val_top_p": 1.0,
-    "val_top_k": None,
-    "stop_token_ids": None,
-    "stop_strings": None,
-    "vllm_cfg": {
-        "tensor_parallel_size": 1,
-        "pipeline_parallel_size": 1,
-        "expert_parallel_size": 1,
-        "gpu_memory_utilization": 0.5,
-        "max_model_len": 64,
-        "async_engine": False,
-        "precision": "bfloat16",
-        "enforce_eager": False,
-        "kv_cache_dtype": "auto",
-    },
-}
-"""A valid generation section for an evaluation recipe."""
+
+def _evaluation_generation() -> dict[str, Any]:
+    """A new valid generation section for an evaluation recipe: the minimal vLLM section, short and small."""
+    section = minimal_vllm_generation(max_new_tokens=16)
+    section["vllm_cfg"].update(
+        gpu_memory_utilization=0.5,
+        max_model_len=64,
+        precision="bfloat16",
+        enforce_eager=False,
+        kv_cache_dtype="auto",
+    )
+    return section
+
 
 _TEXT = st.text(alphabet="abcdefghij_", min_size=1, max_size=8)
 
@@ -179,7 +168,7 @@ def _consistent(
     if isinstance(checkpointing, dict) and checkpointing.get("save_period") == 0:
         checkpointing["save_period"] = 1
     if algorithm == "eval":
-        recipe["generation"] = copy.deepcopy(_GENERATION)
+        recipe["generation"] = _evaluation_generation()
     return recipe
 
 
