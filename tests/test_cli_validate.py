@@ -18,7 +18,7 @@ import pytest
 
 from rl_contracts import __version__
 from rl_contracts.cli import main
-from rl_contracts.cli.report import OUT_OF_SCOPE, shown_path
+from rl_contracts.cli.report import NO_ALGORITHM, OUT_OF_SCOPE, shown_path
 from rl_contracts.cli.validate import validate_files
 from rl_contracts.config.rules.registry import RULES as CODES
 from rl_contracts.config.section.json_schema import generation_json_schema, recipe_json_schema
@@ -34,7 +34,7 @@ EVAL = str(CLI / "eval.yaml")
 SKIPPED = str(RECIPES / "sft_llama.yaml")
 SYNTAX = str(RECIPES / "broken" / "syntax_error.yaml")
 ISSUE_KEYS = ["severity", "code", "path", "value", "missing", "reason", "source", "line"]
-REPORT_KEYS = ["file", "section", "status", "entrypoint", "issues", "skipped"]
+REPORT_KEYS = ["file", "section", "status", "entrypoint", "algorithm", "issues", "skipped"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -209,6 +209,7 @@ def test_json_report_shape(capsys: pytest.CaptureFixture[str]) -> None:
             assert issue["code"] in {code.code for code in CODES}
     assert reports[0]["issues"] == []
     assert reports[0]["entrypoint"] == "grpo"
+    assert [r["algorithm"] for r in reports] == ["grpo", "grpo", None, None, None]
 
 
 def test_json_child_issues_have_provenance(capsys: pytest.CaptureFixture[str]) -> None:
@@ -467,7 +468,7 @@ def test_human_piped_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert headers == ["VALID", "INVALID", "SKIPPED", "ERROR"]
     assert (
         lines[-1]
-        == "4 files: 1 valid, 1 invalid, 1 skipped, 1 unreadable; 4 errors, 1 warning, 4 rules skipped"
+        == "4 files: 1 valid, 1 invalid, 1 skipped, 1 unreadable; 4 errors, 1 warning, 5 rules skipped"
     )
     assert "\x1b[" not in out
     assert "Traceback" not in out
@@ -489,7 +490,7 @@ def test_human_piped_rows_are_one_line_each(capsys: pytest.CaptureFixture[str], 
     finally:
         del os.environ["COLUMNS"]
     lines = out.splitlines()
-    assert lines[0].startswith(f"VALID    {path}  [policy.generation]  1 warning")
+    assert lines[0].startswith(f"VALID    {path}  [policy.generation]  algorithm: grpo  1 warning")
     [row] = [line for line in lines if line.startswith("warning ")]
     assert f"policy.generation.vllm_cfg.{key}" in row
     assert repr("v" * 80) in row
@@ -512,9 +513,10 @@ def test_human_columns_are_aligned_when_piped(capsys: pytest.CaptureFixture[str]
 
 
 def test_human_header_counts(capsys: pytest.CaptureFixture[str]) -> None:
-    """The header is the padded status, the file, the section, and the error, warning and skipped counts."""
+    """The header is the padded status, the file, the section, the algorithm, and the error, warning and skipped
+    counts."""
     _, out = run(capsys, "validate", CHILD)
-    assert out.splitlines()[0] == f"INVALID  {CHILD}  [policy.generation]  3 errors, 2 rules skipped"
+    assert out.splitlines()[0] == f"INVALID  {CHILD}  [policy.generation]  algorithm: grpo  3 errors, 2 rules skipped"
     _, out = run(capsys, "validate", SYNTAX)
     assert out.splitlines()[0] == f"ERROR    {SYNTAX}"
 
@@ -540,10 +542,51 @@ def test_out_of_scope_note(capsys: pytest.CaptureFixture[str]) -> None:
     """A valid or skipped file that is not a GRPO recipe says that preflight skipped it; a GRPO recipe does not."""
     _, out = run(capsys, "validate", EVAL, SKIPPED, VALID)
     headers = [line for line in out.splitlines() if line.startswith(("VALID", "SKIPPED"))]
-    assert headers[0] == f"VALID    {EVAL}  [generation]  {OUT_OF_SCOPE}"
-    assert headers[1].endswith(f"  1 warning  {OUT_OF_SCOPE}")
+    assert headers[0] == f"VALID    {EVAL}  [generation]  {NO_ALGORITHM}  1 rule skipped  {OUT_OF_SCOPE}"
+    assert headers[1].endswith(f"  1 warning, 1 rule skipped  {OUT_OF_SCOPE}")
     assert OUT_OF_SCOPE == "not a GRPO recipe: preflight skipped"
-    assert headers[2] == f"VALID    {VALID}  [policy.generation]  2 rules skipped"
+    assert headers[2] == f"VALID    {VALID}  [policy.generation]  algorithm: grpo  2 rules skipped"
+
+
+def test_every_format_names_the_algorithm(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each file says which algorithm it was checked as: detected (``algorithm: grpo``, JSON ``"grpo"``), given
+    with ``--algorithm`` (also for an invalid file), or none for a fragment (``no algorithm``, JSON ``null``)."""
+    _, reports = run_json(capsys, VALID, SKIPPED)
+    assert [(r["status"], r["algorithm"]) for r in reports] == [("valid", "grpo"), ("skipped", None)]
+    _, [given] = run_json(capsys, "--algorithm", "sft", SKIPPED)
+    assert (given["status"], given["algorithm"]) == ("invalid", "sft")
+    assert "N8" not in {note["code"] for note in given["skipped"]}
+    _, out = run(capsys, "validate", "--algorithm", "sft", SKIPPED)
+    assert out.splitlines()[0].startswith(f"INVALID  {SKIPPED}  [policy.generation]  algorithm: sft  ")
+    _, out = run(capsys, "validate", SKIPPED)
+    assert out.splitlines()[0].startswith(f"SKIPPED  {SKIPPED}  [policy.generation]  {NO_ALGORITHM}  ")
+
+
+def test_a_fragment_says_the_whole_recipe_checks_were_skipped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A recipe that is no algorithm's whole recipe gets the skipped note N8 (it never fails the run), naming the
+    algorithm its sections suggest and the sections it lacks; ``--ignore N8`` silences it."""
+    _, [report] = run_json(capsys, SKIPPED)
+    [note] = [note for note in report["skipped"] if note["code"] == "N8"]
+    assert note["path"] is None
+    assert note["reason"] == (
+        "no algorithm detected: the sections of sft lack cluster, checkpointing, logger (a fragment): "
+        "whole-recipe checks skipped (pass --algorithm sft to run them)"
+    )
+    bare = tmp_path / "generation_only.yaml"
+    bare.write_text("policy:\n  generation:\n    backend: sglang\n", encoding="utf-8")
+    status, [report] = run_json(capsys, str(bare))
+    assert (status, report["algorithm"]) == (0, None)
+    assert [note["reason"] for note in report["skipped"] if note["code"] == "N8"] == [
+        "no algorithm detected from the top-level sections: whole-recipe checks skipped "
+        "(pass --algorithm NAME to run them)"
+    ]
+    _, [report] = run_json(capsys, "--ignore", "N8", str(bare))
+    assert report["skipped"] == []
+    _, out = run(capsys, "validate", "--format", "github", str(bare))
+    assert "::notice file=" in out
+    assert "title=rl-contracts N8 skipped::no algorithm detected" in out
 
 
 def test_human_summary_for_one_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -139,3 +139,25 @@ def test_results_carry_file_line_dotted_path_and_fixes(
     )
     notes = run["invocations"][0]["toolExecutionNotifications"]
     assert {note["descriptor"]["id"] for note in notes} == {"N1", "N7"}
+
+
+def test_results_and_the_run_name_the_algorithm(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each result names the algorithm its recipe was checked as, and the run lists every recipe with its
+    algorithm: detected (grpo), none for a fragment (null, and its N8 note), or given with ``--algorithm``."""
+    monkeypatch.chdir(DATA / "cli")
+    _, log = sarif(capsys, "child_recipe.yaml", "eval.yaml")
+    [run] = log["runs"]
+    assert {result["properties"]["algorithm"] for result in run["results"]} == {"grpo"}
+    assert run["properties"]["recipes"] == [
+        {"recipe": "child_recipe.yaml", "algorithm": "grpo"},
+        {"recipe": "eval.yaml", "algorithm": None},
+    ]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert "N8" in {note["descriptor"]["id"] for note in notes}
+    _, log = sarif(capsys, "--algorithm", "eval", "eval.yaml")
+    [run] = log["runs"]
+    assert run["properties"]["recipes"] == [{"recipe": "eval.yaml", "algorithm": "eval"}]
+    assert {result["properties"]["algorithm"] for result in run["results"]} == {"eval"}
+    jsonschema.validate(log, SCHEMA, cls=jsonschema.Draft7Validator)

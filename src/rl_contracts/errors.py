@@ -337,8 +337,9 @@ class UnsupportedConfigError(ConfigContractError, AssertionError):
 class RecipeError(ConfigContractError):
     """A recipe whose content is invalid; ``issues`` holds every issue at once (warnings included), ``skipped``
     the preflight rules that could not run (each with its reason), ``section`` the dotted section that was
-    validated and ``entrypoint`` the trainer entrypoint preflight assumed (``None`` when preflight did not run or
-    the recipe is not a GRPO recipe)."""
+    validated, ``entrypoint`` the trainer entrypoint preflight assumed (``None`` when preflight did not run or
+    the recipe is not a GRPO recipe) and ``algorithm`` the NeMo RL algorithm whose whole recipe was checked
+    (``None``: none was given or detected)."""
 
     attribute_names: ClassVar[tuple[str, ...]] = (
         "path",
@@ -348,12 +349,14 @@ class RecipeError(ConfigContractError):
         "skipped",
         "section",
         "entrypoint",
+        "algorithm",
     )
     file: str | None
     issues: tuple[Any, ...] | None
     skipped: tuple[Any, ...] | None
     section: str | None
     entrypoint: str | None
+    algorithm: str | None
 
 
 class RecipeLoadError(ConfigContractError):

@@ -1,13 +1,14 @@
 """The report of ``rl-contracts validate`` in its three formats: human, JSON and GitHub workflow commands.
 
-- **human**: one header per file (status, file, section, counts, and "not a GRPO recipe: preflight skipped" for a
-  valid or skipped file out of preflight's scope) and a table of its issues and skipped rules
+- **human**: one header per file (status, file, section, the algorithm it was checked as (``algorithm: grpo``, or
+  ``no algorithm`` for a fragment), counts, and "not a GRPO recipe: preflight skipped" for a valid or skipped file
+  out of preflight's scope) and a table of its issues and skipped rules
   (severity, code, path, source:line, value, reason).  On a terminal the table fits the width (long cells fold
   inside their column; below 100 columns each issue is stacked on several lines).  When stdout is not a terminal
   (a CI log, a pipe) nothing wraps or truncates: one line per issue, the columns padded to a common width.  The
   last line sums up files by status and issues by severity.
 - **json**: one array, one object per file (SPEC §1.8): ``file``, ``section``, ``status``, ``entrypoint``,
-  ``issues`` (``severity``, ``code``, ``path``, ``value`` as JSON, ``missing``, ``reason``, ``source``, ``line``)
+  ``algorithm`` (``null`` when none was given or detected), ``issues`` (``severity``, ``code``, ``path``, ``value`` as JSON, ``missing``, ``reason``, ``source``, ``line``)
   and ``skipped`` (``code``, ``path``, ``reason``).
 - **github**: one ``::error``/``::warning`` workflow command per issue at its source file and line, one
   ``::notice`` per skipped rule, then the summary line.
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 __all__ = [
+    "NO_ALGORITHM",
     "OUT_OF_SCOPE",
     "FileReport",
     "Status",
@@ -81,6 +83,8 @@ _STYLES: dict[str, str] = {
 _SKIPPED = "skipped"
 OUT_OF_SCOPE = "not a GRPO recipe: preflight skipped"
 """The header note of a valid or skipped file that preflight did not check (PREFLIGHT.md §1, scope)."""
+NO_ALGORITHM = "no algorithm"
+"""The header's word for a file checked as no algorithm's whole recipe (a fragment; its note N8 says why)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,9 @@ class FileReport:
     """The outcome of validating one recipe file: its status, issues (warnings included) and skipped rules.
 
     ``entrypoint`` is the trainer entrypoint preflight assumed, for a valid or an invalid file alike; None when the
-    recipe is not a GRPO recipe (preflight did not check it) and for an unreadable file.
+    recipe is not a GRPO recipe (preflight did not check it) and for an unreadable file.  ``algorithm`` is the
+    NeMo RL algorithm whose whole recipe was checked (given or detected); None for a fragment (its note N8 is among
+    ``skipped``) and for an unreadable file.
     """
 
     file: str
@@ -97,6 +103,7 @@ class FileReport:
     issues: tuple[Finding, ...]
     skipped: tuple[Finding, ...] = field(default=())
     entrypoint: str | None = None
+    algorithm: str | None = None
 
     @property
     def errors(self) -> int:
@@ -115,6 +122,7 @@ class FileReport:
             "section": self.section,
             "status": self.status,
             "entrypoint": self.entrypoint,
+            "algorithm": self.algorithm,
             "issues": [
                 {
                     "severity": issue.severity,
@@ -294,6 +302,8 @@ def _header_parts(report: FileReport) -> list[tuple[str, str | None]]:
     if report.status == "error":
         return parts
     parts.append((f"  [{printable(report.section)}]", "dim"))
+    algorithm = NO_ALGORITHM if report.algorithm is None else f"algorithm: {printable(report.algorithm)}"
+    parts.append((f"  {algorithm}", "dim"))
     counts = [_count(n, noun) for n, noun in ((report.errors, "error"), (report.warnings, "warning")) if n]
     if report.skipped:
         counts.append(f"{_count(len(report.skipped), 'rule')} skipped")

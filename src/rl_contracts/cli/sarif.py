@@ -4,8 +4,10 @@ The log has one run.  Its tool driver lists every rule of the registry (``id`` t
 description, help text from the rule documentation, the default level, and whether it has a fix and how safe it
 is).  Each issue is one result: its rule, level, message (``{path}: {reason}``), the file and line of the
 ``defaults:`` chain that set the value (the recipe given when the library supplied it or a ``--set`` override
-wrote it), the dotted path as a logical location, the recipe validated as a property, and the fix as text
-replacements where the rule has one.  Rules that were skipped are tool execution notifications of the invocation.
+wrote it), the dotted path as a logical location, the recipe validated and the algorithm it was checked as
+(``null`` for a fragment) as properties, and the fix as text replacements where the rule has one.  Rules that were
+skipped are tool execution notifications of the invocation.  The run's ``properties.recipes`` lists every recipe
+given with its algorithm, so a file without results says what it was checked as too.
 
 File locations are relative to the working directory (``uriBaseId`` ``%SRCROOT%``, defined in
 ``originalUriBaseIds``) when below it, else absolute ``file:`` URIs.
@@ -183,6 +185,7 @@ def _result(
         "locations": [location],
         "properties": {
             "recipe": _artifact(report.file)["uri"],
+            "algorithm": report.algorithm,
             "value": None if issue.missing else issue.json_value,
             "missing": issue.missing,
             "setBy": "--set" if issue.source == OVERRIDE_SOURCE else None,
@@ -270,6 +273,11 @@ def sarif_log(
             {"executionSuccessful": not failed, "toolExecutionNotifications": _notifications(reports)}
         ],
         "results": results,
+        "properties": {
+            "recipes": [
+                {"recipe": _artifact(report.file)["uri"], "algorithm": report.algorithm} for report in reports
+            ]
+        },
     }
     return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 

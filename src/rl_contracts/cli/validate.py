@@ -115,6 +115,7 @@ def validate_files(
                     tuple(exc.issues or ()),
                     tuple(exc.skipped or ()),
                     exc.entrypoint,
+                    exc.algorithm,
                 )
             )
         except RecipeLoadError as exc:
@@ -123,7 +124,13 @@ def validate_files(
         else:
             reports.append(
                 FileReport(
-                    file, recipe.section, recipe.status, recipe.issues, recipe.skipped, recipe.entrypoint
+                    file,
+                    recipe.section,
+                    recipe.status,
+                    recipe.issues,
+                    recipe.skipped,
+                    recipe.entrypoint,
+                    recipe.algorithm,
                 )
             )
     return reports

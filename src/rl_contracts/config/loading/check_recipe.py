@@ -6,11 +6,16 @@ starts, so here every value that cannot be resolved is an error (``V2``) whereve
 error under ``strict``), the static arithmetic (:mod:`~..rules.recipe_arithmetic`: P33-P36) and, for
 distillation, the teacher's scoring against the student's sampling (P31, which GRPO's preflight cannot run).  Nothing is
 reported twice: a finding at or below a value that did not resolve, or at a path already reported, is dropped.
+
+A recipe checked as no algorithm's (a fragment) gets the skipped note N8, declared here beside
+:func:`algorithm_not_detected`.
 """
 
 from __future__ import annotations
 
 from ..._internal.config_paths import is_under, split_path
+from ..finding import Finding
+from ..rule import Rule, checks
 from ..rules.preflight.sampling import distillation_scoring_findings
 from ..rules.recipe_arithmetic import arithmetic_findings
 from ..rules.recipe_keys import recipe_key_findings
@@ -19,7 +24,50 @@ from ..section.recipe import ALGORITHMS, RECIPE_MODELS, Algorithm, detect_algori
 from .issues import IssueReport
 from .resolve import V2, Resolution
 
-__all__ = ["check_recipe", "choose_algorithm", "required_sections"]
+__all__ = ["N8", "algorithm_not_detected", "check_recipe", "choose_algorithm", "required_sections"]
+
+N8 = Rule(
+    "N8",
+    "algorithm-not-detected",
+    summary="the recipe is no whole recipe of a NeMo RL algorithm (a fragment): the whole-recipe checks did not run",
+    reference="examples/run_*.py: each entry point validates its algorithm's MasterConfig (S0)",
+    severity="skipped",
+    what_it_checks=(
+        "Whether the recipe's top-level sections name a NeMo RL algorithm and hold every section it requires; "
+        "a fragment (a child recipe holding only `policy.generation`, a file without `logger` or `cluster`) "
+        "gets only its generation section and preflight checked, and this note says so."
+    ),
+    why_it_matters=(
+        "The whole-recipe rules (V8, V9, K1-K3 outside the generation section, P32-P36) need the algorithm: "
+        "without it a typo in `policy`, `grpo` or `checkpointing` of the fragment is not reported."
+    ),
+    example="""\
+defaults: []
+policy:
+  generation:
+    backend: vllm
+    max_new_tokens: 512
+    temperature: 1.0
+    top_p: 1.0
+    top_k: null
+    val_temperature: 1.0
+    val_top_p: 1.0
+    val_top_k: null
+    stop_token_ids: null
+    stop_strings: null
+    vllm_cfg:
+      tensor_parallel_size: 1
+      pipeline_parallel_size: 1
+      expert_parallel_size: 1
+      gpu_memory_utilization: 0.6
+      max_model_len: 4096
+      async_engine: false
+""",
+    fix=(
+        "Pass `--algorithm NAME` (`load_recipe(algorithm=...)`) to check the fragment as that algorithm's whole "
+        "recipe, or validate the recipe that composes it; use `--ignore N8` to silence the note."
+    ),
+)
 
 
 def choose_algorithm(document: dict[object, object], algorithm: str | None) -> Algorithm | None:
@@ -36,6 +84,19 @@ def choose_algorithm(document: dict[object, object], algorithm: str | None) -> A
     if detected is None or any(section not in document for section in required_sections(detected)):
         return None
     return detected
+
+
+@checks(N8)
+def algorithm_not_detected(document: dict[object, object]) -> Finding:
+    """The skipped note (N8, at the whole file) of a recipe that :func:`choose_algorithm` checks as no algorithm's,
+    naming the algorithm its sections suggest and the required sections it lacks, if any."""
+    detected = detect_algorithm(document)
+    why, name = "no algorithm detected from the top-level sections", "NAME"
+    if detected is not None:
+        absent = ", ".join(section for section in required_sections(detected) if section not in document)
+        why, name = f"no algorithm detected: the sections of {detected} lack {absent} (a fragment)", detected
+    message = f"{why}: whole-recipe checks skipped (pass --algorithm {name} to run them)"
+    return Finding(code=N8.code, severity="skipped", message=message)
 
 
 def required_sections(algorithm: Algorithm) -> list[str]:

@@ -19,7 +19,7 @@ from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
 from ..section.recipe import ALGORITHMS
-from .check_recipe import check_recipe, choose_algorithm
+from .check_recipe import algorithm_not_detected, check_recipe, choose_algorithm
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import V6, build_tree, compose
 from .expansion import analyse
@@ -45,7 +45,8 @@ class LoadedRecipe:
     (``None`` when preflight did not run or the recipe is not a GRPO recipe).
 
     ``algorithm`` is the NeMo RL algorithm whose whole recipe was checked (given, or read from the recipe's
-    top-level sections; ``None`` when it names none: then only the generation section and preflight ran).
+    top-level sections; ``None`` when it names none: then only the generation section and preflight ran, and
+    ``skipped`` holds the note N8 saying so).
 
     ``model_name`` is the model the section serves, as the trainer sets it
     (:func:`~.local_model.served_model_name`): for ``policy.generation``, ``policy.model_name`` (NeMo RL's
@@ -118,7 +119,7 @@ def load_recipe(
 
     Raises:
         RecipeError: any error finding; ``.issues`` holds every finding (warnings included, sorted by path then
-            message), ``.skipped``, ``.section`` and ``.entrypoint`` as on the result.
+            message), ``.skipped``, ``.section``, ``.entrypoint`` and ``.algorithm`` as on the result.
         RecipeLoadError: the file or an override cannot be read (``.code`` ``V1``; ``V6`` beyond ``limits``;
             ``V7`` a ``defaults`` parent outside ``root``).
         ContractTypeError: an argument of the wrong type (``algorithm`` one of
@@ -226,6 +227,8 @@ def _load(
         skipped, entrypoint = preflight_issues(report, resolution, preflight_options)
     if whole is not None:  # after preflight: a key P1 reports missing is not reported again as V8
         check_recipe(report, resolution, whole, strict=strict)
+    else:  # a fragment: say that the whole-recipe checks did not run
+        skipped = (*skipped, algorithm_not_detected(resolution.document))
     issues = _sorted(i for i in report.issues if code_selected(i.code, select=selected, ignore=ignored))
     skipped = tuple(s for s in skipped if code_selected(s.code, select=selected, ignore=ignored))
     chosen = chosen or DEFAULT_SECTION
@@ -239,6 +242,7 @@ def _load(
             skipped=skipped,
             section=chosen,
             entrypoint=entrypoint,
+            algorithm=whole,
         )
     return LoadedRecipe(
         file, chosen, status, composed, config, issues, skipped, entrypoint, model_name, whole

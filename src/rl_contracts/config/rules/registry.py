@@ -22,7 +22,7 @@ from ..._internal import config_base as base
 from ..._internal.messages import render
 from ...checks import require_collection
 from ...errors import ConfigContractError, ContractTypeError
-from ..loading import check_section, compose, resolve
+from ..loading import check_recipe, check_section, compose, resolve
 from ..rule import FAMILIES, Check, Rule, collect_checks
 from ..section import cross_field, refit_transport
 from . import recipe_arithmetic, recipe_keys, recipe_schema, refit_support, unknown_keys
@@ -51,6 +51,7 @@ CHECKS: Final[tuple[Check, ...]] = (
         compose,
         resolve,
         check_section,
+        check_recipe,
     ),
     *PREFLIGHT_CHECKS,
 )
