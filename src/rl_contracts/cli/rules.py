@@ -91,7 +91,10 @@ def rule_page(rule: Rule) -> str:
     """The page of ``rule`` as ``rl-contracts rule CODE`` prints it: heading, then What it checks, Why it matters
     (with the reference site and where the check lives here), Example (the failing recipe fragment) and Fix."""
     given = _options_text(rule)
-    merged = "merged over a recipe that passes every rule" + (f", validated with {given}" if given else "")
+    own = rule.example.startswith("defaults:")  # it names its own parents (V7, N8): nothing is merged under it
+    merged = ("it names its own defaults" if own else "merged over a recipe that passes every rule") + (
+        f", validated with {given}" if given else ""
+    )
     lines = [
         f"{rule.code} {rule.name} ({rule.severity})",
         rule.summary,
@@ -105,7 +108,7 @@ def rule_page(rule: Rule) -> str:
         *_paragraph(f"Checked by: {_checked_by(rule)}."),
         "",
         "Example",
-        *_paragraph(f"A minimal failing recipe fragment ({merged}):"),
+        *_paragraph(f"A minimal failing recipe{'' if own else ' fragment'} ({merged}):"),
         "",
         *(f"    {line}" for line in rule.example.splitlines()),
         "",
