@@ -516,7 +516,10 @@ def test_human_header_counts(capsys: pytest.CaptureFixture[str]) -> None:
     """The header is the padded status, the file, the section, the algorithm, and the error, warning and skipped
     counts."""
     _, out = run(capsys, "validate", CHILD)
-    assert out.splitlines()[0] == f"INVALID  {CHILD}  [policy.generation]  algorithm: grpo  3 errors, 2 rules skipped"
+    assert (
+        out.splitlines()[0]
+        == f"INVALID  {CHILD}  [policy.generation]  algorithm: grpo  3 errors, 2 rules skipped"
+    )
     _, out = run(capsys, "validate", SYNTAX)
     assert out.splitlines()[0] == f"ERROR    {SYNTAX}"
 

@@ -1160,14 +1160,45 @@ def test_whole_recipes_and_the_minimal_whole_recipe_pass_every_whole_recipe_chec
 
 
 def test_broken_whole_recipes_are_reported_with_their_code_at_their_path() -> None:
-    """Each planted finding of ``broken_whole_recipes`` is reported with its code at its path; every code is drawn."""
+    """Each planted finding of ``broken_whole_recipes`` is reported with its code at its path, and nothing else but
+    what the plant implies (``also``); every code is drawn."""
     seen = _outcomes(
         strategies_module.broken_whole_recipes(),
         lambda planted: (
             planted.code,
-            (planted.code, planted.path) in _whole_recipe_findings(planted.algorithm, planted.recipe),
+            _whole_recipe_findings(planted.algorithm, planted.recipe)
+            == {(planted.code, planted.path), *planted.also},
         ),
-        examples=120,
+        examples=200,
     )
     assert {reported for _, reported in seen} == {True}
     assert {code for code, _ in seen} == set(strategies_module.PLANTED_CODES)
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "sft"])
+def test_broken_whole_recipes_plant_placement_and_batch_codes(algorithm: Any) -> None:
+    """K3 and P33-P36 are planted and reported alone at their path, on recipes drawn for GRPO (every one of them)
+    and SFT (all but P33, which needs a step of prompts and generations)."""
+    seen = _outcomes(
+        strategies_module.broken_whole_recipes(algorithm),
+        lambda planted: (
+            planted.code,
+            _whole_recipe_findings(planted.algorithm, planted.recipe) == {(planted.code, planted.path)},
+        ),
+        examples=150,
+    )
+    wanted = {"K3", "P33", "P34", "P35", "P36"} - ({"P33"} if algorithm == "sft" else set())
+    assert {code for code, reported in seen if reported} >= wanted
+    assert {code for code, reported in seen if not reported} <= {"K1"}  # a typo of a required key: also V8
+    assert "P33" not in {code for code, _ in seen} or algorithm == "grpo"
+
+
+def test_the_planted_codes_follow_the_rule_table() -> None:
+    """Every code ``broken_whole_recipes`` plants is a rule of the table, listed in the table's order, and every
+    whole-recipe error rule (V8, V9, K1, K3, P32-P36) and K2 is among them."""
+    from rl_contracts.config.rules.registry import RULES
+
+    order = [rule.code for rule in RULES]
+    planted = list(strategies_module.PLANTED_CODES)
+    assert planted == [code for code in order if code in planted]
+    assert {"V8", "V9", "K1", "K2", "K3", "P32", "P33", "P34", "P35", "P36"} <= set(planted)

@@ -91,7 +91,7 @@ def rule_page(rule: Rule) -> str:
     """The page of ``rule`` as ``rl-contracts rule CODE`` prints it: heading, then What it checks, Why it matters
     (with the reference site and where the check lives here), Example (the failing recipe fragment) and Fix."""
     given = _options_text(rule)
-    own = rule.example.startswith("defaults:")  # it names its own parents (V7, N8): nothing is merged under it
+    own = rule.example.startswith("defaults:")  # V7, N8: the example names its parents, nothing is merged
     merged = ("it names its own defaults" if own else "merged over a recipe that passes every rule") + (
         f", validated with {given}" if given else ""
     )

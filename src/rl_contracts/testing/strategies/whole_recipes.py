@@ -7,13 +7,17 @@
 - :func:`minimal_whole_recipe`: the smallest valid recipe of an algorithm (its required keys), deterministic;
 - :func:`broken_whole_recipes`: one of those with exactly one finding planted, as a :class:`PlantedFinding` (the
   recipe, the code and the dotted path it must be reported at): a required key removed (``V8``), a value of the
-  wrong type (``V9``), a size of 0 (``P32``), a declared key misspelled (``K1``) or an undeclared key (``K2``).
+  wrong type (``V9``), a size of 0 (``P32``), a declared key misspelled (``K1``), an undeclared key (``K2``), a key
+  copied into a section that does not declare it (``K3``), or batch arithmetic broken: a global batch that does not
+  divide a step (``P33``), a micro-batch that does not divide its global batch (``P34``), dynamic batching with
+  sequence packing (``P35``), checkpointing with ``save_period: 0`` (``P36``).
 
 Documents are plain JSON-compatible dicts, as ``load_recipe`` resolves them.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import types
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
@@ -24,14 +28,15 @@ from pydantic import BaseModel, Discriminator
 from pydantic.fields import FieldInfo
 
 from ...config.section.key_paths import declared_keys
+from ...config.section.policy import DynamicBatchingConfig, SequencePackingConfig
 from ...config.section.recipe import ALGORITHMS, RECIPE_MODELS, Algorithm
 from ...config.section.variants import NEVER_NULL, DisabledSection
 from .config import minimal_vllm_generation
 
 __all__ = ["PLANTED_CODES", "PlantedFinding", "broken_whole_recipes", "minimal_whole_recipe", "whole_recipes"]
 
-PLANTED_CODES: tuple[str, ...] = ("V8", "V9", "P32", "K1", "K2")
-"""The finding codes :func:`broken_whole_recipes` plants."""
+PLANTED_CODES: tuple[str, ...] = ("V8", "V9", "K1", "K2", "K3", "P32", "P33", "P34", "P35", "P36")
+"""The finding codes :func:`broken_whole_recipes` plants, in the rule table's order."""
 
 
 def _evaluation_generation() -> dict[str, Any]:
@@ -51,12 +56,17 @@ _TEXT = st.text(alphabet="abcdefghij_", min_size=1, max_size=8)
 
 
 class PlantedFinding(NamedTuple):
-    """A recipe with one planted finding: its ``code`` and the dotted ``path`` it must be reported at."""
+    """A recipe with one planted finding: its ``code`` and the dotted ``path`` it must be reported at.
+
+    ``also`` holds the findings (code, path) the plant implies beside it: the ``V8`` of a required key that a
+    ``K1`` typo took away; empty for every other plant.
+    """
 
     recipe: dict[str, Any]
     algorithm: Algorithm
     code: str
     path: str
+    also: tuple[tuple[str, str], ...] = ()
 
 
 def _bounds(metadata: list[Any]) -> tuple[float | None, float | None, bool]:
@@ -262,38 +272,160 @@ def _plantable(code: str, key: str, value: object, required: bool, siblings: set
     return len(key) >= 5 and _typo(key) not in siblings
 
 
+def _closed_sections(algorithm: Algorithm) -> set[tuple[str, ...]]:
+    """The top-level sections of ``algorithm`` typed by one model that declares every key it accepts (so an
+    undeclared key there is reported; an open section such as ``env`` takes any key)."""
+    closed: set[tuple[str, ...]] = set()
+    for name, field in RECIPE_MODELS[algorithm].model_fields.items():
+        members = [m for m in get_args(field.annotation) if m is not type(None)] or [field.annotation]
+        model = members[0] if len(members) == 1 else None
+        if (
+            isinstance(model, type)
+            and issubclass(model, BaseModel)
+            and not getattr(model, "open_keys", False)
+        ):
+            closed.add((field.alias or name,))
+    return closed
+
+
+_SELECTORS = frozenset({"dataset_name", "prompt_key", "chosen_key", "rejected_key", "milestones"})
+"""Keys whose presence or value picks a section's variant (an evaluation's dataset, a preference dataset, a
+scheduler item): removed or misspelled they change which keys are required, so nothing is planted at them."""
+
+
+def _selects_variant(path: tuple[str, ...]) -> bool:
+    """Whether the key at ``path`` picks the variant of its section (see :data:`_SELECTORS`; and the sampler's
+    ``name`` of the single-controller GRPO)."""
+    return path[-1] in _SELECTORS or path == ("async_rl", "sampler", "name")
+
+
 def _typo(key: str) -> str:
     """``key`` with its middle letter doubled (``difflib`` ratio ≥ 0.9 for keys of 5 letters or more)."""
     middle = len(key) // 2
     return key[:middle] + key[middle] + key[middle:]
 
 
+_STEP_LOOPS = {"grpo": "grpo", "ppo": "ppo", "distillation": "distillation"}
+"""The section holding a step's prompts and generations, for the algorithms whose step P33 checks."""
+
+_MISPLACED_TARGET = "cluster"
+"""The section :func:`broken_whole_recipes` copies a misplaced key into (K3): every algorithm has it, closed."""
+
+
+def _plantable_codes(recipe: dict[str, Any], algorithm: Algorithm) -> list[str]:
+    """The codes of :data:`PLANTED_CODES` that can be planted in ``recipe`` (the batch rules need a policy, P33 a
+    step of prompts and generations, P36 a checkpointing section)."""
+    trained = isinstance(recipe.get("policy"), dict)
+    needs = {
+        "P33": trained and algorithm in _STEP_LOOPS,
+        "P34": trained,
+        "P35": trained,
+        "P36": isinstance(recipe.get("checkpointing"), dict),
+    }
+    return [code for code in PLANTED_CODES if needs.get(code, True)]
+
+
+def _misplaced_keys(algorithm: Algorithm) -> list[tuple[str, tuple[str, ...]]]:
+    """The key names ``algorithm`` declares in exactly one place outside :data:`_MISPLACED_TARGET`, each with that
+    place, that are not within a typo's distance of a key the target declares (so a copy there is misplaced, K3,
+    not misspelled, K1)."""
+    places: dict[str, list[tuple[str, ...]]] = {}
+    for declared in declared_keys(algorithm):
+        if not any(part.startswith(("[", "<")) for part in declared.path):
+            places.setdefault(declared.path[-1], []).append(declared.path)
+    target = [
+        path[-1]
+        for path in (key.path for key in declared_keys(algorithm))
+        if path[:-1] == (_MISPLACED_TARGET,)
+    ]
+    return [
+        (name, found[0])
+        for name, found in sorted(places.items())
+        if len(found) == 1
+        and found[0][0] != _MISPLACED_TARGET
+        and not difflib.get_close_matches(name, target, n=1, cutoff=0.8)
+    ]
+
+
+def _lookup(recipe: dict[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
+    holder: Any = recipe
+    for key in path:
+        if not isinstance(holder, dict) or key not in holder:
+            return False, None
+        holder = holder[key]
+    return True, holder
+
+
+def _enabled(model: type[BaseModel]) -> dict[str, Any]:
+    """The least valid mapping of a switchable section's model, switched on."""
+    section: dict[str, Any] = _least(model, [])
+    section["enabled"] = True
+    return section
+
+
+def _plant_arithmetic(recipe: dict[str, Any], algorithm: Algorithm, code: str) -> str:
+    """Break the batch arithmetic of a consistent recipe for ``code`` (P33-P36); the path it is reported at."""
+    policy = recipe.get("policy", {})
+    if (
+        code == "P33"
+    ):  # a global batch larger than the step's samples (and still a multiple of the micro-batch)
+        loop = recipe[_STEP_LOOPS[algorithm]]
+        samples = loop["num_prompts_per_step"] * loop.get("num_generations_per_prompt", 1)
+        policy["train_global_batch_size"] = samples + policy["train_micro_batch_size"]
+        return "policy.train_global_batch_size"
+    if code == "P34":  # a micro-batch larger than its global batch
+        policy["train_micro_batch_size"] = policy["train_global_batch_size"] + 1
+        return "policy.train_micro_batch_size"
+    if code == "P35":
+        policy["dynamic_batching"] = _enabled(DynamicBatchingConfig)
+        policy["sequence_packing"] = _enabled(SequencePackingConfig)
+        return "policy.dynamic_batching.enabled"
+    recipe["checkpointing"].update(enabled=True, save_period=0)
+    return "checkpointing.save_period"
+
+
 @st.composite
 def broken_whole_recipes(draw: st.DrawFn, algorithm: Algorithm | None = None) -> PlantedFinding:
     """A recipe of :func:`whole_recipes` with one finding planted (see the module); its code and path.
 
-    Invariant it serves: the planted finding is reported, with its code, at its path.
+    Invariant it serves: the planted finding is reported, with exactly its code at its path, and nothing else is
+    reported but what the plant implies (:attr:`PlantedFinding.also`).
     """
     chosen, recipe = draw(whole_recipes(algorithm))
-    code = draw(st.sampled_from(PLANTED_CODES))
+    code = draw(st.sampled_from(_plantable_codes(recipe, chosen)))
+    if code in ("P33", "P34", "P35", "P36"):
+        return PlantedFinding(recipe, chosen, code, _plant_arithmetic(recipe, chosen, code))
     mappings = [(path, mapping) for path, mapping in _mappings(recipe) if path and path[0] != "generation"]
     declared = {key.path: key for key in declared_keys(chosen)}
-    if code == "K2":
-        path, mapping = draw(st.sampled_from([item for item in mappings if len(item[0]) == 1]))
+    if code == "K2":  # in a top-level section whose keys are all declared (not an open one such as env)
+        closed = _closed_sections(chosen)
+        path, mapping = draw(st.sampled_from([item for item in mappings if item[0] in closed]))
         mapping["zzz_not_a_nemo_rl_key"] = 1
         return PlantedFinding(recipe, chosen, "K2", ".".join((*path, "zzz_not_a_nemo_rl_key")))
+    if (
+        code == "K3"
+    ):  # a copy of a key (its value where the recipe has one) in a section that does not read it
+        name, home = draw(st.sampled_from(_misplaced_keys(chosen)))
+        found, value = _lookup(recipe, home)
+        recipe[_MISPLACED_TARGET][name] = value if found else 1
+        return PlantedFinding(recipe, chosen, "K3", f"{_MISPLACED_TARGET}.{name}")
     siblings = {path: {other[-1] for other in declared if other[:-1] == path} for path, _ in mappings}
     candidates = []
     for path, mapping in mappings:
         for key, value in mapping.items():
             entry = declared.get((*path, key))
-            if entry is not None and _plantable(code, key, value, entry.required, siblings[path]):
+            if (
+                entry is not None
+                and not _selects_variant((*path, key))
+                and _plantable(code, key, value, entry.required, siblings[path])
+            ):
                 candidates.append((path, mapping, key))
     if not candidates:  # every algorithm has cluster.num_nodes: required, an int, a size, a long key
         candidates = [(("cluster",), recipe["cluster"], "num_nodes")]
         code = "P32" if code == "V9" else code
     path, mapping, key = draw(st.sampled_from(candidates))
     where = ".".join((*path, key))
+    also: tuple[tuple[str, str], ...] = ()
     if code == "V8":
         del mapping[key]
     elif code == "V9":
@@ -302,5 +434,7 @@ def broken_whole_recipes(draw: st.DrawFn, algorithm: Algorithm | None = None) ->
         mapping[key] = 0
     else:
         mapping[_typo(key)] = mapping.pop(key)
+        if declared[tuple((*path, key))].required:
+            also = (("V8", where),)
         where = ".".join((*path, _typo(key)))
-    return PlantedFinding(recipe, chosen, code, where)
+    return PlantedFinding(recipe, chosen, code, where, also)
