@@ -9,13 +9,23 @@ characters, which rich's text changes) ``plain_report`` declines and the CLI pri
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_contracts.cli.report import FileReport, plain_report, print_human, stdout_console
+from rl_contracts._internal.messages import printable
+from rl_contracts.cli.report import (
+    NO_ALGORITHM,
+    FileReport,
+    json_report,
+    plain_report,
+    print_human,
+    stdout_console,
+)
+from rl_contracts.cli.validate import ALGORITHM_CHOICES
 from rl_contracts.config import ConfigIssue
 from rl_contracts.config.rules.preflight import SkippedRule
 
@@ -34,7 +44,7 @@ ISSUES = st.builds(
 )
 SKIPPED = st.builds(
     SkippedRule,
-    code=st.sampled_from(["N1", "N7", "P21"]),
+    code=st.sampled_from(["N1", "N7", "N8", "P21"]),
     message=CELL,
     path=CELL,
     severity=st.just("skipped"),
@@ -47,6 +57,7 @@ REPORTS = st.builds(
     issues=st.lists(ISSUES, max_size=4).map(tuple),
     skipped=st.lists(SKIPPED, max_size=3).map(tuple),
     entrypoint=st.none() | st.sampled_from(["grpo", "grpo-sc"]),
+    algorithm=st.none() | st.sampled_from(ALGORITHM_CHOICES),
 )
 
 
@@ -91,6 +102,24 @@ def test_plain_report_is_richs_output_or_declines(reports: list[FileReport]) -> 
         assert not all(text.isprintable() for text in _texts(reports))
     else:
         assert plain == rich
+
+
+@given(st.lists(REPORTS, min_size=1, max_size=3))
+def test_every_format_names_each_files_algorithm(reports: list[FileReport]) -> None:
+    """Invariant: the JSON object of each file holds its algorithm (null for none), and the human header of each
+    readable file names it (``algorithm: NAME``, or ``no algorithm``); an unreadable file's header names none."""
+    assert [item["algorithm"] for item in json.loads(json_report(reports))] == [r.algorithm for r in reports]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _, text = _outputs(reports, monkeypatch)
+    headers = [line for line in text.splitlines() if line.startswith(("VALID", "INVALID", "SKIPPED", "ERROR"))]
+    assert len(headers) == len(reports)
+    for report, header in zip(reports, headers, strict=True):
+        start = f"{report.status.upper():<8} {printable(report.file)}"
+        named = NO_ALGORITHM if report.algorithm is None else f"algorithm: {report.algorithm}"
+        if report.status == "error":
+            assert header == start
+        else:
+            assert header.startswith(f"{start}  [{printable(report.section)}]  {named}")
 
 
 def test_plain_report_declines_where_rich_may_see_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
