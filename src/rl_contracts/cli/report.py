@@ -8,8 +8,9 @@
   (a CI log, a pipe) nothing wraps or truncates: one line per issue, the columns padded to a common width.  The
   last line sums up files by status and issues by severity.
 - **json**: one array, one object per file (SPEC §1.8): ``file``, ``section``, ``status``, ``entrypoint``,
-  ``algorithm`` (``null`` when none was given or detected), ``issues`` (``severity``, ``code``, ``path``, ``value`` as JSON, ``missing``, ``reason``, ``source``, ``line``)
-  and ``skipped`` (``code``, ``path``, ``reason``).
+  ``algorithm`` (``null`` when none was given or detected), ``issues`` (``severity``, ``code``, ``path``,
+  ``value`` as JSON, ``missing``, ``reason``, ``source``, ``line``) and ``skipped`` (``code``, ``path``,
+  ``reason``).
 - **github**: one ``::error``/``::warning`` workflow command per issue at its source file and line, one
   ``::notice`` per skipped rule, then the summary line.
 
