@@ -111,7 +111,9 @@ def test_every_format_names_each_files_algorithm(reports: list[FileReport]) -> N
     assert [item["algorithm"] for item in json.loads(json_report(reports))] == [r.algorithm for r in reports]
     with pytest.MonkeyPatch.context() as monkeypatch:
         _, text = _outputs(reports, monkeypatch)
-    headers = [line for line in text.splitlines() if line.startswith(("VALID", "INVALID", "SKIPPED", "ERROR"))]
+    headers = [
+        line for line in text.splitlines() if line.startswith(("VALID", "INVALID", "SKIPPED", "ERROR"))
+    ]
     assert len(headers) == len(reports)
     for report, header in zip(reports, headers, strict=True):
         start = f"{report.status.upper():<8} {printable(report.file)}"
