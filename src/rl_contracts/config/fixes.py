@@ -1,21 +1,9 @@
 """Fixes of recipe findings: computed without writing (:func:`plan_fixes`), then written (:func:`write_fixes`).
 
-``rl-contracts validate --fix`` / ``--unsafe-fixes`` / ``--diff`` run on this module.  A finding is fixable when its
-rule's registry record has a ``fix_safety`` and the finding carries a
-:class:`~rl_contracts.config.finding.SuggestedFix`.  Safe fixes (``K1`` rename to the one did-you-mean key,
-``P28`` move to the place NeMo RL reads) apply by default; unsafe ones (``W2`` remove a dead key, which may be a
-deliberate note; value changes such as ``P9``'s ``train_global_batch_size``) only with ``unsafe_fixes=True``.
-
-Each edit goes to the file and line provenance names: the file of the ``defaults:`` chain that set the value (a
-parent when the key came from it), or the recipe given for a value the rule adds.  A value a ``--set`` override
-wrote cannot be fixed in a file, and says so.  Edits splice the text (:mod:`.yaml_edits`): every other byte stays.
-
-Planning works on a private copy of every file of every recipe's chain, in rounds as ruff does: load every recipe,
-apply every fix its findings carry, and again until a round fixes nothing (at most ``max_rounds``), so one fix
-that uncovers another (or changes the value another needs) converges, and a second ``--fix`` changes nothing.  A
-fix that would edit the same value of the same file again in a later round (two recipes of one parent wanting
-different values) is declined instead of flip-flopping.  Nothing under the user's files is written until
-:func:`write_fixes`.
+A finding is fixable when it carries a :class:`~rl_contracts.config.finding.SuggestedFix` and its rule a
+``fix_safety``; unsafe fixes apply only with ``unsafe_fixes=True``.  Each edit goes to the file of the
+``defaults:`` chain that set the value, as a splice (:mod:`.yaml_edits`).  Planning works on a private copy, in
+rounds until one fixes nothing, so a second ``--fix`` changes nothing; docs/recipes/fixes.md has the details.
 """
 
 from __future__ import annotations
@@ -78,8 +66,7 @@ class FileChange:
 
 @dataclass(frozen=True)
 class AppliedFix:
-    """A fix that a plan applies: the finding (recipe, code, path), the file edited and the finding's line there
-    (in the text of the round that fixed it), what it does and its safety."""
+    """A fix that a plan applies: the finding, the file edited and the finding's line there, what it does."""
 
     recipe: str
     code: str
@@ -104,10 +91,9 @@ class DeclinedFix:
 
 @dataclass(frozen=True)
 class FixPlan:
-    """What :func:`plan_fixes` found: the file ``changes``, the ``applied`` fixes, the ``declined`` ones and the
-    ``hidden`` unsafe fixes (of the last round) that ``unsafe_fixes=True`` would apply; ``pending`` fixes wait
-    behind others (the rounds ran out: a second run applies them); ``unreadable`` recipes (load errors) were not
-    fixed.  Every finding with a fix is in exactly one of ``applied``, ``declined``, ``hidden`` and ``pending``."""
+    """What :func:`plan_fixes` found: file ``changes``; every finding with a fix in exactly one of ``applied``,
+    ``declined``, ``hidden`` (unsafe, not asked for) and ``pending`` (behind others: run again); ``unreadable``
+    recipes were not fixed."""
 
     changes: tuple[FileChange, ...]
     applied: tuple[AppliedFix, ...]
@@ -157,12 +143,9 @@ def edit_for(
     *,
     text_of: Callable[[str], str] = read_text,
 ) -> FileChange | Declined:
-    """The change of one file that applies ``issue``'s fix, computed on the file's current text; writes nothing.
-
-    ``recipe`` is the file validated (it receives a value the fix adds); ``document`` its composed document (a
-    move whose target some file already sets is declined).  Declined when the issue has no fix, its value was
-    set by ``--set`` or by no file, the target is already set, or :mod:`.yaml_edits` cannot make the edit.
-    """
+    """The change of one file that applies ``issue``'s fix (a value it adds goes to ``recipe``); writes nothing.
+    Declined when there is no fix, the value was set by ``--set`` or by no file, the target is already set in
+    ``document``, or :mod:`.yaml_edits` declines the edit."""
     fix = issue.fix
     if fix is None:
         return Declined(f"{issue.code} at {issue.path} has no automatic fix")
@@ -189,8 +172,7 @@ def edit_for(
 
 @dataclass
 class _Mirror:
-    """A private copy of the files of every chain: each file once (by its real path), whatever spelling the
-    chains use; ``originals`` maps a copy back to the first spelling seen."""
+    """A private copy of the files of every chain, each once by real path; ``originals`` maps a copy back."""
 
     folder: Path
     copies: dict[str, str] = field(default_factory=dict)
@@ -237,14 +219,8 @@ def plan_fixes(
     max_rounds: int = 8,
     algorithm: str | None = None,
 ) -> FixPlan:
-    """Compute every fix of the findings of ``files`` (validated as :func:`~rl_contracts.config.load_recipe`
-    with the same options) without writing anything; see the module docstring.
-
-    Returns:
-        :class:`FixPlan`; its ``changes`` name the user's files (as the chains name them), its findings the
-        recipes as given.  A recipe that cannot be read, or whose parents lie outside ``root`` (as
-        :func:`~rl_contracts.config.load_recipe` defines it), is listed in ``unreadable`` and left alone.
-    """
+    """Every fix of the findings of ``files`` (validated as :func:`~rl_contracts.config.load_recipe` with the same
+    options), computed without writing anything; a recipe that cannot be read is listed in ``unreadable``."""
     kwargs: dict[str, object] = {
         "section": section,
         "strict": strict,
@@ -310,8 +286,7 @@ def _pending(
     mirror: _Mirror,
     accounted: set[tuple[str, str, str]],
 ) -> list[DeclinedFix]:
-    """The findings that still carry a fix after the last round (not ``accounted`` as declined or hidden): each
-    waits behind the fixes applied before it."""
+    """The findings that still carry a fix after the last round and are not ``accounted`` for."""
     found = []
     for recipe, copy in recipes:
         try:
@@ -378,11 +353,8 @@ def _apply(
 
 
 def write_fixes(plan: FixPlan) -> None:
-    """Write every change of ``plan`` (atomically per file).
-
-    Raises:
-        ConfigContractError: a file changed since the plan was computed (nothing of that file is written).
-    """
+    """Write every change of ``plan``, atomically per file; ``ConfigContractError`` (nothing written) when a file
+    changed since the plan was computed."""
     for change in plan.changes:
         if read_text(change.file) != change.before:
             raise ConfigContractError(

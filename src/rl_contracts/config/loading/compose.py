@@ -1,22 +1,10 @@
 """Composition of a NeMo RL-style recipe: ``defaults:`` inheritance and ``_override_`` markers (SPEC §1.8).
 
-Each file is parsed with ``OmegaConf.load`` (never ``yaml.safe_load``, which reads ``1e-8`` as a string); its
-``defaults`` (null, ``[]``, a path or a list of paths, relative to the naming file) load depth-first and merge left
-to right onto an empty base, the file itself last; a mapping marked ``_override_: true`` replaces the inherited
-value at any depth (markers are always removed); a ``???`` never replaces an inherited value.
-
-Each file's OmegaConf tree is built once: markers and replaced values are deleted in place, the trees merge into
-one another (a tree is built again from plain containers only for a file reached again through a diamond), and
-:attr:`Composition.config` hands the composed tree to the resolver.
-
-Untrusted input (README, "Security and limits"): each file is read by :mod:`.reading` (a regular file within
-:class:`~.limits.Limits`, UTF-8, nesting and alias expansion bounded) before OmegaConf sees it; each file of the
-``defaults`` graph is read and composed once, by real path, however often the graph reaches it; and every parent
-must lie under the root (:func:`find_root`, or ``root=``), else the load is refused with V7.
-
-Divergence: the reference honours ``_override_`` only on top-level sections and leaves ``_override_: false`` (and
-the markers of a file without ``defaults``) in the merged config; rl_contracts honours it at any depth and removes
-every marker.
+Each file is read by :mod:`.reading` within :class:`~.limits.Limits`, then parsed with ``OmegaConf.load``; its
+``defaults`` load depth-first and merge left to right, the file itself last.  Each file of the graph is composed
+once (by real path), every parent must lie under the root (else V7), and a mapping marked ``_override_: true``
+replaces the inherited value at any depth (the reference honours it on top-level sections only); every marker
+is removed.
 """
 
 from __future__ import annotations

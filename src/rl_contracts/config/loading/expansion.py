@@ -1,20 +1,10 @@
 """What each value of a composed recipe expands to once resolved, computed before OmegaConf resolves anything.
 
-OmegaConf resolves ``${a}`` by resolving ``a`` again each time it is named, so ten levels of
-``'${.prev}${.prev}...'`` or a mapping that names another twice per level expand a small file into gigabytes
-and hours.  :func:`analyse` reads the interpolations of the plain document once, follows every reference
-(absolute ``${a.b}``, relative ``${.x}``/``${..x}``, ``oc.select``), and computes per value, memoised so the pass is
-linear in the document: its *expansion* (the characters of its literal text plus, per reference, 1 and the
-expansion of what it names; a mapping or list the sum of its values) and its reference *height*.  Values beyond
-:class:`~.limits.Limits` are refused before resolution (V6).
-
-It also marks the values that read *outside state*: a registered resolver other than the document's own
-(``oc.env``, ``oc.decode`` or any a caller registered; an unregistered name only fails) or a reference to such a
-value.  Issues show these as written (the
-expression), never resolved (README, "Secrets and files outside the repository").
-
-Limitation: a reference whose key is itself an interpolation (``${a.${b}}``) cannot be followed before
-resolution; it counts as one reference (its inner interpolation is counted).
+OmegaConf resolves ``${a}`` again each time it is named, so a small file can expand into gigabytes; :func:`analyse`
+follows every reference once, memoised, to refuse such values before resolution (V6), and marks the values that
+read outside state (a registered resolver other than :data:`PURE_RESOLVERS`, or a reference to such a value),
+which issues show as written, never resolved (docs/security.md, "Secrets and files outside the repository").
+A reference whose key is itself an interpolation (``${a.${b}}``) cannot be followed; it counts as one reference.
 """
 
 from __future__ import annotations
@@ -171,13 +161,12 @@ def _children(value: Any, keys: Keys) -> Iterator[Keys]:
 
 
 def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
-    """Expansion, height and outside-state marks of every value of ``document`` (see the module docstring).
+    """The values of ``document`` to refuse (keys -> reason) and those read from outside state, in linear time.
 
-    Refuses (``Analysis.refused``, keys -> reason): a value whose expansion exceeds ``limits.expansion``
-    characters or ``limits.references`` references (a mapping or list only when none of its values does); a
-    string whose references chain deeper than ``4 * limits.depth``; and, once the expansions of the interpolated
-    strings (in document order) add up to more than either limit, every further interpolated string.  Linear in
-    the size of ``document``.
+    A value's expansion is its literal characters plus, per reference, 1 and what the reference names expands to.
+    Refused: a value beyond ``limits.expansion`` characters or ``limits.references`` references (a container only
+    when none of its values is), a reference chain deeper than ``4 * limits.depth``, and every interpolated
+    string after the document's running total passes either limit.
     """
     lookup = _Document(document)
     caps = (limits.expansion + 1, limits.references + 1)

@@ -1,14 +1,8 @@
 """Safe typed reads of a composed recipe for the preflight rules: defaults, forced values, unresolved leaves.
 
-A rule reads the document only through :class:`Reader`.  A read never raises anything but the three signals
-below, which the rule runner turns into results, so a malformed document can never crash preflight:
-
-- :class:`Unresolved`: the path, a parent or a leaf below it failed resolution -> the rule is skipped;
-- :class:`WrongShape`: a value (or a parent) has the wrong type -> a finding of the reading rule at that path;
-- :class:`MissingKey`: a key the trainer indexes directly is absent -> a P1 finding at that path.
-
-Absent keys take the trainer's defaults (PREFLIGHT.md §1 "Defaults"); a null parent reads as absent, as the
-trainer's ``.get(...) or {}`` does.
+A read never raises anything but three signals, which the rule runner turns into results: :class:`Unresolved`
+(the rule is skipped), :class:`WrongShape` (a finding of the reading rule at that path) and :class:`MissingKey`
+(P1).  Absent keys take the trainer's defaults; a null parent reads as absent (``.get(...) or {}``).
 """
 
 from __future__ import annotations
@@ -43,10 +37,7 @@ REQUIRED: Final = Required()
 """A read's default meaning "the trainer indexes this key directly": absent raises :class:`MissingKey`."""
 
 MAX_RECIPE_INT: Final = 2**63 - 1
-"""The largest magnitude an int read by a rule may have (signed 64-bit, what the trainer's tensors and vLLM hold).
-
-A larger int (YAML allows hex ints of any length, and resolvers multiply) is a finding of the reading rule, so
-every rule's arithmetic and message works on ints of at most 19 digits."""
+"""The largest magnitude an int read by a rule may have (signed 64-bit); a larger one is a finding of the rule."""
 
 _PG = "policy.generation"
 _VC = "policy.generation.vllm_cfg"
@@ -141,11 +132,8 @@ def _checked_number(path: str, found: object, expected: str) -> float:
 
 
 class Reader:
-    """Typed reads of one document.
-
-    ``forced`` maps dotted paths to the values the entrypoint script forces (they win over the document and
-    count as resolved); ``unresolved`` holds the dotted paths of leaves dropped because they did not resolve.
-    """
+    """Typed reads of one document; ``forced`` values (dotted path -> value the entrypoint forces) win over it,
+    ``unresolved`` are the dotted paths of the leaves dropped because they did not resolve."""
 
     def __init__(
         self,
@@ -192,10 +180,8 @@ class Reader:
         return node
 
     def shallow(self, path: str) -> object:
-        """The raw value at ``path`` (:data:`ABSENT` when absent, no defaults) for listing its keys or items.
-
-        Leaves below ``path`` may be unresolved (dropped); read their values through the typed reads.
-        """
+        """The raw value at ``path`` (:data:`ABSENT` when absent, no defaults), whose unresolved leaves are
+        dropped: for listing its keys or items."""
         return self._lookup(path, deep=False)
 
     def present(self, path: str) -> bool:
