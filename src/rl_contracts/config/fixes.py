@@ -12,7 +12,7 @@ import difflib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,9 +167,6 @@ def edit_for(
     return FileChange(file, before, after)
 
 
-# ---------------------------------------------------------------------------------------------- planning
-
-
 @dataclass
 class _Mirror:
     """A private copy of the files of every chain, each once by real path; ``originals`` maps a copy back."""
@@ -233,7 +230,7 @@ def plan_fixes(
     with tempfile.TemporaryDirectory(prefix="rl-contracts-fix-") as folder:
         kwargs["root"] = folder  # the private copies of every chain lie under it
         mirror = _Mirror(Path(folder))
-        recipes: list[tuple[str, str]] = []
+        planner = _Planner(mirror, kwargs, unsafe_fixes)
         unreadable: list[str] = []
         for recipe in files:
             try:
@@ -242,29 +239,11 @@ def plan_fixes(
                 unreadable.append(recipe)
                 continue
             mirror.add(chain)
-            recipes.append((recipe, mirror.copy_of(chain[-1])))
+            planner.recipes.append((recipe, mirror.copy_of(chain[-1])))
         before = {mirror.originals[copy]: read_text(copy) for copy in mirror.copies.values()}
-        applied: list[AppliedFix] = []
-        edited: set[tuple[str, str]] = set()
-        declined: dict[tuple[str, str, str], DeclinedFix] = {}
-        hidden: dict[tuple[str, str, str], DeclinedFix] = {}
-        progress = True
-        for _ in range(max_rounds):
-            declined.clear()
-            hidden.clear()
-            progress = False
-            for recipe, copy in recipes:
-                try:
-                    issues, document = _findings(copy, kwargs)
-                except RecipeLoadError:
-                    continue
-                for issue in issues:
-                    progress |= _apply(
-                        recipe, copy, issue, document, mirror, unsafe_fixes, applied, edited, declined, hidden
-                    )
-            if not progress:
-                break
-        pending = _pending(recipes, kwargs, mirror, {*declined, *hidden}) if progress else []
+        # rounds until one fixes nothing; if the last one still fixed something, what is left waits for a rerun
+        progress = all(planner.run_round() for _ in range(max_rounds))
+        pending = planner.pending() if progress else []
         changes = tuple(
             FileChange(original, text, after)
             for original, text in before.items()
@@ -272,84 +251,89 @@ def plan_fixes(
         )
     return FixPlan(
         changes,
-        tuple(applied),
-        tuple(declined.values()),
-        tuple(hidden.values()),
+        tuple(planner.applied),
+        tuple(planner.declined.values()),
+        tuple(planner.hidden.values()),
         tuple(unreadable),
         tuple(pending),
     )
 
 
-def _pending(
-    recipes: list[tuple[str, str]],
-    kwargs: dict[str, object],
-    mirror: _Mirror,
-    accounted: set[tuple[str, str, str]],
-) -> list[DeclinedFix]:
-    """The findings that still carry a fix after the last round and are not ``accounted`` for."""
-    found = []
-    for recipe, copy in recipes:
-        try:
-            issues, _ = _findings(copy, kwargs)
-        except RecipeLoadError:
-            continue
-        for issue in issues:
-            if issue.fix is not None and (recipe, issue.code, issue.path) not in accounted:
-                source = None if issue.source is None else mirror.original(issue.source)
-                found.append(
-                    DeclinedFix(
-                        recipe,
-                        issue.code,
-                        issue.path,
-                        source,
-                        issue.fix.description,
-                        "waits for the fixes applied before it; run again",
-                    )
-                )
-    return found
+@dataclass
+class _Planner:
+    """The rounds of one plan over the ``recipes`` (as given, and their copies in ``mirror``) and what they found;
+    ``declined`` and ``hidden`` hold the last round's."""
 
+    mirror: _Mirror
+    kwargs: dict[str, object]
+    unsafe_fixes: bool
+    recipes: list[tuple[str, str]] = field(default_factory=list)
+    applied: list[AppliedFix] = field(default_factory=list)
+    edited: set[tuple[str, str]] = field(default_factory=set)
+    declined: dict[tuple[str, str, str], DeclinedFix] = field(default_factory=dict)
+    hidden: dict[tuple[str, str, str], DeclinedFix] = field(default_factory=dict)
 
-def _apply(
-    recipe: str,
-    copy: str,
-    issue: ConfigIssue,
-    document: dict[object, object],
-    mirror: _Mirror,
-    unsafe_fixes: bool,
-    applied: list[AppliedFix],
-    edited: set[tuple[str, str]],
-    declined: dict[tuple[str, str, str], DeclinedFix],
-    hidden: dict[tuple[str, str, str], DeclinedFix],
-) -> bool:
-    """Apply one issue's fix to the mirror; whether a file changed."""
-    rule = rule_for(issue.code)
-    safety = None if rule is None else rule.fix_safety
-    fix = issue.fix
-    if fix is None:
-        return False
-    source = None if issue.source is None else mirror.original(issue.source)
-    key = (recipe, issue.code, issue.path)
-    if safety is None:
-        reason = f"rule {issue.code} has no automatic fix (its record has no fix safety)"
-        declined[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, reason)
-        return False
-    if safety == "unsafe" and not unsafe_fixes:
-        hidden[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, "an unsafe fix")
-        return False
-    change = edit_for(copy, issue, document)
-    if isinstance(change, FileChange) and (os.path.realpath(change.file), issue.path) in edited:
-        change = Declined(
-            f"{issue.path} in {render_name(mirror.original(change.file))} was already fixed once "
-            "(recipes sharing this file need different values); fix it by hand"
-        )
-    if isinstance(change, Declined):
-        declined[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, change.reason)
-        return False
-    _write_text(change.file, change.after)
-    edited.add((os.path.realpath(change.file), issue.path))
-    file = mirror.original(change.file)
-    applied.append(AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety))
-    return True
+    def _issues(self) -> Iterator[tuple[str, str, ConfigIssue, dict[object, object]]]:
+        for recipe, copy in self.recipes:
+            try:
+                issues, document = _findings(copy, self.kwargs)
+            except RecipeLoadError:
+                continue
+            yield from ((recipe, copy, issue, document) for issue in issues)
+
+    def run_round(self) -> bool:
+        """Apply every fix the findings carry, once; whether a file changed (the rounds stop when none did)."""
+        self.declined.clear()
+        self.hidden.clear()
+        progress = False
+        for recipe, copy, issue, document in self._issues():
+            progress |= self._apply(recipe, copy, issue, document)
+        return progress
+
+    def pending(self) -> list[DeclinedFix]:
+        """The findings that still carry a fix after the last round and were not declined or hidden."""
+        accounted = {*self.declined, *self.hidden}
+        return [
+            self._declined(recipe, issue, "waits for the fixes applied before it; run again")
+            for recipe, _, issue, _ in self._issues()
+            if issue.fix is not None and (recipe, issue.code, issue.path) not in accounted
+        ]
+
+    def _declined(self, recipe: str, issue: ConfigIssue, reason: str) -> DeclinedFix:
+        source = None if issue.source is None else self.mirror.original(issue.source)
+        description = "" if issue.fix is None else issue.fix.description
+        return DeclinedFix(recipe, issue.code, issue.path, source, description, reason)
+
+    def _apply(self, recipe: str, copy: str, issue: ConfigIssue, document: dict[object, object]) -> bool:
+        """Apply one issue's fix to the mirror; whether a file changed."""
+        rule = rule_for(issue.code)
+        safety = None if rule is None else rule.fix_safety
+        fix = issue.fix
+        if fix is None:
+            return False
+        key = (recipe, issue.code, issue.path)
+        if safety is None:
+            reason = f"rule {issue.code} has no automatic fix (its record has no fix safety)"
+            self.declined[key] = self._declined(recipe, issue, reason)
+            return False
+        if safety == "unsafe" and not self.unsafe_fixes:
+            self.hidden[key] = self._declined(recipe, issue, "an unsafe fix")
+            return False
+        change = edit_for(copy, issue, document)
+        if isinstance(change, FileChange) and (os.path.realpath(change.file), issue.path) in self.edited:
+            change = Declined(
+                f"{issue.path} in {render_name(self.mirror.original(change.file))} was already fixed once "
+                "(recipes sharing this file need different values); fix it by hand"
+            )
+        if isinstance(change, Declined):
+            self.declined[key] = self._declined(recipe, issue, change.reason)
+            return False
+        _write_text(change.file, change.after)
+        self.edited.add((os.path.realpath(change.file), issue.path))
+        file = self.mirror.original(change.file)
+        applied = AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety)
+        self.applied.append(applied)
+        return True
 
 
 def write_fixes(plan: FixPlan) -> None:
