@@ -121,7 +121,7 @@ def _checked_int(path: str, found: object, expected: str) -> int:
 
 
 def _checked_number(path: str, found: object, expected: str) -> float:
-    """``found`` when it is a finite float or an int as :func:`_checked_int`, else WrongShape."""
+    """``found`` when it is a finite float or an int as ``_checked_int`` takes it, else WrongShape."""
     if isinstance(found, float):
         if not math.isfinite(found):
             raise WrongShape(path, found, f"{expected}, finite (not .inf, -.inf or .nan)")

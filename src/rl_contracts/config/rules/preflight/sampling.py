@@ -142,7 +142,7 @@ teacher:
 @checks(P31, entries=ALL_ENTRIES)
 def check_distillation_scoring(context: Context) -> None:
     """With a ``teacher`` mapping: one error, at the teacher's path, per sampling key of ``teacher.generation``
-    that differs from ``policy.generation``'s (absent keys are vLLM's defaults, :func:`_sampling_value`)."""
+    that differs from ``policy.generation``'s (both read as ``_sampling_value`` reads them)."""
     reader = context.reader
     if reader.mapping("teacher") is None or reader.mapping(GENERATION) is None:
         return
