@@ -15,7 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from omegaconf import OmegaConf
 
-from ..._internal.config_paths import Keys
+from ..._internal.config_paths import Keys, lookup
 from .limits import Limits
 
 __all__ = ["PURE_RESOLVERS", "Analysis", "analyse"]
@@ -113,15 +113,7 @@ class _Document:
         return None
 
     def value_at(self, keys: Keys) -> tuple[bool, Any]:
-        holder: Any = self.document
-        for key in keys:
-            if (isinstance(holder, dict) and key in holder) or (
-                isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder)
-            ):
-                holder = holder[key]
-            else:
-                return False, None
-        return True, holder
+        return lookup(self.document, keys)
 
     def target(self, reference: str, where: Keys, hops: int = 0) -> Keys | None:
         """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names, or ``None``."""
@@ -168,7 +160,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
     when none of its values is), a reference chain deeper than ``4 * limits.depth``, and every interpolated
     string after the document's running total passes either limit.
     """
-    lookup = _Document(document)
+    paths = _Document(document)
     caps = (limits.expansion + 1, limits.references + 1)
     height_cap = 4 * limits.depth
     cost: dict[Keys, tuple[int, int]] = {}
@@ -185,7 +177,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             base[keys] = (0, 0)
         elif _interpolated(value):
             text = _scan(value)
-            targets = [lookup.target(reference, keys) for reference in text.references]
+            targets = [paths.target(reference, keys) for reference in text.references]
             deps_of[keys] = [target for target in targets if target is not None]
             base[keys] = (text.literal, len(text.references) + len(text.resolvers) + text.dynamic)
             if any(name not in PURE_RESOLVERS and OmegaConf.has_resolver(name) for name in text.resolvers):
@@ -225,7 +217,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
         stack.append((keys, value, True))
         for dep in reversed(deps_of[keys]):
             if not state.get(dep):
-                found, dep_value = lookup.value_at(dep)
+                found, dep_value = paths.value_at(dep)
                 if found:
                     stack.append((dep, dep_value, False))
     too_much = (
@@ -241,7 +233,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
                     f"(limit {height_cap} levels: 4 x Limits.depth)"
                 )
             continue
-        _, value = lookup.value_at(keys)
+        _, value = paths.value_at(keys)
         if isinstance(value, dict | list) and any(
             over(cost.get(child, (0, 0))) for child in _children(value, keys)
         ):

@@ -148,11 +148,9 @@ def check_distillation_scoring(context: Context) -> None:
         return
     section = reader.mapping("teacher.generation")
     for name in _SAMPLING:
-        raw_student = reader.value(f"{GENERATION}.{name}")
-        student = _UNSET_SAMPLING[name] if raw_student is ABSENT else _sampling_value(raw_student, name)
+        student = _sampling_value(reader.value(f"{GENERATION}.{name}"), name)
         path = f"teacher.generation.{name}"
-        raw_teacher = ABSENT if section is None else reader.value(path)
-        teacher = _UNSET_SAMPLING[name] if raw_teacher is ABSENT else _sampling_value(raw_teacher, name)
+        teacher = _sampling_value(ABSENT if section is None else reader.value(path), name)
         if student == teacher:
             continue
         where = path if section is not None else "teacher.generation"
@@ -179,10 +177,10 @@ def distillation_scoring_findings(
 
 
 def _sampling_value(value: object, name: str) -> object:
-    """A sampling key as the workers read it: absent is null, ``top_k`` null or <= 0 is off (null), numbers as
-    floats (1 and 1.0 are one temperature)."""
+    """A sampling key as the workers read it: absent is vLLM's default, ``top_k`` null or <= 0 is off (null),
+    numbers as floats (1 and 1.0 are one temperature)."""
     if value is ABSENT:
-        return None
+        return _UNSET_SAMPLING[name]
     if name == "top_k":
         return None if isinstance(value, int) and not isinstance(value, bool) and value <= 0 else value
     if isinstance(value, int | float) and not isinstance(value, bool):
