@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 from ...._internal.config_absent import ABSENT
 from ...._internal.config_paths import is_under, join, split_path
@@ -100,20 +100,12 @@ class MissingKey(Exception):
         self.path = path
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 _IN_RANGE = "within the signed 64-bit range (at most 2**63 - 1 in magnitude)"
 
 
 def _checked_int(path: str, found: object, expected: str) -> int:
     """``found`` when it is an int (never a bool) of magnitude at most :data:`MAX_RECIPE_INT`, else WrongShape."""
-    if not _is_int(found):
+    if not isinstance(found, int) or isinstance(found, bool):
         raise WrongShape(path, found, expected)
     if abs(found) > MAX_RECIPE_INT:
         raise WrongShape(path, found, f"{expected}, {_IN_RANGE}")
@@ -126,8 +118,6 @@ def _checked_number(path: str, found: object, expected: str) -> float:
         if not math.isfinite(found):
             raise WrongShape(path, found, f"{expected}, finite (not .inf, -.inf or .nan)")
         return found
-    if not _is_number(found):
-        raise WrongShape(path, found, expected)
     return _checked_int(path, found, expected)
 
 
