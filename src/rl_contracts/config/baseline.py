@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .._internal.messages import render_name, shorten, type_name
@@ -148,10 +148,8 @@ def read_baseline(path: str | os.PathLike[str]) -> Baseline:
 
 
 def _text(entries: Iterable[BaselineEntry]) -> str:
-    lines = [
-        json.dumps(dict(zip(_ENTRY_KEYS, (e.file, e.code, e.path, e.value), strict=True)), ensure_ascii=False)
-        for e in sorted(entries)
-    ]
+    # asdict keeps the field order, which is _ENTRY_KEYS
+    lines = [json.dumps(asdict(entry), ensure_ascii=False) for entry in sorted(entries)]
     body = ",\n".join(f"    {line}" for line in lines)
     findings = f"[\n{body}\n  ]" if lines else "[]"
     return f'{{\n  "{_VERSION_KEY}": {BASELINE_VERSION},\n  "findings": {findings}\n}}\n'

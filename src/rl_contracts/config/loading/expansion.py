@@ -112,9 +112,6 @@ class _Document:
             return holder[int(part)], (*keys, int(part))
         return None
 
-    def value_at(self, keys: Keys) -> tuple[bool, Any]:
-        return lookup(self.document, keys)
-
     def target(self, reference: str, where: Keys, hops: int = 0) -> Keys | None:
         """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names, or ``None``."""
         dots = len(reference) - len(reference.lstrip("."))
@@ -126,7 +123,7 @@ class _Document:
             if dots - 1 > len(keys):
                 return None
             keys = keys[: len(keys) - (dots - 1)]
-        found, holder = self.value_at(keys)
+        found, holder = lookup(self.document, keys)
         if not found:
             return None
         for index, name in _PART.findall(rest):
@@ -137,7 +134,7 @@ class _Document:
                     if followed is None:
                         return None
                     keys = followed
-                    holder = self.value_at(keys)[1]
+                    holder = lookup(self.document, keys)[1]
             step = self._step(holder, index or name, keys)
             if step is None:
                 return None
@@ -217,7 +214,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
         stack.append((keys, value, True))
         for dep in reversed(deps_of[keys]):
             if not state.get(dep):
-                found, dep_value = paths.value_at(dep)
+                found, dep_value = lookup(document, dep)
                 if found:
                     stack.append((dep, dep_value, False))
     too_much = (
@@ -233,7 +230,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
                     f"(limit {height_cap} levels: 4 x Limits.depth)"
                 )
             continue
-        _, value = paths.value_at(keys)
+        _, value = lookup(document, keys)
         if isinstance(value, dict | list) and any(
             over(cost.get(child, (0, 0))) for child in _children(value, keys)
         ):
