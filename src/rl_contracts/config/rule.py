@@ -1,8 +1,8 @@
 """The rule record and how a check declares the rules it checks: :class:`Rule`, :func:`checks` and :class:`Check`.
 
 Each rule is declared once, as a module constant named by its code, just above the function that checks it and
-decorated ``@checks(RULE, ...)``; :mod:`rl_contracts.config.rules.registry` collects them (the rule table).
-docs/development/config-core.md ("The rule table") describes the families and how to add a rule.
+decorated ``@checks(RULE, ...)``; :mod:`rl_contracts.config.rules.registry` collects them (the rule table;
+docs/development/config-core.md says how to add a rule).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ FixSafety = Literal["safe", "unsafe"]
 """How ``validate --fix`` rewrites a finding (:mod:`rl_contracts.config.fixes`): ``safe`` keeps the recipe's meaning, ``unsafe`` may change it."""
 
 FAMILIES: Final[tuple[str, ...]] = ("V", "C", "R", "K", "P", "W", "N")
-"""The code families in catalogue order; within a family, codes sort by number."""
+"""The code families in catalogue order (``V`` loading and schema, ``C`` cross-field, ``R`` reload refit, ``K``
+unknown keys; ``P``, ``W``, ``N`` preflight's errors, warnings and rules needing an input beyond the recipe);
+within a family, codes sort by number."""
 
 _CODE = re.compile(r"([A-Z])([1-9][0-9]*)")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")

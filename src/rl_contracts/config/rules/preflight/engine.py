@@ -36,7 +36,8 @@ _EXECUTION: tuple[Check, ...] = tuple(
         key=lambda check: _FIRST.index(check.rules[0].code) if check.rules[0].code in _FIRST else len(_FIRST),
     )
 )
-"""The order checks run in: P1 (it claims the absent required keys), P13/P25 (the split P17/P18 read), the rest."""
+"""The order checks run in: P1 (it claims the absent required keys), P13/P25 (the split P17/P18 read), the rest;
+findings are reported in code order."""
 
 
 def _shape_message(error: WrongShape) -> str:
