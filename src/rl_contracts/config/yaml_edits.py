@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_NULL_TAG = "tag:yaml.org,2002:null"
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 
 
@@ -248,14 +249,12 @@ def _render_key(key: object) -> str:
 def _reads_back(text: str, expected: object) -> bool:
     try:
         loader = _EditLoader(text)
+        try:
+            read = loader.get_single_data()
+        finally:
+            loader.dispose()
     except Exception:
         return False
-    try:
-        read = loader.get_single_data()
-    except Exception:
-        return False
-    finally:
-        loader.dispose()
     return bool(read == expected and _same_types(read, expected))
 
 
@@ -419,11 +418,7 @@ def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[s
     key_node = None
     for depth, key in enumerate(keys):
         where = _dotted(keys[: depth + 1])
-        if (
-            isinstance(node, _yaml.ScalarNode)
-            and node.tag == "tag:yaml.org,2002:null"
-            and key_node is not None
-        ):
+        if isinstance(node, _yaml.ScalarNode) and node.tag == _NULL_TAG and key_node is not None:
             return _replace_null(text, key_node, node, keys[depth:], root)
         if not isinstance(node, _yaml.MappingNode):
             raise _Refused(f"{_dotted(keys[:depth])} holds a value that is not a mapping in this file")

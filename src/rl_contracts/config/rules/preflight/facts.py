@@ -206,17 +206,10 @@ def teachers(reader: Reader) -> tuple[Teacher, ...]:
         if dedup and checkpoint in seen_checkpoint:
             continue
         seen_checkpoint.append(checkpoint)
-        nodes = merged.get("num_nodes", 1)
-        gpn = merged.get("gpus_per_node", 8)
         where = override_path if reader.present(override_path) else f"{base}.default_teacher_cfg"
-        found.append(
-            Teacher(
-                alias,
-                override_path,
-                _teacher_int(nodes, f"{where}.num_nodes"),
-                _teacher_int(gpn, f"{where}.gpus_per_node"),
-            )
-        )
+        nodes = _teacher_int(merged.get("num_nodes", 1), f"{where}.num_nodes")
+        gpn = _teacher_int(merged.get("gpus_per_node", 8), f"{where}.gpus_per_node")
+        found.append(Teacher(alias, override_path, nodes, gpn))
     return tuple(found)
 
 

@@ -172,12 +172,9 @@ def check_prefix_caching_capability(context: Context) -> None:
     """With routed experts, vLLM ≥ 0.32 and ``enable_prefix_caching`` null: the trainer turns prefix caching on
     only on compute capability ≥ 8.0, which ``gpu_capability`` gives."""
     reader = context.reader
-    if not (is_vllm(reader) and routed_experts_enabled(reader)) or reader.value(
-        f"{VLLM_CFG}.enable_prefix_caching"
-    ) not in (
-        None,
-        ABSENT,
-    ):
+    if not (is_vllm(reader) and routed_experts_enabled(reader)):
+        return
+    if reader.value(f"{VLLM_CFG}.enable_prefix_caching") not in (None, ABSENT):
         return
     version = context.options.vllm_version
     if version is not None and version < (0, 32):
