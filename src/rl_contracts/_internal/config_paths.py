@@ -7,6 +7,7 @@ A path is a tuple of keys (:data:`Keys`); its dotted spelling writes ``.key`` an
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -37,10 +38,7 @@ def join(prefix: str, key: object) -> str:
 
 def dotted(loc: Iterable[str | int]) -> str:
     """``("stop_token_ids", 2)`` -> ``"stop_token_ids[2]"``; ``("vllm_cfg", "x")`` -> ``"vllm_cfg.x"``."""
-    text = ""
-    for key in loc:
-        text = join(text, key)
-    return text
+    return functools.reduce(join, loc, "")
 
 
 def lookup(data: object, keys: Iterable[Any]) -> tuple[bool, Any]:
