@@ -1,7 +1,7 @@
 """Preflight: the cross-section start-up rules of NeMo RL's GRPO trainers, checked from the recipe alone.
 
 :func:`preflight` runs every rule of PREFLIGHT.md that applies to the recipe's entrypoint and never raises on a
-malformed document; docs/development/config-core.md lists the modules.
+malformed document; docs/development/index.md ("Package layout") lists the modules.
 """
 
 from ...._internal.config_absent import ABSENT
