@@ -1,9 +1,5 @@
-"""The one marker of an absent key, and how an absent value is written in issues and errors.
-
-:data:`ABSENT` stands for "the key is not in the document" wherever a value is expected: the offending value of a
-violation or a preflight finding about a missing key.  Written as a value of an issue or a
-:class:`~rl_contracts.errors.ConfigContractError` it reads :data:`MISSING_VALUE` (SPEC §1.8: ``"<missing>"``);
-its own ``repr`` is ``<absent>`` (PREFLIGHT.md's output).
+"""The one marker of an absent key, :data:`ABSENT` (``repr`` ``<absent>``), written in issues and errors as
+:data:`MISSING_VALUE` (SPEC §1.8: ``"<missing>"``).
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """Dotted paths, the one implementation: spelling, splitting, prefixes and lookups in plain containers.
 
-A path is a tuple of keys (:data:`Keys`) from a root; its dotted spelling writes a mapping key as ``.key`` and a
-list index as ``[i]`` (``policy.generation.stop_token_ids[2]``).  Two spellings of int keys exist, because two
-kinds of paths do:
-
-- :func:`join`/:func:`dotted` (a location inside a validated section, a pydantic ``loc``, a preflight read): an
-  int is always a list index;
-- :func:`dotted_path` (a path into a composed document, whose mappings may have int keys): an int is a list index
-  where the document, walked along the path, holds a list, else a key (``.5``); a key that holds a dot is written
-  as it is.
+A path is a tuple of keys (:data:`Keys`); its dotted spelling writes ``.key`` and ``[i]``.  :func:`join` and
+:func:`dotted` always read an int as a list index; :func:`dotted_path` only where the document holds a list there
+(a composed document's mappings may have int keys).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -43,10 +38,7 @@ def join(prefix: str, key: object) -> str:
 
 def dotted(loc: Iterable[str | int]) -> str:
     """``("stop_token_ids", 2)`` -> ``"stop_token_ids[2]"``; ``("vllm_cfg", "x")`` -> ``"vllm_cfg.x"``."""
-    text = ""
-    for key in loc:
-        text = join(text, key)
-    return text
+    return functools.reduce(join, loc, "")
 
 
 def lookup(data: object, keys: Iterable[Any]) -> tuple[bool, Any]:

@@ -1,13 +1,7 @@
-"""Strict scalar types of the config models (SPEC §1.1), shared by the model modules of :mod:`rl_contracts.config`.
-
-- :data:`ConfigBool` takes only ``bool``; :data:`ConfigInt` only a Python ``int`` (never a bool, float, str or
-  ``numpy`` integer); :data:`ConfigFloat` an ``int`` or ``float`` (never a bool or str, never NaN or infinity);
-  :data:`ConfigStr` only ``str``.  Lists take a ``list`` or ``tuple`` only.
-- Range constraints sit *inside* the strict validators (``Annotated[int, Field(ge=1), *validators]``) so pydantic
-  emits them as JSON Schema ``minimum``/``maximum`` rather than as opaque keys.
-
-The names are public within the package (a private module); users import the four ``Config*`` types from
-:mod:`rl_contracts.config`.
+"""Strict scalar types of the config models (SPEC §1.1): :data:`ConfigBool` takes only ``bool``,
+:data:`ConfigInt` only a Python ``int``, :data:`ConfigFloat` a finite ``int`` or ``float`` (never a bool),
+:data:`ConfigStr` only ``str``; lists a ``list`` or ``tuple``.  Range constraints sit inside the strict validators
+so that pydantic writes them into the JSON Schema.
 """
 
 from __future__ import annotations
@@ -19,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
+from ..checks import real_or_none
 from .messages import type_name
 
 __all__ = [
@@ -62,15 +57,13 @@ def _python_int(value: object) -> object:
 
 
 def _finite_float(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    number = real_or_none(value) if isinstance(value, int | float) else None
+    if number is None:
         raise ValueError(f"expected a number (int or float, not bool or str), got {type_name(value)}")
-    try:
-        result = float(value)
-    except OverflowError:
-        raise ValueError("expected a finite number, got an int too large for a float") from None
-    if not math.isfinite(result):
-        raise ValueError(f"expected a finite number, got {result!r}")
-    return result
+    if not math.isfinite(number):
+        shown = "an int too large for a float" if isinstance(value, int) else repr(number)
+        raise ValueError(f"expected a finite number, got {shown}")
+    return number
 
 
 def _strict_str(value: object) -> str:

@@ -1,7 +1,5 @@
-"""Read-only access to a generation section given as a validated model or a plain, possibly partial mapping.
-
-The refit steps (SPEC §1.3) and the reload-refit check (§1.4) read a section through :class:`ConfigView`, so the
-same code serves ``VllmConfig``'s rules and worker-side re-checks of partial mappings.
+"""Read-only access to a generation section given as a validated model or a plain, possibly partial mapping, so
+that the refit rules (SPEC §1.3, §1.4) serve ``VllmConfig`` and worker-side re-checks alike.
 """
 
 from __future__ import annotations
@@ -26,12 +24,8 @@ _field_names = cache(known_keys)
 
 
 class ConfigView:
-    """Read-only access to a config given as a model or a (partial) mapping, by canonical key spelling.
-
-    An underscore key (``_mtp_weights_from_refit``) also answers to its spelling without the underscore;
-    a mapping that holds both spellings is rejected.  :meth:`section` and :meth:`flag` type-check what they read
-    and raise ``ConfigContractError`` naming the key.
-    """
+    """Read-only access to a config given as a model or a (partial) mapping, by canonical key spelling (an
+    underscore key also answers to its spelling without it; both at once is a ``ConfigContractError``)."""
 
     __slots__ = ("_loc", "_source")
 
@@ -64,8 +58,7 @@ class ConfigView:
         return (True, source[present[0]]) if present else (False, None)
 
     def is_set(self, key: str) -> bool:
-        """Whether ``key`` was given: for a model, set at construction or kept as an extra key; for a mapping,
-        present (either spelling)."""
+        """Whether ``key`` was given (a model's: set at construction or kept as an extra key)."""
         source = self._source
         if isinstance(source, BaseModel):
             name = _field_names(type(source)).get(key)

@@ -1,8 +1,6 @@
 """Config contracts for the vLLM generation section of a recipe (SPEC §1); imports neither torch nor vLLM.
 
-The public names only; they live by stage (README's "Package layout"): what a section is (:mod:`.section`), how a
-recipe file becomes a checked document (:mod:`.loading`), every finding code (:mod:`.rules`, one registry), and
-worker-class resolution (:mod:`.worker_class`).
+The public names only, loaded lazily from their stages (docs/development/config-core.md, "Stages").
 """
 
 import importlib

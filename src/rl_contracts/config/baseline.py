@@ -1,23 +1,9 @@
-"""A baseline of accepted findings, so that a repository with findings can gate on "no new finding" at once.
+"""A baseline of accepted findings, so that a repository with findings can gate on "no new finding" at once
+(``validate --write-baseline``/``--baseline``; docs/recipes/baselines.md).
 
-``rl-contracts validate --write-baseline FILE`` records the current findings; ``--baseline FILE`` reports and fails
-only on findings that are not in it and lists the entries that no longer occur; both together shrink the file to
-the entries that still occur.  An entry is the recipe validated (relative to the baseline's folder, ``/``
-separated), the code, the dotted path and a hash of the offending value; no line numbers, so edits elsewhere in a
-file never invalidate it, while a changed value at the same path is a new finding.  Entries are a multiset: the
-same finding twice needs two entries.
-
-The file is JSON (sorted entries, one per line, for reviewable diffs)::
-
-    {
-      "rl_contracts_baseline": 1,
-      "findings": [
-        {"file": "recipes/grpo.yaml", "code": "P9", "path": "policy.train_global_batch_size", "value": "6b86b273ff34fce1"}
-      ]
-    }
-
-A baseline that cannot be read, is not JSON, is malformed or has another format version raises
-:class:`~rl_contracts.errors.BaselineError`: it is never read as an empty baseline.
+An entry is the recipe (relative to the baseline's folder), the code, the dotted path and a hash of the value, no
+line numbers; entries are a multiset.  The file is JSON, sorted, one entry per line; one that cannot be read or is
+malformed raises :class:`~rl_contracts.errors.BaselineError`, never reads as an empty baseline.
 """
 
 from __future__ import annotations
@@ -28,7 +14,7 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .._internal.messages import render_name, shorten, type_name
@@ -75,9 +61,8 @@ class Baseline:
 
 @dataclass(frozen=True)
 class BaselineComparison:
-    """Findings against a baseline: ``new`` findings (not in it, as ``(recipe, finding)`` pairs, in input order),
-    ``known`` ones (in it), the ``gone`` entries of the recipes checked that matched no finding (fixed since),
-    and the ``untouched`` entries of recipes that were not checked this run (kept when the baseline shrinks)."""
+    """Findings against a baseline: ``new`` and ``known`` ``(recipe, finding)`` pairs, the ``gone`` entries of the
+    recipes checked (fixed since) and the ``untouched`` entries of recipes not checked this run."""
 
     new: tuple[tuple[str, Finding], ...]
     known: tuple[tuple[str, Finding], ...]
@@ -85,13 +70,11 @@ class BaselineComparison:
     untouched: tuple[BaselineEntry, ...]
 
     def shrunk(self, root: Path) -> tuple[BaselineEntry, ...]:
-        """The entries a shrunk baseline keeps: the known findings and the untouched entries (never a new
-        finding)."""
+        """The entries a shrunk baseline keeps: the known findings and the untouched entries."""
         return tuple(sorted([*(entry_for(r, f, root) for r, f in self.known), *self.untouched]))
 
 
 def _relative(recipe: str, root: Path) -> str:
-    """``recipe`` relative to ``root`` with ``/`` separators (absolute and normalised when it is not below)."""
     absolute = Path(os.path.abspath(recipe))
     try:
         return absolute.relative_to(Path(os.path.abspath(root))).as_posix()
@@ -133,13 +116,8 @@ def _entry(item: object, index: int, file: Path) -> BaselineEntry:
 
 
 def read_baseline(path: str | os.PathLike[str]) -> Baseline:
-    """Read a baseline file; its entries' files are relative to the file's folder.
-
-    Raises:
-        BaselineError: the file cannot be read, is not UTF-8 JSON, is not an object with the format version
-            :data:`BASELINE_VERSION` under ``"rl_contracts_baseline"`` and a ``"findings"`` list of entry objects
-            (``file``, ``code``, ``path``, ``value`` strings), or is over 64 MiB.
-    """
+    """Read a baseline file; ``BaselineError`` when it cannot be read, is over 64 MiB, not UTF-8 JSON, or not
+    the object of format :data:`BASELINE_VERSION` with a ``findings`` list of entries."""
     file = Path(path)
     try:
         with open(file, "rb") as stream:
@@ -170,21 +148,15 @@ def read_baseline(path: str | os.PathLike[str]) -> Baseline:
 
 
 def _text(entries: Iterable[BaselineEntry]) -> str:
-    lines = [
-        json.dumps(dict(zip(_ENTRY_KEYS, (e.file, e.code, e.path, e.value), strict=True)), ensure_ascii=False)
-        for e in sorted(entries)
-    ]
+    # asdict keeps the field order, which is _ENTRY_KEYS
+    lines = [json.dumps(asdict(entry), ensure_ascii=False) for entry in sorted(entries)]
     body = ",\n".join(f"    {line}" for line in lines)
     findings = f"[\n{body}\n  ]" if lines else "[]"
     return f'{{\n  "{_VERSION_KEY}": {BASELINE_VERSION},\n  "findings": {findings}\n}}\n'
 
 
 def write_baseline(path: str | os.PathLike[str], entries: Iterable[BaselineEntry]) -> None:
-    """Write ``entries`` (sorted) as a baseline file, atomically (a temporary file beside it, then a rename).
-
-    Raises:
-        BaselineError: the file cannot be written.
-    """
+    """Write ``entries`` (sorted) as a baseline file, atomically; ``BaselineError`` when it cannot be written."""
     file = Path(path)
     text = _text(entries)
     folder = file.absolute().parent
@@ -204,10 +176,8 @@ def write_baseline(path: str | os.PathLike[str], entries: Iterable[BaselineEntry
 def compare_baseline(
     baseline: Baseline, findings: Sequence[tuple[str, Finding]], recipes: Iterable[str]
 ) -> BaselineComparison:
-    """Split ``(recipe, finding)`` pairs into new and known findings, and list the baseline entries no finding
-    matched, for the ``recipes`` checked this run (entries of other recipes are ``untouched``: a pre-commit run
-    on the changed files never reports the others as fixed).  Each entry matches at most one finding (a
-    multiset)."""
+    """Split ``(recipe, finding)`` pairs into new and known findings (each entry matches at most one) and list
+    the entries of the ``recipes`` checked that no finding matched."""
     checked = {_relative(recipe, baseline.root) for recipe in recipes}
     checked.update(_relative(recipe, baseline.root) for recipe, _ in findings)
     remaining = Counter(entry for entry in baseline.entries if entry.file in checked)

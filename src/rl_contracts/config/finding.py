@@ -1,8 +1,6 @@
 """The one record of what a check found: :class:`Finding`, and the :class:`SuggestedFix` it may carry.
 
-Every check makes findings (a section validator, the unknown-key walk, a preflight rule, the loader) and every
-output reads them (the human table, JSON, GitHub annotations, SARIF, baselines, ``--fix``).  ``ConfigIssue`` is
-another name of :class:`Finding` (SPEC §1.8 names the recipe's findings so).
+Every check makes findings and every output reads them; ``ConfigIssue`` is another name of :class:`Finding`.
 
 >>> Finding(code="P9", path="grpo.num_prompts_per_step", value=3, message="m").severity
 'error'
@@ -32,11 +30,8 @@ FixAction = Literal["rename", "move", "remove", "set"]
 
 
 class SuggestedFix(BaseModel):
-    """The change at a finding's path that removes it (frozen).
-
-    ``target`` is the new key name (``rename``) or the full dotted path of the new place (``move``), else
-    ``None``; ``value`` the new value (``set``); ``description`` says what the fix does in one line.
-    """
+    """The change at a finding's path that removes it (frozen): ``target`` the new key (``rename``) or dotted path
+    (``move``), ``value`` the new value (``set``), ``description`` one line."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -47,15 +42,11 @@ class SuggestedFix(BaseModel):
 
 
 class Finding(BaseModel):
-    """One finding of one rule (frozen).
+    """One finding of one rule (frozen), docs/development/config-core.md ("The finding").
 
-    ``path`` is the dotted path from the document root (``a.b[2]``; ``""`` for the whole file).  ``value`` is the
-    offending value as the check saw it (``ABSENT`` for an absent key); a finding that
-    ``load_recipe`` reports carries it rendered (``shorten(repr(v), 200)``, or ``"<missing>"``), with
-    ``json_value`` its bounded JSON form and ``missing`` set for an absent key.  ``message`` (also accepted and
-    read as ``reason``) says what is wrong and the fix, at most 2,000 characters.  ``source``, ``line`` and
-    ``column`` locate the value in the file of the ``defaults:`` chain that set it (``"--set"`` for an override;
-    all ``None`` when unknown).  ``fix`` is the change that removes the finding, when its rule has one.
+    ``path``: dotted from the root (``""`` for the file); ``value``: the offending value (``load_recipe`` renders
+    it, with ``json_value`` its bounded JSON form and ``missing`` for an absent key); ``message`` (also
+    ``reason``): what is wrong and the fix; ``source``/``line``/``column``: where the ``defaults:`` chain set it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, populate_by_name=True)
@@ -123,11 +114,8 @@ class _TooLarge(Exception):
 
 
 def json_value(value: object) -> JsonValue:
-    """``value`` as JSON: JSON values unchanged, other values (or parts) as their ``repr``; bounded.
-
-    A string is shortened to 200 characters (``...`` at the end), like :attr:`ConfigIssue.value`; a list or
-    mapping whose JSON text would exceed 2,000 characters, or nested deeper than 32 levels, is its shortened
-    ``repr`` instead.  Work is bounded too: a container of more than 1,000 elements is never walked.
+    """``value`` as JSON, other values (or parts) as their ``repr``: strings shortened to 200 characters, a
+    container over 2,000 characters of JSON, 1,000 elements or 32 levels as its shortened ``repr``.
 
     >>> json_value("x" * 300)[-5:], json_value(list(range(5000)))[-3:]
     ('xx...', '...')

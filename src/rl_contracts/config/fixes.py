@@ -1,21 +1,9 @@
 """Fixes of recipe findings: computed without writing (:func:`plan_fixes`), then written (:func:`write_fixes`).
 
-``rl-contracts validate --fix`` / ``--unsafe-fixes`` / ``--diff`` run on this module.  A finding is fixable when its
-rule's registry record has a ``fix_safety`` and the finding carries a
-:class:`~rl_contracts.config.finding.SuggestedFix`.  Safe fixes (``K1`` rename to the one did-you-mean key,
-``P28`` move to the place NeMo RL reads) apply by default; unsafe ones (``W2`` remove a dead key, which may be a
-deliberate note; value changes such as ``P9``'s ``train_global_batch_size``) only with ``unsafe_fixes=True``.
-
-Each edit goes to the file and line provenance names: the file of the ``defaults:`` chain that set the value (a
-parent when the key came from it), or the recipe given for a value the rule adds.  A value a ``--set`` override
-wrote cannot be fixed in a file, and says so.  Edits splice the text (:mod:`.yaml_edits`): every other byte stays.
-
-Planning works on a private copy of every file of every recipe's chain, in rounds as ruff does: load every recipe,
-apply every fix its findings carry, and again until a round fixes nothing (at most ``max_rounds``), so one fix
-that uncovers another (or changes the value another needs) converges, and a second ``--fix`` changes nothing.  A
-fix that would edit the same value of the same file again in a later round (two recipes of one parent wanting
-different values) is declined instead of flip-flopping.  Nothing under the user's files is written until
-:func:`write_fixes`.
+A finding is fixable when it carries a :class:`~rl_contracts.config.finding.SuggestedFix` and its rule a
+``fix_safety``; unsafe fixes apply only with ``unsafe_fixes=True``.  Each edit goes to the file of the
+``defaults:`` chain that set the value, as a splice (:mod:`.yaml_edits`).  Planning works on a private copy, in
+rounds until one fixes nothing, so a second ``--fix`` changes nothing; docs/recipes/fixes.md has the details.
 """
 
 from __future__ import annotations
@@ -24,7 +12,7 @@ import difflib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,8 +66,7 @@ class FileChange:
 
 @dataclass(frozen=True)
 class AppliedFix:
-    """A fix that a plan applies: the finding (recipe, code, path), the file edited and the finding's line there
-    (in the text of the round that fixed it), what it does and its safety."""
+    """A fix that a plan applies: the finding, the file edited and the finding's line there, what it does."""
 
     recipe: str
     code: str
@@ -104,10 +91,9 @@ class DeclinedFix:
 
 @dataclass(frozen=True)
 class FixPlan:
-    """What :func:`plan_fixes` found: the file ``changes``, the ``applied`` fixes, the ``declined`` ones and the
-    ``hidden`` unsafe fixes (of the last round) that ``unsafe_fixes=True`` would apply; ``pending`` fixes wait
-    behind others (the rounds ran out: a second run applies them); ``unreadable`` recipes (load errors) were not
-    fixed.  Every finding with a fix is in exactly one of ``applied``, ``declined``, ``hidden`` and ``pending``."""
+    """What :func:`plan_fixes` found: file ``changes``; every finding with a fix in exactly one of ``applied``,
+    ``declined``, ``hidden`` (unsafe, not asked for) and ``pending`` (behind others: run again); ``unreadable``
+    recipes were not fixed."""
 
     changes: tuple[FileChange, ...]
     applied: tuple[AppliedFix, ...]
@@ -157,12 +143,9 @@ def edit_for(
     *,
     text_of: Callable[[str], str] = read_text,
 ) -> FileChange | Declined:
-    """The change of one file that applies ``issue``'s fix, computed on the file's current text; writes nothing.
-
-    ``recipe`` is the file validated (it receives a value the fix adds); ``document`` its composed document (a
-    move whose target some file already sets is declined).  Declined when the issue has no fix, its value was
-    set by ``--set`` or by no file, the target is already set, or :mod:`.yaml_edits` cannot make the edit.
-    """
+    """The change of one file that applies ``issue``'s fix (a value it adds goes to ``recipe``); writes nothing.
+    Declined when there is no fix, the value was set by ``--set`` or by no file, the target is already set in
+    ``document``, or :mod:`.yaml_edits` declines the edit."""
     fix = issue.fix
     if fix is None:
         return Declined(f"{issue.code} at {issue.path} has no automatic fix")
@@ -184,13 +167,9 @@ def edit_for(
     return FileChange(file, before, after)
 
 
-# ---------------------------------------------------------------------------------------------- planning
-
-
 @dataclass
 class _Mirror:
-    """A private copy of the files of every chain: each file once (by its real path), whatever spelling the
-    chains use; ``originals`` maps a copy back to the first spelling seen."""
+    """A private copy of the files of every chain, each once by real path; ``originals`` maps a copy back."""
 
     folder: Path
     copies: dict[str, str] = field(default_factory=dict)
@@ -237,14 +216,8 @@ def plan_fixes(
     max_rounds: int = 8,
     algorithm: str | None = None,
 ) -> FixPlan:
-    """Compute every fix of the findings of ``files`` (validated as :func:`~rl_contracts.config.load_recipe`
-    with the same options) without writing anything; see the module docstring.
-
-    Returns:
-        :class:`FixPlan`; its ``changes`` name the user's files (as the chains name them), its findings the
-        recipes as given.  A recipe that cannot be read, or whose parents lie outside ``root`` (as
-        :func:`~rl_contracts.config.load_recipe` defines it), is listed in ``unreadable`` and left alone.
-    """
+    """Every fix of the findings of ``files`` (validated as :func:`~rl_contracts.config.load_recipe` with the same
+    options), computed without writing anything; a recipe that cannot be read is listed in ``unreadable``."""
     kwargs: dict[str, object] = {
         "section": section,
         "strict": strict,
@@ -257,7 +230,7 @@ def plan_fixes(
     with tempfile.TemporaryDirectory(prefix="rl-contracts-fix-") as folder:
         kwargs["root"] = folder  # the private copies of every chain lie under it
         mirror = _Mirror(Path(folder))
-        recipes: list[tuple[str, str]] = []
+        planner = _Planner(mirror, kwargs, unsafe_fixes)
         unreadable: list[str] = []
         for recipe in files:
             try:
@@ -266,29 +239,11 @@ def plan_fixes(
                 unreadable.append(recipe)
                 continue
             mirror.add(chain)
-            recipes.append((recipe, mirror.copy_of(chain[-1])))
+            planner.recipes.append((recipe, mirror.copy_of(chain[-1])))
         before = {mirror.originals[copy]: read_text(copy) for copy in mirror.copies.values()}
-        applied: list[AppliedFix] = []
-        edited: set[tuple[str, str]] = set()
-        declined: dict[tuple[str, str, str], DeclinedFix] = {}
-        hidden: dict[tuple[str, str, str], DeclinedFix] = {}
-        progress = True
-        for _ in range(max_rounds):
-            declined.clear()
-            hidden.clear()
-            progress = False
-            for recipe, copy in recipes:
-                try:
-                    issues, document = _findings(copy, kwargs)
-                except RecipeLoadError:
-                    continue
-                for issue in issues:
-                    progress |= _apply(
-                        recipe, copy, issue, document, mirror, unsafe_fixes, applied, edited, declined, hidden
-                    )
-            if not progress:
-                break
-        pending = _pending(recipes, kwargs, mirror, {*declined, *hidden}) if progress else []
+        # rounds until one fixes nothing; if the last one still fixed something, what is left waits for a rerun
+        progress = all(planner.run_round() for _ in range(max_rounds))
+        pending = planner.pending() if progress else []
         changes = tuple(
             FileChange(original, text, after)
             for original, text in before.items()
@@ -296,93 +251,94 @@ def plan_fixes(
         )
     return FixPlan(
         changes,
-        tuple(applied),
-        tuple(declined.values()),
-        tuple(hidden.values()),
+        tuple(planner.applied),
+        tuple(planner.declined.values()),
+        tuple(planner.hidden.values()),
         tuple(unreadable),
         tuple(pending),
     )
 
 
-def _pending(
-    recipes: list[tuple[str, str]],
-    kwargs: dict[str, object],
-    mirror: _Mirror,
-    accounted: set[tuple[str, str, str]],
-) -> list[DeclinedFix]:
-    """The findings that still carry a fix after the last round (not ``accounted`` as declined or hidden): each
-    waits behind the fixes applied before it."""
-    found = []
-    for recipe, copy in recipes:
-        try:
-            issues, _ = _findings(copy, kwargs)
-        except RecipeLoadError:
-            continue
-        for issue in issues:
-            if issue.fix is not None and (recipe, issue.code, issue.path) not in accounted:
-                source = None if issue.source is None else mirror.original(issue.source)
-                found.append(
-                    DeclinedFix(
-                        recipe,
-                        issue.code,
-                        issue.path,
-                        source,
-                        issue.fix.description,
-                        "waits for the fixes applied before it; run again",
-                    )
-                )
-    return found
+@dataclass
+class _Planner:
+    """The rounds of one plan over the ``recipes`` (as given, and their copies in ``mirror``) and what they found;
+    ``declined`` and ``hidden`` hold the last round's."""
 
+    mirror: _Mirror
+    kwargs: dict[str, object]
+    unsafe_fixes: bool
+    recipes: list[tuple[str, str]] = field(default_factory=list)
+    applied: list[AppliedFix] = field(default_factory=list)
+    edited: set[tuple[str, str]] = field(default_factory=set)
+    declined: dict[tuple[str, str, str], DeclinedFix] = field(default_factory=dict)
+    hidden: dict[tuple[str, str, str], DeclinedFix] = field(default_factory=dict)
 
-def _apply(
-    recipe: str,
-    copy: str,
-    issue: ConfigIssue,
-    document: dict[object, object],
-    mirror: _Mirror,
-    unsafe_fixes: bool,
-    applied: list[AppliedFix],
-    edited: set[tuple[str, str]],
-    declined: dict[tuple[str, str, str], DeclinedFix],
-    hidden: dict[tuple[str, str, str], DeclinedFix],
-) -> bool:
-    """Apply one issue's fix to the mirror; whether a file changed."""
-    rule = rule_for(issue.code)
-    safety = None if rule is None else rule.fix_safety
-    fix = issue.fix
-    if fix is None:
-        return False
-    source = None if issue.source is None else mirror.original(issue.source)
-    key = (recipe, issue.code, issue.path)
-    if safety is None:
-        reason = f"rule {issue.code} has no automatic fix (its record has no fix safety)"
-        declined[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, reason)
-        return False
-    if safety == "unsafe" and not unsafe_fixes:
-        hidden[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, "an unsafe fix")
-        return False
-    change = edit_for(copy, issue, document)
-    if isinstance(change, FileChange) and (os.path.realpath(change.file), issue.path) in edited:
-        change = Declined(
-            f"{issue.path} in {render_name(mirror.original(change.file))} was already fixed once "
-            "(recipes sharing this file need different values); fix it by hand"
-        )
-    if isinstance(change, Declined):
-        declined[key] = DeclinedFix(recipe, issue.code, issue.path, source, fix.description, change.reason)
-        return False
-    _write_text(change.file, change.after)
-    edited.add((os.path.realpath(change.file), issue.path))
-    file = mirror.original(change.file)
-    applied.append(AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety))
-    return True
+    def _issues(self) -> Iterator[tuple[str, str, ConfigIssue, dict[object, object]]]:
+        for recipe, copy in self.recipes:
+            try:
+                issues, document = _findings(copy, self.kwargs)
+            except RecipeLoadError:
+                continue
+            yield from ((recipe, copy, issue, document) for issue in issues)
+
+    def run_round(self) -> bool:
+        """Apply every fix the findings carry, once; whether a file changed (the rounds stop when none did)."""
+        self.declined.clear()
+        self.hidden.clear()
+        progress = False
+        for recipe, copy, issue, document in self._issues():
+            progress |= self._apply(recipe, copy, issue, document)
+        return progress
+
+    def pending(self) -> list[DeclinedFix]:
+        """The findings that still carry a fix after the last round and were not declined or hidden."""
+        accounted = {*self.declined, *self.hidden}
+        return [
+            self._declined(recipe, issue, "waits for the fixes applied before it; run again")
+            for recipe, _, issue, _ in self._issues()
+            if issue.fix is not None and (recipe, issue.code, issue.path) not in accounted
+        ]
+
+    def _declined(self, recipe: str, issue: ConfigIssue, reason: str) -> DeclinedFix:
+        source = None if issue.source is None else self.mirror.original(issue.source)
+        description = "" if issue.fix is None else issue.fix.description
+        return DeclinedFix(recipe, issue.code, issue.path, source, description, reason)
+
+    def _apply(self, recipe: str, copy: str, issue: ConfigIssue, document: dict[object, object]) -> bool:
+        """Apply one issue's fix to the mirror; whether a file changed."""
+        rule = rule_for(issue.code)
+        safety = None if rule is None else rule.fix_safety
+        fix = issue.fix
+        if fix is None:
+            return False
+        key = (recipe, issue.code, issue.path)
+        if safety is None:
+            reason = f"rule {issue.code} has no automatic fix (its record has no fix safety)"
+            self.declined[key] = self._declined(recipe, issue, reason)
+            return False
+        if safety == "unsafe" and not self.unsafe_fixes:
+            self.hidden[key] = self._declined(recipe, issue, "an unsafe fix")
+            return False
+        change = edit_for(copy, issue, document)
+        if isinstance(change, FileChange) and (os.path.realpath(change.file), issue.path) in self.edited:
+            change = Declined(
+                f"{issue.path} in {render_name(self.mirror.original(change.file))} was already fixed once "
+                "(recipes sharing this file need different values); fix it by hand"
+            )
+        if isinstance(change, Declined):
+            self.declined[key] = self._declined(recipe, issue, change.reason)
+            return False
+        _write_text(change.file, change.after)
+        self.edited.add((os.path.realpath(change.file), issue.path))
+        file = self.mirror.original(change.file)
+        applied = AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety)
+        self.applied.append(applied)
+        return True
 
 
 def write_fixes(plan: FixPlan) -> None:
-    """Write every change of ``plan`` (atomically per file).
-
-    Raises:
-        ConfigContractError: a file changed since the plan was computed (nothing of that file is written).
-    """
+    """Write every change of ``plan``, atomically per file; ``ConfigContractError`` (nothing written) when a file
+    changed since the plan was computed."""
     for change in plan.changes:
         if read_text(change.file) != change.before:
             raise ConfigContractError(

@@ -1,18 +1,8 @@
 """The rule record and how a check declares the rules it checks: :class:`Rule`, :func:`checks` and :class:`Check`.
 
-Each rule is declared once, as a module constant named by its code, just above the function that checks it::
-
-    P29 = Rule("P29", "loss-option-conflict", summary="...", reference="...", what_it_checks="...", ...)
-
-    @checks(P29, entries=ALL_ENTRIES)
-    def check_loss_options(context: Context) -> None: ...
-
-:mod:`rl_contracts.config.rules.registry` (the rule table) imports the modules that declare rules and collects
-every decorated check with its records; the catalogue, ``rl-contracts rule CODE``, ``rules --format json``,
-SARIF's rules, ``--select``/``--ignore`` and the testing strategies read that table.  Families, in catalogue order
-(:data:`FAMILIES`): ``V`` loading, resolution and schema; ``C`` the cross-field rules of ``VllmConfig``; ``R``
-reload refit; ``K`` unknown keys; ``P``, ``W``, ``N`` preflight's cross-section rules (errors, warnings, and rules
-that need an input beyond the recipe).
+Each rule is declared once, as a module constant named by its code, just above the function that checks it and
+decorated ``@checks(RULE, ...)``; :mod:`rl_contracts.config.rules.registry` collects them (the rule table;
+docs/development/config-core.md says how to add a rule).
 """
 
 from __future__ import annotations
@@ -41,7 +31,9 @@ FixSafety = Literal["safe", "unsafe"]
 """How ``validate --fix`` rewrites a finding (:mod:`rl_contracts.config.fixes`): ``safe`` keeps the recipe's meaning, ``unsafe`` may change it."""
 
 FAMILIES: Final[tuple[str, ...]] = ("V", "C", "R", "K", "P", "W", "N")
-"""The code families in catalogue order; within a family, codes sort by number."""
+"""The code families in catalogue order (``V`` loading and schema, ``C`` cross-field, ``R`` reload refit, ``K``
+unknown keys; ``P``, ``W``, ``N`` preflight's errors, warnings and rules needing an input beyond the recipe);
+within a family, codes sort by number."""
 
 _CODE = re.compile(r"([A-Z])([1-9][0-9]*)")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -49,21 +41,13 @@ _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 @dataclass(frozen=True)
 class Rule:
-    """One stable finding code and what it means (frozen).
+    """One stable finding code and what it means (frozen); ``ConfigContractError`` for a malformed code or name.
 
-    ``code`` is a family letter and a number (``"P7"``); ``name`` a kebab-case name (ruff-style,
-    ``"batch-multiplier-needs-dynamic-sampling"``); ``summary`` one line; ``severity`` the severity its findings
-    usually carry (a few rules report both); ``reference`` where NeMo RL (the reference) checks the same thing,
-    or ``"never"``.  The documentation fields (``what_it_checks``, ``why_it_matters``, ``example``, a minimal
-    failing recipe fragment, and ``fix``) make up the page ``rl-contracts rule CODE`` prints.
-    ``example_options`` are the :class:`~rl_contracts.config.rules.preflight.PreflightOptions` fields the example
-    needs (``vllm_version``, ``gpu_capability``, ``model_config``; ``rl-contracts validate``'s
-    ``--vllm-version``, ``--gpu-capability``, ``--model-config``).  The example is merged over a recipe that
-    passes every rule (``defaults:``) and yields exactly this code.
-    ``pydantic_types`` are pydantic's own line-error types that are findings of this rule, as the range errors
-    are C2's.  ``fix_safety`` is for an automatic fix (None: there is none).
-
-    Raises :class:`~rl_contracts.errors.ConfigContractError` at construction for a malformed code or name.
+    ``code`` is a family letter and a number (``"P7"``), ``name`` kebab-case, ``reference`` where NeMo RL checks
+    the same thing (or ``"never"``).  ``what_it_checks``, ``why_it_matters``, ``example`` (a failing fragment,
+    merged over a passing recipe, with the ``PreflightOptions`` fields ``example_options``) and ``fix`` make up
+    the page ``rl-contracts rule CODE`` prints.  ``pydantic_types``: pydantic's own error types that are findings
+    of this rule; ``fix_safety``: how an automatic fix rewrites (``None``: there is none).
     """
 
     code: str
@@ -80,7 +64,6 @@ class Rule:
     pydantic_types: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:
-        """Reject a code outside :data:`FAMILIES` or a name that is not kebab-case."""
         match = _CODE.fullmatch(self.code)
         if match is None or match.group(1) not in FAMILIES:
             raise ConfigContractError(
@@ -119,11 +102,8 @@ CHECK_ATTRIBUTE: Final = "__rl_contracts_check__"
 
 @dataclass(frozen=True)
 class Check:
-    """A check function and the rules it reports (frozen): the row of the rule table for each of ``rules``.
-
-    ``entries`` are the trainer scripts a preflight check runs for (``None``: not a preflight check; the check is
-    called by the stage that owns it: a section validator, the unknown-key walk, the loader).
-    """
+    """A check function and the rules it reports (frozen); ``entries``: the trainer scripts a preflight check
+    runs for (``None``: the stage that owns the check calls it)."""
 
     rules: tuple[Rule, ...]
     function: Callable[..., object]
@@ -137,13 +117,8 @@ class Check:
 
 
 def checks(*rules: Rule, entries: Collection[str] | None = None) -> Callable[[_Function], _Function]:
-    """Declare the decorated function the check of ``rules`` (each rule has exactly one check).
-
-    ``entries``: the entrypoints (``"grpo"``, ``"grpo-gym"``, ``"grpo-sc"``) a preflight check runs for; the
-    preflight engine calls the checks that have them with its ``Context``.  Returns the function unchanged but for
-    the :data:`CHECK_ATTRIBUTE` the rule table reads.  Raises :class:`~rl_contracts.errors.ConfigContractError`
-    when no rule is given.
-    """
+    """Declare the decorated function the check of ``rules``, run by preflight for the ``entries`` given; the
+    function is returned with its :data:`CHECK_ATTRIBUTE` set.  ``ConfigContractError`` when no rule is given."""
     if not rules or not all(isinstance(rule, Rule) for rule in rules):
         raise ConfigContractError("checks() needs one or more Rule records", path="rules", value=repr(rules))
 
@@ -157,8 +132,7 @@ def checks(*rules: Rule, entries: Collection[str] | None = None) -> Callable[[_F
 
 
 def collect_checks(*modules: types.ModuleType) -> tuple[Check, ...]:
-    """The checks that ``modules`` define (functions decorated with :func:`checks`), module by module in the order
-    given and, within a module, in definition order; a check a module only imports is not its own."""
+    """The checks that ``modules`` define (not merely import), in the order given, then definition order."""
     found: list[Check] = []
     for module in modules:
         for value in vars(module).values():

@@ -22,24 +22,13 @@ GENERATION_WORKER_OVERRIDES: Mapping[str, str] = types.MappingProxyType(
         ),
     }
 )
-"""Read-only map from a default vLLM worker class to its ModelOpt-quantized twin (SPEC §1.5).
-
-Divergence: the reference's map is a plain mutable dict.
-"""
+"""Read-only map from a default vLLM worker class to its ModelOpt-quantized twin (SPEC §1.5)."""
 
 
 def resolve_generation_worker_cls(default_cls: str, config: Mapping[str, Any] | VllmConfig) -> str:
-    """Return the ModelOpt-quantized worker class for ``default_cls`` when ``quant_cfg`` is set (SPEC §1.5).
-
-    Returns ``default_cls`` when ``quant_cfg`` is absent or ``None``; otherwise
-    ``GENERATION_WORKER_OVERRIDES.get(default_cls, default_cls)`` (an empty-string ``quant_cfg`` counts as
-    set; an unknown class is returned unchanged).  Imports nothing, so it works without ModelOpt.
-
-    Raises ``ContractTypeError`` when ``default_cls`` is not a ``str`` or ``config`` is neither a mapping nor a
-    ``VllmConfig``.
-
-    Divergence: the reference does not check the type of ``default_cls``.
-    """
+    """The ModelOpt-quantized twin of ``default_cls`` when ``quant_cfg`` is set (not ``None``; SPEC §1.5), else
+    ``default_cls`` (also for a class without a twin); imports nothing.  ``ContractTypeError`` when
+    ``default_cls`` is not a ``str`` or ``config`` neither a mapping nor a ``VllmConfig``."""
     if not isinstance(default_cls, str):
         raise ContractTypeError.for_value("default_cls", "a str (a fully qualified class name)", default_cls)
     if isinstance(config, VllmConfig):

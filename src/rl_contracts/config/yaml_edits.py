@@ -1,18 +1,9 @@
 """Edits of one recipe YAML file at a key path that leave every other byte of the file as it was.
 
-A fix (:mod:`rl_contracts.config.fixes`) renames a key, removes an entry, sets a scalar value, or moves an entry to
-another path of the same file.  Each edit is located by the parser's node marks (PyYAML's composer, with the
-scalar resolution of :class:`~rl_contracts.config.loading.parsing.RecipeLoader`) and splices the text of the file:
-comments, key order, quoting, indentation and line endings of everything else stay byte for byte.
-
-Divergence from the issue's wording (a ruamel.yaml round trip): a ruamel.yaml load-and-dump of NeMo RL's sample
-recipes, with no edit at all, rewrites unrelated lines of 11 of the 12 files (``null`` dropped, ``True`` lowered,
-4-space files re-indented), so the edits splice the text instead.
-
-An edit that cannot be done without touching something else returns :class:`Declined` with the reason, never a
-half-edited text: the key is not written at its path in this file (it comes from a ``<<`` merge key or lies in a
-list), the value is shared through a YAML anchor, the mapping is written in flow style (``{a: 1}``; renaming works
-there), the entry shares its line with another token, or the edit would overwrite a key that is already there.
+Each edit (rename, remove, set, insert, move) is located by PyYAML's node marks, read with the loader's scalar
+resolution, and splices the text: comments, key order, quoting, indentation and line endings stay (a ruamel.yaml
+round trip rewrites unrelated lines).  An edit that cannot be made without touching something else returns
+:class:`Declined` with the reason, never a half-edited text.
 """
 
 from __future__ import annotations
@@ -42,6 +33,7 @@ __all__ = [
 ]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_NULL_TAG = "tag:yaml.org,2002:null"
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 
 
@@ -53,8 +45,7 @@ class Declined:
 
 
 class _EditLoader(_yaml.SafeLoader):  # type: ignore[misc]
-    """The pure-Python safe loader with :class:`RecipeLoader`'s scalar resolution: its marks' ``index`` is a
-    character offset into the text (libyaml's may count bytes)."""
+    """The pure-Python safe loader (character offsets in its marks) with :class:`RecipeLoader`'s resolution."""
 
 
 _EditLoader.yaml_implicit_resolvers = RecipeLoader.yaml_implicit_resolvers
@@ -77,8 +68,8 @@ _SEPARATION_TABS = re.compile(r"(?<=:)[ \t]*\t[ \t]*")
 
 
 def _as_the_loader_reads(text: str) -> str:
-    """``text`` with the tabs that separate a key's colon from its value as spaces: libyaml (the loader's parser)
-    accepts them, PyYAML's pure-Python scanner does not.  One character for one, so every offset stays."""
+    """``text`` with the tabs after a key's colon as spaces (libyaml accepts them, PyYAML's scanner does not),
+    one for one so that every offset stays."""
     return _SEPARATION_TABS.sub(lambda match: " " * len(match.group()), text)
 
 
@@ -200,8 +191,7 @@ def _line_end(text: str, index: int) -> int:
 
 
 def _content_end(node: Any) -> int:
-    """The offset just past the last character of a node's own content (comments and blank lines after a block
-    collection or a block scalar excluded)."""
+    """The offset just past a node's own content (no trailing comments or blank lines)."""
     if isinstance(node, _yaml.ScalarNode):
         end: int = node.end_mark.index
         if node.style in ("|", ">"):
@@ -259,14 +249,12 @@ def _render_key(key: object) -> str:
 def _reads_back(text: str, expected: object) -> bool:
     try:
         loader = _EditLoader(text)
+        try:
+            read = loader.get_single_data()
+        finally:
+            loader.dispose()
     except Exception:
         return False
-    try:
-        read = loader.get_single_data()
-    except Exception:
-        return False
-    finally:
-        loader.dispose()
     return bool(read == expected and _same_types(read, expected))
 
 
@@ -279,12 +267,8 @@ def _same_types(a: object, b: object) -> bool:
 
 
 def render_scalar(value: object) -> str:
-    """The YAML text of a JSON value that reads back as the same value (``null``, ``true``, ``1024``, ``1.0e-06``,
-    a plain or double-quoted string, a flow list or mapping).
-
-    Raises:
-        ValueError: a value that has no such text (a non-finite float, a non-JSON container).
-    """
+    """The YAML text of a JSON value that reads back as the same value; ``ValueError`` when there is none (a
+    non-finite float, a non-JSON container)."""
     if value is None:
         text = "null"
     elif isinstance(value, bool):
@@ -312,8 +296,7 @@ def render_scalar(value: object) -> str:
 
 
 def _indent_step(root: Any) -> int:
-    """The file's indentation step: the smallest positive indent of a block mapping below its parent's key
-    (2 when the file nests nothing)."""
+    """The file's indentation step (the smallest nested block mapping indent; 2 when nothing nests)."""
     steps: list[int] = []
     stack = [root]
     while stack:
@@ -337,13 +320,9 @@ def _run(edit: Any, *args: Any) -> str | Declined:
     return result
 
 
-# ---------------------------------------------------------------------------------------------- rename
-
-
 def _rename(text: str, keys: Keys, new_key: str) -> str:
     root, loader = _parse(text)
-    steps = _walk(root, loader, keys)
-    step = steps[-1]
+    step = _walk(root, loader, keys)[-1]
     holder = step.mapping
     target = (*keys[:-1], new_key)
     if _entry(holder, new_key, loader) is not None:
@@ -355,8 +334,7 @@ def _rename(text: str, keys: Keys, new_key: str) -> str:
 
 
 def _quoted_like(written: str, key: str) -> str:
-    """``key`` written with the quotes of the key it replaces (plain when the old key was plain and the new one
-    can be)."""
+    """``key`` written with the quotes of the key it replaces."""
     if written.startswith('"'):
         return json.dumps(key, ensure_ascii=False)
     if written.startswith("'"):
@@ -365,14 +343,9 @@ def _quoted_like(written: str, key: str) -> str:
 
 
 def rename_key(text: str, keys: Keys, new_key: str) -> str | Declined:
-    """``text`` with the key at ``keys`` renamed to ``new_key`` (its value, comments and position kept).
-
-    Declined when the key is not written at ``keys`` in this text, or ``new_key`` is already set beside it.
-    """
+    """``text`` with the key at ``keys`` renamed to ``new_key``; declined when the key is not written at ``keys``
+    in this text, or ``new_key`` is already set beside it."""
     return _run(_rename, text, keys, new_key)
-
-
-# ---------------------------------------------------------------------------------------------- remove
 
 
 def _colon_after(text: str, key: Any) -> int:
@@ -403,16 +376,9 @@ def _remove(text: str, keys: Keys) -> str:
 
 
 def remove_entry(text: str, keys: Keys) -> str | Declined:
-    """``text`` without the entry at ``keys`` (its key line through its value's last line, the comments on those
-    lines included); a mapping left with no key becomes ``{}``.
-
-    Declined when the key is not written at ``keys`` in this text, its mapping is in flow style, or the entry
-    shares a line with another token.
-    """
+    """``text`` without the entry at ``keys`` (its whole lines; a mapping left with no key becomes ``{}``);
+    declined when the key is not written at ``keys``, its mapping is in flow style or it shares a line."""
     return _run(_remove, text, keys)
-
-
-# ---------------------------------------------------------------------------------------------- set
 
 
 def _set(text: str, keys: Keys, value: object) -> str:
@@ -443,23 +409,16 @@ def set_value(text: str, keys: Keys, value: object) -> str | Declined:
     return _run(_set, text, keys, value)
 
 
-# ---------------------------------------------------------------------------------------------- insert
-
-
 def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[str, int, int, Keys]:
-    """Where new entries for ``keys`` go: ``(text, offset, column, missing keys)``; the text may change (an
-    empty ``{}`` or ``null`` value of the deepest existing key removed so that block entries can follow)."""
+    """Where new entries for ``keys`` go: ``(text, offset, column, missing keys)``; the text loses an empty value
+    of the deepest existing key so that block entries can follow."""
     shared = _shared_nodes(root)
     node = root
     key_column = -1
     key_node = None
     for depth, key in enumerate(keys):
         where = _dotted(keys[: depth + 1])
-        if (
-            isinstance(node, _yaml.ScalarNode)
-            and node.tag == "tag:yaml.org,2002:null"
-            and key_node is not None
-        ):
+        if isinstance(node, _yaml.ScalarNode) and node.tag == _NULL_TAG and key_node is not None:
             return _replace_null(text, key_node, node, keys[depth:], root)
         if not isinstance(node, _yaml.MappingNode):
             raise _Refused(f"{_dotted(keys[:depth])} holds a value that is not a mapping in this file")
@@ -495,8 +454,7 @@ def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[s
 def _replace_null(
     text: str, key_node: Any, value: Any, missing: Keys, root: Any
 ) -> tuple[str, int, int, Keys]:
-    """Drop an empty value (``null``, ``~``, nothing, or ``{}``) after ``key:`` so that block entries can follow
-    on the next lines."""
+    """Drop an empty value (``null``, ``~``, nothing, ``{}``) after ``key:`` so that block entries can follow."""
     start, end = value.start_mark.index, value.end_mark.index
     if text.count("\n", start, end) or not _rest_is_comment(text, end):
         raise _Refused("an empty value spans lines or is followed by another token")
@@ -529,14 +487,10 @@ def _insert(text: str, keys: Keys, value: object) -> str:
 
 
 def insert_value(text: str, keys: Keys, value: object) -> str | Declined:
-    """``text`` with ``keys`` set to ``value`` where the file does not set it: new block entries (and the
-    mappings on the way) after the last line of the deepest mapping of ``keys`` the file has, indented as the
-    file is.  Declined when the key is already set in this text (explicitly or through a merge key) or a mapping
-    on the way is shared, in flow style or not a mapping."""
+    """``text`` with ``keys`` set to ``value`` as new block entries, indented as the file is; declined when the key
+    is already set (explicitly or through a merge key) or a mapping on the way is shared, in flow style or not
+    a mapping."""
     return _run(_insert, text, keys, value)
-
-
-# ---------------------------------------------------------------------------------------------- move
 
 
 def _reindent(lines: list[str], delta: int) -> list[str]:
@@ -569,16 +523,10 @@ def _move(text: str, keys: Keys, target: Keys) -> str:
     body = "".join(lines).rstrip("\r\n").lstrip(" ")
     block = _block(moved, missing, column, indent, body)
     inserted = moved[:offset] + block + moved[offset:]
-    removed = _remove(inserted, keys)
-    return removed
+    return _remove(inserted, keys)
 
 
 def move_entry(text: str, keys: Keys, target: Keys) -> str | Declined:
-    """``text`` with the entry at ``keys`` moved to ``target`` (the key renamed to ``target[-1]``): its lines,
-    comments and value as written, re-indented, after the last line of the deepest mapping of ``target`` in this
-    text (new mappings on the way as needed); the old place is removed as :func:`remove_entry` does.
-
-    Declined when ``target`` is already set in this text, or either place cannot be edited (see the module
-    docstring).
-    """
+    """``text`` with the entry at ``keys`` moved, lines and comments as written, to ``target`` (inserted as
+    :func:`insert_value`, removed as :func:`remove_entry`); declined when either edit is."""
     return _run(_move, text, keys, target)

@@ -1,22 +1,10 @@
 """Composition of a NeMo RL-style recipe: ``defaults:`` inheritance and ``_override_`` markers (SPEC §1.8).
 
-Each file is parsed with ``OmegaConf.load`` (never ``yaml.safe_load``, which reads ``1e-8`` as a string); its
-``defaults`` (null, ``[]``, a path or a list of paths, relative to the naming file) load depth-first and merge left
-to right onto an empty base, the file itself last; a mapping marked ``_override_: true`` replaces the inherited
-value at any depth (markers are always removed); a ``???`` never replaces an inherited value.
-
-Each file's OmegaConf tree is built once: markers and replaced values are deleted in place, the trees merge into
-one another (a tree is built again from plain containers only for a file reached again through a diamond), and
-:attr:`Composition.config` hands the composed tree to the resolver.
-
-Untrusted input (README, "Security and limits"): each file is read by :mod:`.reading` (a regular file within
-:class:`~.limits.Limits`, UTF-8, nesting and alias expansion bounded) before OmegaConf sees it; each file of the
-``defaults`` graph is read and composed once, by real path, however often the graph reaches it; and every parent
-must lie under the root (:func:`find_root`, or ``root=``), else the load is refused with V7.
-
-Divergence: the reference honours ``_override_`` only on top-level sections and leaves ``_override_: false`` (and
-the markers of a file without ``defaults``) in the merged config; rl_contracts honours it at any depth and removes
-every marker.
+Each file is read by :mod:`.reading` within :class:`~.limits.Limits`, then parsed with ``OmegaConf.load``; its
+``defaults`` load depth-first and merge left to right, the file itself last.  Each file of the graph is composed
+once (by real path), every parent must lie under the root (else V7), and a mapping marked ``_override_: true``
+replaces the inherited value at any depth (the reference honours it on top-level sections only); every marker
+is removed.
 """
 
 from __future__ import annotations
@@ -122,10 +110,9 @@ _DEFAULTS = "defaults"
 
 
 class Composition(NamedTuple):
-    """A composed recipe (or one file of its ``defaults`` graph with its own ``defaults``): the ``document`` as plain
-    containers (interpolations and ``???`` as written; shared, never mutated), the files of its ``defaults`` chain
-    in merge order (``chain[-1]`` is the file itself), and ``config``, the same document as the OmegaConf tree the
-    merges built (unresolved; owned by whoever receives it)."""
+    """A composed recipe: the ``document`` as plain containers (unresolved; shared, never mutated), the files of its
+    ``defaults`` chain in merge order (``chain[-1]`` is the file itself), and ``config``, the same document as an
+    OmegaConf tree (owned by whoever receives it)."""
 
     document: dict[Any, Any]
     chain: tuple[Path, ...]
@@ -137,14 +124,8 @@ def plain(node: omegaconf.Container) -> Any:
     return OmegaConf.to_container(node)
 
 
-def _omegaconf_key(exc: BaseException) -> str | None:
-    key = getattr(exc, "full_key", None)
-    return key if isinstance(key, str) and key else None
-
-
 def _read(path: Path, named_by: Path | None, limits: Limits) -> DictConfig:
-    """Parse one recipe file with ``OmegaConf.load`` (interpolations unresolved), after :mod:`.reading`'s checks
-    (a regular file within the limits, UTF-8, nesting and alias expansion bounded)."""
+    """Parse one recipe file with ``OmegaConf.load`` (interpolations unresolved), after :mod:`.reading`'s checks."""
     file = os.fspath(path)
     text = read_text(path, named_by, limits)
     try:
@@ -180,7 +161,7 @@ def _read(path: Path, named_by: Path | None, limits: Limits) -> DictConfig:
             column=column,
         ) from None
     except GrammarParseError as exc:
-        key = _omegaconf_key(exc)
+        key = getattr(exc, "full_key", None) or None
         raise RecipeLoadError(
             f"{render_name(file)}: invalid interpolation syntax at {render_name(key or '<root>')}: {reason(exc)}",
             file=file,
@@ -264,8 +245,7 @@ def _marker_holders(value: Any, keys: tuple[Any, ...], found: list[tuple[Any, ..
 
 
 def _node(tree: DictConfig, keys: tuple[Any, ...]) -> Any:
-    """The container at ``keys`` of ``tree``, where the plain document shows containers all the way (so nothing
-    is resolved on the way)."""
+    """The container at ``keys`` of ``tree`` (containers all the way, so nothing is resolved)."""
     node: Any = tree
     for key in keys:
         node = node[key]
@@ -275,8 +255,7 @@ def _node(tree: DictConfig, keys: tuple[Any, ...]) -> Any:
 def _own_part(
     loaded: DictConfig, raw: dict[Any, Any], file: Path
 ) -> tuple[DictConfig, dict[Any, Any], list[tuple[Any, ...]]]:
-    """A file's own part without ``defaults`` and ``_override_`` markers, as its loaded tree (markers deleted in
-    place) and as plain containers, and the mapping paths it marks ``_override_: true``."""
+    """A file's own part without markers, as its tree (changed in place) and plain, and the paths it replaces."""
     holders: list[tuple[Any, ...]] = []
     _marker_holders(raw, (), holders)
     replaced: list[tuple[Any, ...]] = []
@@ -290,8 +269,7 @@ def _own_part(
 
 @contextmanager
 def _omegaconf_refusal(file: str | Path, doing: str) -> Iterator[None]:
-    """Turn OmegaConf refusing what ``doing`` does into ``RecipeLoadError`` (V1) naming ``file``; resource errors
-    pass."""
+    """Turn OmegaConf refusing what ``doing`` does into ``RecipeLoadError`` (V1) naming ``file``."""
     try:
         yield
     except (RecursionError, MemoryError):
@@ -313,8 +291,8 @@ def build_tree(document: dict[Any, Any], file: str | Path, what: str = "the docu
 def _drop_replaced(
     tree: DictConfig, document: dict[Any, Any], replaced: list[tuple[Any, ...]]
 ) -> dict[Any, Any]:
-    """Delete the inherited values at the ``replaced`` paths from ``tree`` (in place) and from a copy of its plain
-    ``document``, which is returned (``{}`` when the root itself is replaced)."""
+    """Delete the values at the ``replaced`` paths from ``tree`` (in place) and from a returned copy of
+    ``document``."""
     document = copy.deepcopy(document)
     for path in replaced:
         if not path:
@@ -335,8 +313,8 @@ def _merge(
     replaced: list[tuple[Any, ...]],
     file: Path,
 ) -> tuple[DictConfig, dict[Any, Any]]:
-    """OmegaConf's recursive merge of ``over`` (plain: ``clean``) onto ``base``, honouring the ``_override_: true``
-    paths ``replaced``; the merged tree (``base``'s, merged in place) and its plain containers."""
+    """OmegaConf's merge of ``over`` (plain: ``clean``) onto ``base`` (in place), the ``replaced`` paths dropped
+    first; the merged tree and its plain containers."""
     if base is None:
         return over, clean
     tree, document = base.config, base.document
@@ -362,9 +340,8 @@ def _merge(
 
 
 def find_root(recipe: Path) -> Path:
-    """The folder a recipe's ``defaults`` may reach: the git work tree holding ``recipe`` (the nearest folder
-    above it with a ``.git`` entry, a folder or a worktree's file; git itself is not run), else the recipe's own
-    folder.  Both are real paths (symlinks resolved)."""
+    """The folder a recipe's ``defaults`` may reach, as a real path: the nearest folder above ``recipe`` with a
+    ``.git`` entry (git is not run), else the recipe's own folder."""
     try:
         folder = recipe.resolve().parent
     except (OSError, ValueError, RuntimeError):
@@ -380,8 +357,7 @@ def find_root(recipe: Path) -> Path:
 
 @dataclass
 class _Composer:
-    """Composes one recipe: each file of its ``defaults`` graph is read and composed once (by real path),
-    however often the graph reaches it, and every parent must lie under ``root``."""
+    """Composes one recipe: each file of its graph once (by real path), every parent under ``root``."""
 
     limits: Limits
     root: Path
@@ -405,11 +381,7 @@ class _Composer:
         )
 
     def compose(self, path: Path, ancestry: tuple[Path, ...], named_by: Path | None) -> Composition:
-        """``path`` composed with its ``defaults``: its files in merge order (each once, at its last place).
-
-        Loads ``path`` and its ``defaults`` depth-first; parents merge left to right, the file itself last.  A
-        file reached again gets a fresh tree built from its plain document (the first tree was merged into).
-        """
+        """``path`` composed with its ``defaults``, depth-first (a file reached again gets a fresh tree)."""
         try:
             real = path.resolve()
         except RecursionError:
@@ -456,8 +428,7 @@ class _Composer:
 
 
 def _last_places(chain: list[Path]) -> tuple[Path, ...]:
-    """``chain`` with each file (by real path) kept only at its last place: provenance, which looks for the last
-    file that sets a value, finds the same one."""
+    """``chain`` with each file (by real path) only at its last place, where provenance looks for it."""
     seen: set[Path] = set()
     kept: list[Path] = []
     for path in reversed(chain):
@@ -470,17 +441,12 @@ def _last_places(chain: list[Path]) -> tuple[Path, ...]:
 
 @checks(V1, V6, V7)
 def compose(path: Path, *, limits: Limits = DEFAULT_LIMITS, root: Path | None = None) -> Composition:
-    """Compose the recipe at ``path`` with its ``defaults`` chain (SPEC §1.8 steps 1–4).
+    """Compose the recipe at ``path`` with its ``defaults`` chain (SPEC §1.8 steps 1–4), every parent under ``root``
+    (default :func:`find_root` of ``path``).
 
-    Each file of the ``defaults`` graph is read and composed once, however often it is reached (a diamond costs
-    what its files cost).  A parent must lie under ``root`` (default :func:`find_root` of ``path``), compared by
-    real path.
-
-    Raises ``RecipeLoadError`` for an I/O error, a file that is not a regular file, not UTF-8 or holds a NUL byte,
-    a YAML or interpolation syntax error (with ``.line`` and ``.column`` for YAML), a non-mapping root, a bad
-    ``defaults`` value or ``_override_`` marker, a ``defaults`` cycle (files compared by ``Path.resolve()``), a
-    missing parent, or a list meeting a mapping in a merge (code V1); a file beyond ``limits`` (V6); a parent
-    outside the root (V7).
+    Raises ``RecipeLoadError``: V1 for a file that cannot be read or parsed (``.line``/``.column`` for YAML), a
+    non-mapping root, a bad ``defaults`` or ``_override_`` value, a cycle, a missing parent or a list meeting a
+    mapping; V6 beyond ``limits``; V7 for a parent outside the root.
     """
     given = root is not None
     try:

@@ -1,20 +1,10 @@
 """What each value of a composed recipe expands to once resolved, computed before OmegaConf resolves anything.
 
-OmegaConf resolves ``${a}`` by resolving ``a`` again each time it is named, so ten levels of
-``'${.prev}${.prev}...'`` or a mapping that names another twice per level expand a small file into gigabytes
-and hours.  :func:`analyse` reads the interpolations of the plain document once, follows every reference
-(absolute ``${a.b}``, relative ``${.x}``/``${..x}``, ``oc.select``), and computes per value, memoised so the pass is
-linear in the document: its *expansion* (the characters of its literal text plus, per reference, 1 and the
-expansion of what it names; a mapping or list the sum of its values) and its reference *height*.  Values beyond
-:class:`~.limits.Limits` are refused before resolution (V6).
-
-It also marks the values that read *outside state*: a registered resolver other than the document's own
-(``oc.env``, ``oc.decode`` or any a caller registered; an unregistered name only fails) or a reference to such a
-value.  Issues show these as written (the
-expression), never resolved (README, "Secrets and files outside the repository").
-
-Limitation: a reference whose key is itself an interpolation (``${a.${b}}``) cannot be followed before
-resolution; it counts as one reference (its inner interpolation is counted).
+OmegaConf resolves ``${a}`` again each time it is named, so a small file can expand into gigabytes; :func:`analyse`
+follows every reference once, memoised, to refuse such values before resolution (V6), and marks the values that
+read outside state (a registered resolver other than :data:`PURE_RESOLVERS`, or a reference to such a value),
+which issues show as written, never resolved (docs/security.md, "Secrets and files outside the repository").
+A reference whose key is itself an interpolation (``${a.${b}}``) cannot be followed; it counts as one reference.
 """
 
 from __future__ import annotations
@@ -25,7 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from omegaconf import OmegaConf
 
-from ..._internal.config_paths import Keys
+from ..._internal.config_paths import Keys, lookup
 from .limits import Limits
 
 __all__ = ["PURE_RESOLVERS", "Analysis", "analyse"]
@@ -122,17 +112,6 @@ class _Document:
             return holder[int(part)], (*keys, int(part))
         return None
 
-    def value_at(self, keys: Keys) -> tuple[bool, Any]:
-        holder: Any = self.document
-        for key in keys:
-            if (isinstance(holder, dict) and key in holder) or (
-                isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder)
-            ):
-                holder = holder[key]
-            else:
-                return False, None
-        return True, holder
-
     def target(self, reference: str, where: Keys, hops: int = 0) -> Keys | None:
         """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names, or ``None``."""
         dots = len(reference) - len(reference.lstrip("."))
@@ -144,7 +123,7 @@ class _Document:
             if dots - 1 > len(keys):
                 return None
             keys = keys[: len(keys) - (dots - 1)]
-        found, holder = self.value_at(keys)
+        found, holder = lookup(self.document, keys)
         if not found:
             return None
         for index, name in _PART.findall(rest):
@@ -155,7 +134,7 @@ class _Document:
                     if followed is None:
                         return None
                     keys = followed
-                    holder = self.value_at(keys)[1]
+                    holder = lookup(self.document, keys)[1]
             step = self._step(holder, index or name, keys)
             if step is None:
                 return None
@@ -171,15 +150,14 @@ def _children(value: Any, keys: Keys) -> Iterator[Keys]:
 
 
 def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
-    """Expansion, height and outside-state marks of every value of ``document`` (see the module docstring).
+    """The values of ``document`` to refuse (keys -> reason) and those read from outside state, in linear time.
 
-    Refuses (``Analysis.refused``, keys -> reason): a value whose expansion exceeds ``limits.expansion``
-    characters or ``limits.references`` references (a mapping or list only when none of its values does); a
-    string whose references chain deeper than ``4 * limits.depth``; and, once the expansions of the interpolated
-    strings (in document order) add up to more than either limit, every further interpolated string.  Linear in
-    the size of ``document``.
+    A value's expansion is its literal characters plus, per reference, 1 and what the reference names expands to.
+    Refused: a value beyond ``limits.expansion`` characters or ``limits.references`` references (a container only
+    when none of its values is), a reference chain deeper than ``4 * limits.depth``, and every interpolated
+    string after the document's running total passes either limit.
     """
-    lookup = _Document(document)
+    paths = _Document(document)
     caps = (limits.expansion + 1, limits.references + 1)
     height_cap = 4 * limits.depth
     cost: dict[Keys, tuple[int, int]] = {}
@@ -196,7 +174,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             base[keys] = (0, 0)
         elif _interpolated(value):
             text = _scan(value)
-            targets = [lookup.target(reference, keys) for reference in text.references]
+            targets = [paths.target(reference, keys) for reference in text.references]
             deps_of[keys] = [target for target in targets if target is not None]
             base[keys] = (text.literal, len(text.references) + len(text.resolvers) + text.dynamic)
             if any(name not in PURE_RESOLVERS and OmegaConf.has_resolver(name) for name in text.resolvers):
@@ -236,7 +214,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
         stack.append((keys, value, True))
         for dep in reversed(deps_of[keys]):
             if not state.get(dep):
-                found, dep_value = lookup.value_at(dep)
+                found, dep_value = lookup(document, dep)
                 if found:
                     stack.append((dep, dep_value, False))
     too_much = (
@@ -252,7 +230,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
                     f"(limit {height_cap} levels: 4 x Limits.depth)"
                 )
             continue
-        _, value = lookup.value_at(keys)
+        _, value = lookup(document, keys)
         if isinstance(value, dict | list) and any(
             over(cost.get(child, (0, 0))) for child in _children(value, keys)
         ):

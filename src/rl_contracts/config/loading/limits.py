@@ -1,10 +1,5 @@
-"""The bounds on the work a recipe may ask of the loader: file size, nesting depth, YAML nodes after alias
-expansion, interpolation expansion, resolver results and the folder its ``defaults`` may reach.
-
-Recipes reach ``rl-contracts validate`` from pull requests, forks included, so every bound here is checked before
-the work it bounds is done (DESIGN.md, "Untrusted input").  :class:`Limits` holds them (the defaults are
-README's "Limits" table); ``load_recipe(limits=...)`` takes other values, tests use small ones.  A recipe beyond a
-limit is refused with rule V6 (declared in :mod:`.compose`), naming the limit and its value.
+"""The bounds on the work a recipe may ask of the loader, each checked before the work it bounds (V6, declared
+in :mod:`.compose`); docs/security.md ("Limits") gives the defaults and why.
 """
 
 from __future__ import annotations
@@ -12,7 +7,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ...errors import ContractTypeError
 
@@ -27,21 +22,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Limits:
-    """The bounds of one load (frozen); every field a positive ``int``.
-
-    - ``file_bytes``: the size of one recipe file (4 MiB; NeMo RL's recipes are under 20 KiB);
-    - ``depth``: nesting of mappings and lists (32 levels; recipes use about 8, and OmegaConf overflows
-      Python's stack near 75);
-    - ``nodes``: YAML nodes (keys and values) of one file after alias expansion (100,000; a recipe of 20,000
-      keys in 2,000 mappings holds about 42,000);
-    - ``expansion``: characters the interpolated values of the document may expand to, in all (10,000,000);
-    - ``references``: references OmegaConf may follow to resolve them, in all, counting each interpolation as
-      what it expands to (10,000; OmegaConf takes about a millisecond per reference, NeMo RL's recipes use
-      under 100);
-    - ``resolver_chars``: the length of a string or list an ``add``/``mul``/``div``/``max`` call may return, and
-      of all of them together in one load (1,000,000);
-    - ``resolver_bits``: the magnitude of an integer such a call may return (256 bits).
-    """
+    """The bounds of one load (frozen), every field a positive ``int`` (else ``ContractTypeError``): the size of
+    one file, the nesting of mappings and lists, the YAML nodes of one file after alias expansion, the characters
+    and references the document's interpolations expand to in all, and the length (each and in all) and integer
+    bits of an ``add``/``mul``/``div``/``max`` result."""
 
     file_bytes: int = 4 * 2**20
     depth: int = 32
@@ -52,23 +36,14 @@ class Limits:
     resolver_bits: int = 256
 
     def __post_init__(self) -> None:
-        """Reject a bound that is not a positive ``int``."""
-        for name in (
-            "file_bytes",
-            "depth",
-            "nodes",
-            "expansion",
-            "references",
-            "resolver_chars",
-            "resolver_bits",
-        ):
-            value = getattr(self, name)
+        for bound in fields(self):
+            value = getattr(self, bound.name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ContractTypeError.for_value(f"limits.{name}", "a positive int", value)
+                raise ContractTypeError.for_value(f"limits.{bound.name}", "a positive int", value)
 
 
 DEFAULT_LIMITS = Limits()
-"""The limits ``load_recipe`` applies unless given others (README's "Limits" table)."""
+"""The limits ``load_recipe`` applies unless given others (docs/security.md, "Limits")."""
 
 
 @dataclass
@@ -83,8 +58,7 @@ _BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("rl_cont
 
 
 def active_budget() -> Budget:
-    """The budget of the load in progress; a fresh one with :data:`DEFAULT_LIMITS` outside a load (a caller
-    resolving its own OmegaConf document with the registered resolvers)."""
+    """The budget of the load in progress; a fresh one with :data:`DEFAULT_LIMITS` outside a load."""
     budget = _BUDGET.get()
     return budget if budget is not None else Budget(DEFAULT_LIMITS)
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ..._internal.config_paths import Keys, lookup
 from ..._internal.messages import render_list, render_name
-from ...checks import require_bool, require_collection
+from ...checks import require_bool, require_str_collection
 from ...errors import ContractTypeError, RecipeError
 from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import check_patterns, code_selected
@@ -38,22 +38,12 @@ __all__ = ["LoadedRecipe", "load_recipe"]
 class LoadedRecipe:
     """A recipe whose selected section passed every check (``status="valid"``) or was not validated ("skipped").
 
-    ``document`` is the composed document (overrides applied) as plain containers with interpolations left
-    unresolved; ``generation`` is the validated section (``None`` when skipped, or when ``ignore`` filtered out
-    every error of an invalid section); ``issues`` holds warnings only;
-    ``skipped`` the preflight rules that could not run; ``entrypoint`` the trainer preflight checked against
-    (``None`` when preflight did not run or the recipe is not a GRPO recipe).
-
-    ``algorithm`` is the NeMo RL algorithm whose whole recipe was checked (given, or read from the recipe's
-    top-level sections; ``None`` when it names none: then only the generation section and preflight ran, and
-    ``skipped`` holds the note N8 saying so).
-
-    ``model_name`` is the model the section serves, as the trainer sets it
-    (:func:`~.local_model.served_model_name`): for ``policy.generation``, ``policy.model_name`` (NeMo RL's
-    ``grpo.setup`` overwrites the section's own ``model_name`` with it), else the section's own; ``None`` when
-    the recipe names none.  ``generation.model_name`` carries it when the section leaves its own absent or null;
-    a section's own non-null ``model_name`` is kept as written (the trainer would overwrite it: read
-    ``model_name`` for what runs).
+    ``document``: the composed document (overrides applied, interpolations unresolved); ``generation``: the
+    validated section (``None`` when skipped or every error was ignored); ``issues``: warnings only; ``skipped``:
+    the preflight rules that could not run; ``entrypoint``: the trainer preflight checked against; ``algorithm``:
+    the NeMo RL algorithm whose whole recipe was checked (``None`` for a fragment: ``skipped`` then holds N8);
+    ``model_name``: the model the section serves, as the trainer sets it
+    (:func:`~.local_model.served_model_name`; also ``generation.model_name`` when that is null).
     """
 
     file: str
@@ -66,14 +56,6 @@ class LoadedRecipe:
     entrypoint: Entrypoint | None = None
     model_name: str | None = None
     algorithm: str | None = None
-
-
-def _codes(value: object, argument: str) -> tuple[str, ...]:
-    items = require_collection(value, argument, "a collection of code strings such as ['P', 'W2']")
-    for item in items:
-        if not isinstance(item, str):
-            raise ContractTypeError.for_value(f"{argument}[i]", "a code string such as 'P7'", item)
-    return tuple(items)
 
 
 _SECRET_CHARS = 4  # shorter resolved texts (a digit, "true") are too common to scrub from reasons
@@ -111,24 +93,13 @@ def load_recipe(
 ) -> LoadedRecipe:
     """Load one recipe file checked: composed, overridden, resolved, its generation section validated (``section``;
     default ``policy.generation``, else a top-level ``generation``), preflight run, findings filtered by
-    ``select``/``ignore``.  The steps and every option: docs/development/config-core.md ("load_recipe").
+    ``select``/``ignore``; a recipe of a NeMo RL algorithm (``algorithm``, else the one its sections name) is also
+    checked whole.  The steps and every option: docs/development/config-core.md ("load_recipe").
 
-    Returns:
-        ``LoadedRecipe`` with status ``"valid"``, or ``"skipped"`` (no generation section, or a backend other than
-        ``"vllm"``); its ``issues`` are warnings, each with its code and provenance.
-
-    Raises:
-        RecipeError: any error finding; ``.issues`` holds every finding (warnings included, sorted by path then
-            message), ``.skipped``, ``.section``, ``.entrypoint`` and ``.algorithm`` as on the result.
-        RecipeLoadError: the file or an override cannot be read (``.code`` ``V1``; ``V6`` beyond ``limits``;
-            ``V7`` a ``defaults`` parent outside ``root``).
-        ContractTypeError: an argument of the wrong type (``algorithm`` one of
-            :data:`~..section.recipe.ALGORITHMS` or ``None``).
-        ConfigContractError: a ``select``/``ignore`` pattern that names no code or family.
-
-    When the recipe is of a NeMo RL algorithm (``algorithm``, else the one its top-level sections name, if it has
-    every required top-level section), every section is checked as that algorithm's whole recipe
-    (:mod:`.check_recipe`), and a recipe without a generation section is validated, not skipped.
+    Raises ``RecipeError`` for any error finding (``.issues`` every finding, sorted by path then message; ``.algorithm``),
+    ``RecipeLoadError`` when the file or an override cannot be read (V1, V6 beyond ``limits``, V7 a parent
+    outside ``root``), ``ContractTypeError`` for an argument of the wrong type, ``ConfigContractError`` for a
+    ``select``/``ignore`` pattern that names no code.
     """
     if not isinstance(path, str | os.PathLike):
         raise ContractTypeError.for_value("path", "a str or os.PathLike", path)
@@ -138,7 +109,7 @@ def load_recipe(
         raise ContractTypeError.for_value("algorithm", f"one of {', '.join(ALGORITHMS)} or None", algorithm)
     require_bool(strict, "strict")
     require_bool(run_preflight, "run_preflight")
-    texts = _codes(overrides, "overrides")
+    texts = tuple(require_str_collection(overrides, "overrides", "a collection of 'key=value' strings"))
     selected, ignored = check_patterns(select, "select"), check_patterns(ignore, "ignore")
     if preflight_options is not None and not isinstance(preflight_options, PreflightOptions):
         raise ContractTypeError.for_value(

@@ -1,18 +1,6 @@
-"""The model a recipe serves, and its ``config.json`` when the model is a local folder of the recipe's repository.
-
-NeMo RL's ``grpo.setup`` overwrites the generation section's ``model_name`` with ``policy.model_name`` before it
-configures generation (``generation_config["model_name"] = policy_config["model_name"]``), so a GRPO recipe names
-its model once, at ``policy.model_name``; an evaluation config names it at ``generation.model_name``.
-:func:`served_model_name` reads it that way; :func:`local_model_config` reads the model's ``config.json`` when
-``model_name`` is a local folder, so that the rules needing the model's configuration (N2, N7) run without
-``--model-config``.
-
-Security: a recipe may come from anyone, so only a ``config.json`` inside the recipe's repository root (the nearest
-folder above the recipe holding ``.git``, else the recipe's own folder: :func:`~.compose.find_root`) is read, and
-inside the ``root=`` the load was given too (the folder trusted for ``defaults`` parents never widens what is read,
-only narrows it), after resolving symbolic links, as a regular file of at most :data:`MAX_CONFIG_BYTES`; its content is parsed as JSON and never printed (rules
-report findings about it, not its text).  Any other model (a hub id, a folder elsewhere) reads as ``None`` and the
-rules stay skipped, naming ``--model-config``: an explicitly given config is the only way to use one from elsewhere.
+"""The model a recipe serves, and its ``config.json`` when the model is a local folder of the recipe's repository
+(so that N2 and N7 run without ``--model-config``).  Only a ``config.json`` inside the repository root and the
+load's ``root`` (symbolic links resolved) is read, never printed (docs/security.md).
 """
 
 from __future__ import annotations
@@ -43,12 +31,9 @@ def _lookup(document: Mapping[Any, Any], dotted: str) -> object:
 
 
 def served_model_name(document: Mapping[Any, Any], section: str) -> str | None:
-    """The model the generation ``section`` of the resolved ``document`` serves, as the trainer sets it.
-
-    For ``policy.generation``: ``policy.model_name`` when it is a non-empty string (the trainer overwrites the
-    section's own ``model_name`` with it), else the section's own.  For any other section (an evaluation's
-    ``generation``): the section's own ``model_name``.  ``None`` when there is no such string.
-    """
+    """The model the generation ``section`` of the resolved ``document`` serves, as the trainer sets it: for
+    ``policy.generation``, ``policy.model_name`` (``grpo.setup`` overwrites the section's own with it), else the
+    section's own ``model_name``; ``None`` when there is no non-empty string."""
     candidates = [f"{section}.model_name"]
     if section == _POLICY_GENERATION:
         candidates.insert(0, "policy.model_name")
@@ -62,15 +47,9 @@ def served_model_name(document: Mapping[Any, Any], section: str) -> str | None:
 def local_model_config(
     model_name: str | None, recipe_file: str | Path, root: str | os.PathLike[str] | None = None
 ) -> dict[str, Any] | None:
-    """The parsed ``config.json`` of ``model_name`` when it is a local folder inside the recipe's repository (and
-    inside ``root``, the folder the load trusts for parents, when one is given).
-
-    ``model_name`` is a path, absolute or relative to the repository root (:func:`~.compose.find_root`: where the
-    trainer is launched from).  Returns ``None`` when it is ``None``, not an existing folder, resolves (symbolic
-    links followed) outside the repository root or ``root``, has no regular ``config.json`` there of at most
-    :data:`MAX_CONFIG_BYTES`, or the file is not a UTF-8 JSON object.  Never raises for an unreadable or hostile
-    path; never prints the file.
-    """
+    """The parsed ``config.json`` of ``model_name`` (a path, absolute or relative to the repository root) when it
+    is a folder inside the repository root and ``root`` (symbolic links followed) holding a regular, UTF-8 JSON
+    object ``config.json`` of at most :data:`MAX_CONFIG_BYTES`; else ``None``, never an exception."""
     if not model_name or "\x00" in model_name:
         return None
     try:

@@ -1,10 +1,8 @@
 """Trainer-style overrides (``--set``), applied to a composed recipe before resolution (PREFLIGHT.md §1).
 
-An override is ``key=value`` (the key must exist, else it is not applied and is reported as K1), ``+key=value`` (it must not) or ``++key=value`` (set either
-way, creating missing mappings on the way), as the trainers' Hydra-style parser has them.  ``key`` is dotted; a
-segment of digits indexes a list.  ``value`` is YAML, read as OmegaConf reads a recipe (``1e-8`` is a float,
-``${...}`` an interpolation); an empty value is the empty string, as in Hydra.  A mapping value merges into an
-existing mapping; anything else replaces the value.
+``key=value`` needs the key to exist (else it is not applied: K1), ``+key=value`` needs it absent, ``++key=value``
+sets it either way; a key segment of ASCII digits indexes a list; the value is YAML read as a recipe is (empty:
+the empty string); a mapping value merges into an existing mapping, anything else replaces the value.
 """
 
 from __future__ import annotations
@@ -40,10 +38,7 @@ def _bad(file: str, text: str, why: str, path: str | None = None) -> RecipeLoadE
 
 def parse_override(text: str, file: str, limits: Limits = DEFAULT_LIMITS) -> Override:
     """Parse one ``[+|++]key=value`` override; ``RecipeLoadError`` (naming ``file``) when it is malformed, its key
-    holds a control character, or its value goes beyond ``limits`` (V6).
-
-    A key segment of ASCII digits indexes a list; any other segment (``"²"``, whose ``isdigit()`` is true) is a
-    mapping key."""
+    holds a control character, or its value goes beyond ``limits`` (V6)."""
     if not isinstance(text, str):
         raise ContractTypeError.for_value("overrides[i]", "a str such as 'key=value'", text)
     key, equals, written = text.partition("=")
@@ -82,8 +77,7 @@ def _merged(old: object, new: object) -> object:
 
 
 class Unapplied(NamedTuple):
-    """A ``key=value`` override whose key the recipe does not have: not applied, reported as K1 at ``keys`` (the
-    first missing key on its path) with ``reason``."""
+    """A ``key=value`` override not applied: K1 at ``keys`` (the first missing key on its path) with ``reason``."""
 
     override: Override
     keys: Keys
@@ -140,20 +134,12 @@ def _apply(document: dict[Any, Any], override: Override, file: str) -> Unapplied
 def apply_overrides(
     document: dict[Any, Any], overrides: Sequence[str], file: str, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[tuple[Keys, ...], tuple[Unapplied, ...]]:
-    """Apply ``overrides`` in order to ``document`` (changed in place); return the keys they set and the
-    ``key=value`` overrides whose key the recipe does not have (not applied; ``load_recipe`` reports them as K1
-    with the rest of the issues, as a misspelled key in a file is).
+    """Apply ``overrides`` in order to ``document`` (in place); the keys they set and the :class:`Unapplied` ones.
 
-    Raises ``RecipeLoadError`` (``.file`` = ``file``, ``.path`` the key) for a malformed override, a ``+key=value``
-    whose key is present, or a key that goes through a non-mapping.
+    Raises ``RecipeLoadError`` (``.path`` the key) for a malformed override, a ``+key=value`` whose key is
+    present, or a key that goes through a non-mapping.
     """
     parsed = [parse_override(text, file, limits) for text in overrides]
-    unapplied = []
-    applied = []
-    for override in parsed:
-        missing = _apply(document, override, file)
-        if missing is None:
-            applied.append(override.keys)
-        else:
-            unapplied.append(missing)
-    return tuple(applied), tuple(unapplied)
+    results = [(override, _apply(document, override, file)) for override in parsed]
+    applied = tuple(override.keys for override, missing in results if missing is None)
+    return applied, tuple(missing for _, missing in results if missing is not None)

@@ -1,9 +1,7 @@
 """Where each value of a composed recipe was set: the file of the ``defaults:`` chain and the 1-based line.
 
-SPEC §1.8 (second release).  Lines come from PyYAML's composer node marks, per file of the chain, parsed with
-:class:`~rl_contracts.config.loading.parsing.RecipeLoader`, whose scalar resolution agrees with OmegaConf's, so the
-keys of the node tree equal the keys of the composed document.  Each file is indexed once, and only when an
-issue first asks for it; a lookup walks the chain from the last file merged back to the first.
+Lines come from PyYAML's node marks, read with :class:`~.parsing.RecipeLoader` (its keys are OmegaConf's); each
+file is indexed once, when an issue first asks for it (SPEC §1.8).
 """
 
 from __future__ import annotations
@@ -40,8 +38,8 @@ class _Entry:
 
 
 def _pairs(node: Any) -> Iterator[tuple[Any, Any]]:
-    """The key/value node pairs of a mapping node in the order in which a later pair wins: ``<<`` merge sources
-    first (the last source first, since YAML gives the first source precedence), then the explicit keys."""
+    """The key/value node pairs of a mapping node, a later pair winning: ``<<`` merge sources (last first), then
+    the explicit keys."""
     merged = [value for key, value in node.value if key.tag == _MERGE_TAG]
     for value in merged:
         sources = value.value if isinstance(value, _yaml.SequenceNode) else [value]
@@ -88,11 +86,7 @@ _MAX_DIGITS = 18
 
 
 def _alternatives(key: object) -> tuple[object, ...]:
-    """``key`` and the spelling a dotted path may have lost: ``"5"`` for ``5`` and back.
-
-    Only ASCII digit strings of at most 18 digits, and ints of that size, have another spelling: ``"²"`` is a
-    digit to :meth:`str.isdigit` but not to ``int()``, and ``str()`` of an int of thousands of digits raises.
-    """
+    """``key`` and the spelling a dotted path may have lost (``"5"`` for ``5`` and back; up to 18 ASCII digits)."""
     if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= _MAX_DIGITS:
         return key, int(key)
     if isinstance(key, int) and not isinstance(key, bool) and abs(key) < 10**_MAX_DIGITS:
@@ -116,11 +110,8 @@ def _find(entry: _Entry, keys: Keys) -> _Entry | None:
 
 
 class Provenance:
-    """Answers which file of a recipe's ``defaults`` chain last set the value at a path, and on which line.
-
-    ``chain`` is the merge order (``Composition.chain``); values at or below an ``overridden`` path were set by a
-    ``--set`` override, not by a file: their source is :data:`OVERRIDE_SOURCE`, their line ``None``.
-    """
+    """Which file of a recipe's ``defaults`` chain (``Composition.chain``) last set the value at a path, and on
+    which line; values at or below an ``overridden`` path come from :data:`OVERRIDE_SOURCE`."""
 
     def __init__(self, chain: tuple[Path, ...], overridden: Collection[Keys] = ()) -> None:
         self._chain = chain
@@ -133,12 +124,8 @@ class Provenance:
         return self._indexes[path]
 
     def locate(self, keys: Keys) -> tuple[str | None, int | None]:
-        """``(source, line)`` of the value at ``keys``: ``(OVERRIDE_SOURCE, None)`` at or below an overridden path,
-        else the last file of the chain that sets it (a ``???`` counts only when no file sets a value), or
-        ``(None, None)`` when no file does (a missing key).
-
-        The root (``keys == ()``) is located where the last file's root mapping starts.
-        """
+        """``(source, line)`` of the value at ``keys``: ``(OVERRIDE_SOURCE, None)`` for an override, else the last
+        file that sets it (a ``???`` only when no file sets a value), else ``(None, None)``."""
         if any(keys[: len(root)] == root for root in self._overridden):
             return OVERRIDE_SOURCE, None
         fallback: tuple[str | None, int | None] = (None, None)

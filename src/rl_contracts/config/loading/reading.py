@@ -1,12 +1,6 @@
-"""Reading one recipe file safely: a regular file within the size limit, UTF-8 without NUL bytes, and YAML whose
-nesting and alias expansion stay within :class:`~.limits.Limits` — all checked before OmegaConf builds anything.
-
-The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` before a byte is read, so a FIFO, a device or a
-directory is refused at once instead of blocking or reading forever.  The YAML is composed into PyYAML nodes with
-:class:`~.parsing.RecipeLoader` (the C parser when available) and walked without recursion: a mapping or list
-nested deeper than ``limits.depth``, more than ``limits.nodes`` nodes after alias expansion (whatever OmegaConf
-version is installed: 2.3 has no bound of its own), or a recursive alias is refused with rule V6 (V1 for the
-recursive alias).
+"""Reading one recipe file safely, before OmegaConf builds anything: a regular file (opened non-blocking and
+checked with ``fstat``, so a FIFO or device is refused at once) within the size limit, UTF-8 without NUL bytes,
+and YAML whose nesting and alias expansion stay within :class:`~.limits.Limits` (V6; a recursive alias is V1).
 """
 
 from __future__ import annotations
@@ -43,17 +37,14 @@ def _limit_error(file: str, what: str, limit: str, **attributes: Any) -> RecipeL
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:
-    """1-based line and column (in bytes) of ``offset`` in ``data``."""
     line = data.count(b"\n", 0, offset) + 1
     return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
 
 
 def read_text(path: Path, named_by: Path | None, limits: Limits) -> str:
-    """The text of the recipe file at ``path`` (``named_by``: the file whose ``defaults`` names it).
-
-    Raises ``RecipeLoadError``: V1 when the file is missing, unreadable, not a regular file, not UTF-8 or holds
-    a NUL byte (with its line and column); V6 when it is larger than ``limits.file_bytes``.
-    """
+    """The text of the recipe file at ``path`` (``named_by``: the file whose ``defaults`` names it); raises
+    ``RecipeLoadError``, V1 for a missing, unreadable or irregular file, non-UTF-8 text or a NUL byte (with line
+    and column), V6 beyond ``limits.file_bytes``."""
     file = os.fspath(path)
     try:
         fd = os.open(file, _OPEN_FLAGS)
@@ -134,7 +125,6 @@ def _children(node: Any) -> list[Any]:
 
 
 def _too_deep(file: str, node: Any, limits: Limits) -> RecipeLoadError:
-    """V6 for mappings and lists nesting deeper than ``limits.depth`` at ``node`` (its line in the message)."""
     line = node.start_mark.line + 1
     return _limit_error(
         file,
@@ -145,12 +135,9 @@ def _too_deep(file: str, node: Any, limits: Limits) -> RecipeLoadError:
 
 
 def check_nodes(root: Any, file: str, limits: Limits) -> None:
-    """Refuse a composed YAML node graph beyond ``limits`` (iteratively, so any depth is safe).
-
-    Raises ``RecipeLoadError``: V6 for nesting deeper than ``limits.depth`` mappings and lists, or more than
-    ``limits.nodes`` nodes once aliases are expanded; V1 for a recursive alias (a node inside itself).  The
-    line is where the offending node starts.
-    """
+    """Refuse, without recursion, a YAML node graph nesting deeper than ``limits.depth`` or holding more than
+    ``limits.nodes`` nodes once aliases are expanded (``RecipeLoadError`` V6), or with a recursive alias (V1);
+    the error's line is where the offending node starts."""
     # expanded size and height per node id (aliases share a node object; the graph keeps every id alive)
     sizes: dict[int, int] = {}
     heights: dict[int, int] = {}
@@ -194,11 +181,8 @@ def check_nodes(root: Any, file: str, limits: Limits) -> None:
 
 
 def compose_checked(text: str, file: str, limits: Limits) -> Any:
-    """The YAML node graph of ``text`` after :func:`check_nodes`; ``None`` for an empty document.
-
-    Raises PyYAML's errors for bad YAML, and ``RecipeLoadError`` V6 for nesting beyond what the parser itself
-    accepts (libyaml stops at 1,000 flow levels; the pure-Python parser recurses).
-    """
+    """The YAML node graph of ``text`` after :func:`check_nodes` (``None`` for an empty document); raises PyYAML's
+    errors for bad YAML and ``RecipeLoadError`` V6 for nesting beyond what the parser itself accepts."""
     loader = RecipeLoader(text)
     try:
         try:

@@ -16,19 +16,15 @@ __all__ = ["preflight_issues"]
 def preflight_issues(
     report: IssueReport, resolution: Resolution, options: PreflightOptions | None
 ) -> tuple[tuple[SkippedRule, ...], Entrypoint | None]:
-    """Run preflight over the resolved document; its findings become issues with provenance.
-
-    A finding at a path whose value the section check already rejected as unresolvable, of the wrong type or a
-    missing backend (V2, V3, V4) is dropped: preflight would only report the same bad value again.
-    """
+    """Run preflight over the resolved document; its findings become issues with provenance, except at a path
+    the section check already rejected (V2, V3, V4)."""
     result = preflight(resolution.document, options, unresolved=resolution.unresolved)
     rejected = {issue.path for issue in report.issues if issue.code in (V2.code, V3.code, V4.code)}
     for finding in result.findings:
         if finding.path in rejected:
             continue
-        keys = split_path(finding.path)
         report.add(
-            keys,
+            split_path(finding.path),
             finding.code,
             finding.message,
             finding.severity,

@@ -1,10 +1,5 @@
 """The rule table: every :class:`~rl_contracts.config.rule.Rule` with the function that checks it, in catalogue
-order, and the ``--select``/``--ignore`` filter over their codes.
-
-Each rule is declared once, beside its check (:func:`rl_contracts.config.rule.checks`); this module imports the
-modules that declare rules (one ordered import; the preflight checks come from
-:data:`~.preflight.engine.PREFLIGHT_CHECKS`) and collects every check.  ``rl-contracts rules``, ``rule CODE``,
-SARIF's rules, ``--select``/``--ignore`` and the testing strategies read :data:`RULES` and :func:`checks_of`.
+order, and the ``--select``/``--ignore`` filter over their codes (docs/development/config-core.md).
 
 >>> rule_for("P19").name
 'tensor-parallel-batch-sizes-differ'
@@ -20,8 +15,8 @@ from typing import Final
 
 from ..._internal import config_base as base
 from ..._internal.messages import render
-from ...checks import require_collection
-from ...errors import ConfigContractError, ContractTypeError
+from ...checks import require_str_collection
+from ...errors import ConfigContractError
 from ..loading import check_recipe, check_section, compose, resolve
 from ..rule import FAMILIES, Check, Rule, collect_checks
 from ..section import cross_field, refit_transport
@@ -77,8 +72,7 @@ _BY_CODE: Final[Mapping[str, Rule]] = types.MappingProxyType({rule.code: rule fo
 
 
 def checks_of(code: str) -> tuple[Check, ...]:
-    """The checks that report ``code`` (each a function and its :attr:`~rl_contracts.config.rule.Check.location`;
-    usually one), or ``()`` for a code the table does not have."""
+    """The checks that report ``code`` (usually one), or ``()`` for a code the table does not have."""
     return _CHECKS_OF.get(code, ())
 
 
@@ -88,19 +82,14 @@ def rule_for(code: str) -> Rule | None:
 
 
 def _matches(code: str, patterns: Iterable[str]) -> bool:
-    """Whether ``code`` equals a pattern or starts with it (``P`` selects every P-rule; ``P1`` only P1)."""
     return any(
         code == pattern or (code.startswith(pattern) and not pattern[-1:].isdigit()) for pattern in patterns
     )
 
 
 def code_selected(code: str, *, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> bool:
-    """Whether a finding with ``code`` is reported under ``--select``/``--ignore``.
-
-    A pattern is a whole code (``P7``) or a family prefix without digits (``P``, ``W``, ``C``).  An empty
-    ``select`` selects everything; ``ignore`` wins over ``select``.  Divergence from ruff: ``P1`` selects only
-    P1, not P10-P19, because these codes are not zero-padded.
-    """
+    """Whether a finding with ``code`` is reported under ``--select``/``--ignore``: a pattern is a whole code
+    (``P1``, never P10-P19) or a family (``P``); an empty ``select`` selects everything; ``ignore`` wins."""
     selected = tuple(select)
     return (not selected or _matches(code, selected)) and not _matches(code, ignore)
 
@@ -109,21 +98,13 @@ _CODE_FAMILIES: Final[frozenset[str]] = frozenset(rule.code.rstrip("0123456789")
 
 
 def check_patterns(patterns: object, argument: str) -> tuple[str, ...]:
-    """``patterns`` as a tuple after checking each is a code of :data:`RULES` (``P7``) or a family that has codes
-    (``P``): the one check of ``--select``/``--ignore`` and of ``load_recipe``'s ``select``/``ignore``.
+    """``patterns`` as a tuple, each a code of :data:`RULES` (``P7``) or a family that has codes (``P``).
 
-    Fail closed: a mistyped ignore would hide the wrong findings, a mistyped select would select nothing.
-
-    Raises:
-        ContractTypeError: ``patterns`` is not a collection (a bare string included) of ``str``.
-        ConfigContractError: a pattern is empty, or matches no code (``Q9``, ``p``, ``P99``); ``path`` is
-            ``argument``, ``value`` the pattern.
+    Raises ``ContractTypeError`` for a non-collection (a bare string included) or a non-``str`` item, and
+    ``ConfigContractError`` (``path`` ``argument``) for a pattern that matches no code (``Q9``, ``p``, ``P99``).
     """
-    items = require_collection(patterns, argument, "a collection of code strings such as ['P', 'W2']")
-    checked: list[str] = []
+    items = require_str_collection(patterns, argument, "a collection of code strings such as ['P', 'W2']")
     for item in items:
-        if not isinstance(item, str):
-            raise ContractTypeError.for_value(f"{argument}[i]", "a code string such as 'P7'", item)
         if item not in _BY_CODE and item not in _CODE_FAMILIES:
             shown = render(item)
             raise ConfigContractError(
@@ -131,5 +112,4 @@ def check_patterns(patterns: object, argument: str) -> tuple[str, ...]:
                 path=argument,
                 value=shown,
             )
-        checked.append(item)
-    return tuple(checked)
+    return tuple(items)

@@ -1,18 +1,9 @@
-"""JSON Schemas for editors: the generation section and a whole recipe (SPEC §1.8, second release).
+"""JSON Schemas for editors (``rl-contracts schema``): the generation section, a whole recipe file, and a recipe
+file of one algorithm, each with ``$schema`` (draft 2020-12) and a stable ``$id`` for a YAML language server.
 
-:func:`config_json_schema` is ``VllmConfig``'s schema as pydantic writes it; :func:`generation_json_schema` the same
-with ``$schema`` and ``$id`` (what ``rl-contracts schema`` prints);
-:func:`recipe_json_schema` describes a whole recipe file (``rl-contracts schema --recipe``): the generation section
-typed by ``VllmConfig`` at ``policy.generation`` (and at a top-level ``generation``, as evaluation configs have it),
-the sections preflight reads typed as far as it reads them, every other key open.  Both carry ``$schema``
-(draft 2020-12) and a stable ``$id``, so a YAML language server can use them::
-
-    # yaml-language-server: $schema=./recipe.schema.json
-
-A recipe file is usually a partial override of its ``defaults:`` chain, and any value may be an OmegaConf
-interpolation, so the recipe schema requires no key and accepts ``${...}`` and ``???`` wherever it types a value:
-it checks the types and ranges of what a file sets, not that the composed recipe is complete (``validate`` does
-that).  The same schema therefore accepts each file as written and the composed, resolved document.
+A recipe file is usually a partial override of its ``defaults:`` chain, so the recipe schemas require no key and
+accept ``${...}`` and ``???`` wherever they type a value: they check what a file sets, not that the composed
+recipe is complete (``validate`` does that).
 """
 
 from __future__ import annotations
@@ -56,14 +47,8 @@ def config_json_schema() -> dict[str, Any]:
 
 
 def generation_json_schema() -> dict[str, Any]:
-    """``VllmConfig``'s JSON Schema (by alias, validation mode) with ``$schema`` and ``$id`` first.
-
-    Returns a new dict on every call.
-    """
+    """``VllmConfig``'s JSON Schema (by alias, validation mode) with ``$schema`` and ``$id`` first; a new dict."""
     return {"$schema": JSON_SCHEMA_DIALECT, "$id": GENERATION_SCHEMA_ID, **config_json_schema()}
-
-
-# ---------------------------------------------------------------------------------------- building blocks
 
 
 def _leaf(kind: str | list[str], **constraints: Any) -> dict[str, Any]:
@@ -88,8 +73,6 @@ _ENABLED_OR_NULL = _section({"enabled": _BOOL}, nullable=True)
 
 
 def _generation_section() -> dict[str, Any]:
-    """The generation section: ``VllmConfig`` when ``backend`` is ``"vllm"`` or absent, open for another backend,
-    or ``null`` (no generation step)."""
     return {
         "description": "The generation section: VllmConfig for the vllm backend, open for any other, or null.",
         "type": ["object", "null"],
@@ -230,9 +213,6 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
     }
 
 
-# ---------------------------------------------------------------------------------------- partial files
-
-
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "$defs", "patternProperties")
 
@@ -259,12 +239,8 @@ def _partial(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _allow_interpolation(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` that also accepts an interpolation or ``???``.
-
-    A schema with a ``type`` gains the ``string`` type and the interpolation ``pattern`` (which applies to strings
-    only), so a wrong value is still reported at its own key; a string-typed one accepts interpolations already;
-    any other (a ``$ref``, an ``anyOf``) becomes ``anyOf: [schema, interpolation]``.
-    """
+    """``schema`` that also accepts an interpolation or ``???``: a typed one gains the ``string`` type with the
+    interpolation ``pattern`` (so a wrong value is still reported at its own key), any other an ``anyOf``."""
     kind = schema.get("type")
     if kind is None:
         return {"anyOf": [schema, _INTERPOLATION]}
@@ -287,18 +263,9 @@ def _recipe_defaults() -> dict[str, Any]:
 
 
 def recipe_json_schema() -> dict[str, Any]:
-    """The JSON Schema of a whole recipe file (``rl-contracts schema --recipe``); a new dict on every call.
-
-    ``policy.generation`` (and a top-level ``generation``) is typed by ``VllmConfig`` when its ``backend`` is
-    ``"vllm"`` or absent (inherited), open for any other backend, and may be ``null`` (no generation step);
-    the sections preflight reads are typed as far as preflight reads them; everything else is open.  No key is
-    required and every typed value also accepts ``${...}`` and ``???`` (see the module docstring).
-
-    Example::
-
-        schema = recipe_json_schema()
-        schema["$id"]  # -> 'urn:rl-contracts:schema:recipe:1'
-    """
+    """The JSON Schema of a whole recipe file (``rl-contracts schema --recipe``; a new dict): the generation
+    sections typed by ``VllmConfig`` for the vllm backend, the sections preflight reads as far as it reads them,
+    everything else open."""
     generation = config_json_schema()
     definitions = generation.pop("$defs", {})
     definitions["VllmConfig"] = generation
@@ -326,8 +293,7 @@ def algorithm_schema_id(algorithm: Algorithm) -> str:
 
 
 def _any_of(schema: Any) -> Any:
-    """``schema`` with every ``oneOf`` read as ``anyOf``: in a partial file both variants of a section (or two
-    datasets) may match, since no key is required."""
+    """``schema`` with every ``oneOf`` read as ``anyOf`` (in a partial file, both variants may match)."""
     if isinstance(schema, dict):
         return {("anyOf" if key == "oneOf" else key): _any_of(value) for key, value in schema.items()}
     if isinstance(schema, list):
@@ -336,20 +302,17 @@ def _any_of(schema: Any) -> Any:
 
 
 def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
-    """The JSON Schema of a recipe file of ``algorithm`` (``rl-contracts schema --recipe --algorithm NAME``): every
-    section of the algorithm's whole-recipe model typed (:data:`~.recipe.RECIPE_MODELS`), the generation section as
-    in :func:`recipe_json_schema`; no key required and interpolations accepted (a file of a ``defaults:`` chain, see
-    the module docstring).  A new dict on every call.
-    """
+    """The JSON Schema of a recipe file of ``algorithm`` (``rl-contracts schema --recipe --algorithm NAME``; a new
+    dict): every section of :data:`~.recipe.RECIPE_MODELS` typed, the generation section as in
+    :func:`recipe_json_schema`."""
     model = RECIPE_MODELS[algorithm].model_json_schema()
     definitions = model.pop("$defs", {})
     generation = config_json_schema()
     definitions.update(generation.pop("$defs", {}))
     definitions["VllmConfig"] = generation
     properties = model["properties"]
-    for owner in ("PolicyConfig",):
-        if owner in definitions:
-            definitions[owner]["properties"]["generation"] = _generation_section()
+    if "PolicyConfig" in definitions:
+        definitions["PolicyConfig"]["properties"]["generation"] = _generation_section()
     if "generation" in properties:
         properties["generation"] = _generation_section()
     body = {

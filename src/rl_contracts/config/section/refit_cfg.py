@@ -1,8 +1,5 @@
-"""The refit settings of the generation section (``refit_cfg``) and the transport names (SPEC §1.1, §1.3).
-
-Every model keeps unknown keys except :class:`VllmNixlRefitConfig`, which forbids them.  A ``module:ClassName``
-transport keeps its :class:`VllmCheckpointEnginePluginConfig` under the extra key of that exact name in
-:class:`VllmRefitConfig`.
+"""The refit settings of the generation section (``refit_cfg``) and the transport names (SPEC §1.1, §1.3); every
+model keeps unknown keys except :class:`VllmNixlRefitConfig`.
 """
 
 from typing import Annotated, Any, Literal
@@ -44,10 +41,8 @@ VLLM_SPARSE_REFIT_TRANSPORTS: frozenset[str] = frozenset({"vllm_s3_sparse", "vll
 def is_plugin_path(key: str) -> bool:
     """Whether ``key`` has the ``module.path:ClassName`` form of a custom checkpoint-engine transport.
 
-    Example::
-
-        >>> is_plugin_path("my_pkg.engines:FastEngine"), is_plugin_path("nixl"), is_plugin_path("a:b:C")
-        (True, False, False)
+    >>> is_plugin_path("my_pkg.engines:FastEngine"), is_plugin_path("nixl"), is_plugin_path("a:b:C")
+    (True, False, False)
     """
     if key.count(":") != 1:
         return False

@@ -1,8 +1,7 @@
 """The ``vllm_cfg`` block of the generation section: vLLM engine construction arguments (SPEC §1.1).
 
-Divergence: SPEC §1.1 lists ``enable_return_routed_experts`` among the ``vllm_cfg`` keys; no vLLM worker reads it
-there (PREFLIGHT.md §5), so it is not declared here and :mod:`rl_contracts.config.rules.unknown_keys` reports it as misplaced
-(P28: the trainer sets ``vllm_kwargs.enable_return_routed_experts`` from ``policy.router_replay.enabled``).
+Divergence: ``enable_return_routed_experts`` (listed by SPEC §1.1) is not declared: no vLLM worker reads it here,
+so :mod:`rl_contracts.config.rules.unknown_keys` reports it as misplaced (P28).
 """
 
 from typing import Annotated, Any, Literal

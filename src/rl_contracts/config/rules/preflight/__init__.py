@@ -1,8 +1,7 @@
 """Preflight: the cross-section start-up rules of NeMo RL's GRPO trainers, checked from the recipe alone.
 
-:func:`preflight` runs every rule of PREFLIGHT.md that applies to the recipe's entrypoint over one composed,
-resolved document and returns a :class:`PreflightReport` of findings and skipped rules; it imports neither
-torch nor vLLM and never raises on a malformed document.  The modules are listed in README's package layout.
+:func:`preflight` runs every rule of PREFLIGHT.md that applies to the recipe's entrypoint and never raises on a
+malformed document; docs/development/index.md ("Package layout") lists the modules.
 """
 
 from ...._internal.config_absent import ABSENT

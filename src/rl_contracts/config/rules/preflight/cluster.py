@@ -59,16 +59,8 @@ policy:
 
 @checks(P13, entries=frozenset({"grpo", "grpo-gym"}))
 def check_cluster_accounting(context: Context) -> None:
-    """The legacy split of ``cluster`` (N nodes of G GPUs) into training and generation.
-
-    policy_nodes = N if N == 1 else N − reward_nodes (> 0).  Non-colocated OPD teachers need async rollouts,
-    ``gpus_per_node`` ≤ G each, and policy_nodes − teacher_nodes > 0.  Colocated: both get (policy_nodes,
-    G − reward_gpus if N == 1 else G), which must be > 0.  Not colocated (gen_node_gpus, gen_nodes = ``colocated.resources``
-    ``gpus_per_node``, ``num_nodes``): one policy node needs gen_node_gpus > 0, gen_nodes null or 1, and train_gpus = G − gen_node_gpus −
-    (reward_gpus if N == 1 and RM) > 0; several need gen_nodes an int > 0, gen_node_gpus == G and policy_nodes − gen_nodes > 0.
-    Reading: teacher nodes are taken from the policy nodes (the layout uses policy_nodes − teacher_nodes), and
-    N, G < 1 are reported.
-    """
+    """The legacy split of ``cluster`` into training and generation (PREFLIGHT.md P13): the reward model's and
+    the non-colocated teachers' nodes are taken first, then colocated or non-colocated generation's share."""
     reader = context.reader
     cluster = _cluster(context)
     if cluster is None:
@@ -150,8 +142,7 @@ def check_cluster_accounting(context: Context) -> None:
 def _one_policy_node(
     context: Context, *, node_gpus: int, gen_node_gpus: int | None, gen_nodes: int | None, reward_gpus: int
 ) -> None:
-    """Non-colocated generation on one policy node: it takes ``gen_node_gpus`` of the node's ``node_gpus``, the
-    reward model ``reward_gpus``, training the rest."""
+    """Non-colocated generation on one policy node: generation and the reward model take GPUs, training the rest."""
     ok = True
     if gen_node_gpus is None or gen_node_gpus <= 0:
         context.error(
@@ -251,10 +242,8 @@ policy:
 
 @checks(P25, entries=frozenset({"grpo-sc"}))
 def check_single_controller_accounting(context: Context) -> None:
-    """The single-controller split.  Colocated: (N, G, N, G).  Otherwise the backend is not megatron,
-    ``colocated.resources.gpus_per_node`` (gen_node_gpus) is set, gen_nodes' = ``num_nodes`` or 1; N == 1 needs G − gen_node_gpus > 0,
-    layout (1, G − gen_node_gpus, gen_nodes', gen_node_gpus); else N − gen_nodes' > 0, layout (N − gen_nodes', G, gen_nodes', gen_node_gpus).  Reading: N, G < 1 and
-    gen_node_gpus ≤ 0 are reported too."""
+    """The single-controller split (PREFLIGHT.md P25): colocated shares every GPU, non-colocated generation takes
+    ``colocated.resources`` (not megatron) and training must keep a GPU or a node."""
     reader = context.reader
     cluster = _cluster(context)
     if cluster is None:

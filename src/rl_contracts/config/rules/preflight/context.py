@@ -1,10 +1,4 @@
-"""What a preflight check sees: :class:`Context`, and the entrypoint sets a check declares.
-
-A check is a function decorated with ``@checks(RULE, entries=ALL_ENTRIES)`` (:func:`rl_contracts.config.rule.checks`)
-below the :class:`~rl_contracts.config.rule.Rule` record it checks.  It receives a :class:`Context`, reads the
-document through its :class:`~.reader.Reader` and reports with :meth:`Context.error`, :meth:`Context.warning` and
-:meth:`Context.skip`.
-"""
+"""What a preflight check sees: :class:`Context`, and the entrypoint sets a check declares."""
 
 from __future__ import annotations
 
@@ -36,8 +30,7 @@ class ClusterSplit(NamedTuple):
 
 @dataclass
 class Context:
-    """What one check sees: the reader, the entrypoint, the options, the cluster split computed so far (by P13 or
-    P25), its results."""
+    """What one check sees (the reader, entrypoint, options, the split P13/P25 computed) and its results."""
 
     reader: Reader
     entrypoint: Entrypoint
@@ -58,8 +51,7 @@ class Context:
         code: str | None = None,
         fix: SuggestedFix | None = None,
     ) -> None:
-        """Report an error of the running rule (or of ``code``) at ``path``; ``fix`` the value that makes the
-        rule pass, when the rule names a single one."""
+        """Report an error of the running rule (or of ``code``) at ``path``, with its ``fix`` when it has one."""
         self._report(path, value, message, "error", code, fix)
 
     def warning(self, path: str, value: object, message: str) -> None:
@@ -67,8 +59,7 @@ class Context:
         self._report(path, value, message, "warning", None, None)
 
     def once(self, path: str, value: object, message: str, *, code: str | None = None) -> None:
-        """Report an error at ``path`` unless one of any rule was already reported there by :meth:`once`
-        (a malformed value read by many rules is reported once)."""
+        """Report an error at ``path`` unless :meth:`once` already reported one there (for any rule)."""
         if path not in self.reported:
             self.reported.add(path)
             self.error(path, value, message, code=code)

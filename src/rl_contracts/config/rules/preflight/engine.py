@@ -1,8 +1,4 @@
-"""Run every applicable preflight rule over one composed, resolved recipe.
-
-The checks are the functions of the check modules imported below that ``@checks(RULE, entries=...)`` declares;
-:data:`PREFLIGHT_CHECKS` collects them (the rule table, :mod:`rl_contracts.config.rules.registry`, reads it).
-"""
+"""Run every applicable preflight rule over one composed, resolved recipe."""
 
 from __future__ import annotations
 
@@ -40,8 +36,8 @@ _EXECUTION: tuple[Check, ...] = tuple(
         key=lambda check: _FIRST.index(check.rules[0].code) if check.rules[0].code in _FIRST else len(_FIRST),
     )
 )
-"""The order checks run in: P1 first (it claims the absent required keys), then the cluster rules P13/P25 whose
-split P17/P18 read, then the rest in code order.  Findings are reported in code order."""
+"""The order checks run in: P1 (it claims the absent required keys), P13/P25 (the split P17/P18 read), the rest;
+findings are reported in code order."""
 
 
 def _shape_message(error: WrongShape) -> str:
@@ -55,15 +51,12 @@ def preflight(
     *,
     unresolved: Collection[str] = (),
 ) -> PreflightReport:
-    """Check one composed, resolved recipe against every start-up rule of PREFLIGHT.md.
+    """Check one composed, resolved recipe (plain containers; the dotted paths of leaves that failed resolution in
+    ``unresolved``) against every start-up rule of PREFLIGHT.md that applies to its entrypoint.
 
-    ``document`` holds plain dicts and lists, every leaf resolved (a leaf that failed resolution is dropped and
-    its dotted path listed in ``unresolved``).  Returns a :class:`PreflightReport`; never raises on a malformed
-    document: a value of the wrong shape is a finding at its path (P1 for an absent key the trainer indexes,
-    the reading rule's code otherwise), and a rule reading an unresolved path is a skipped finding.
-    Out of scope (no ``grpo`` mapping, or ``policy.generation`` not a mapping): ``in_scope=False``, nothing run.
-    Raises :class:`~rl_contracts.errors.ContractTypeError` for ``options`` that are not :class:`PreflightOptions`
-    or ``unresolved`` that is not a collection of strings (a bare string included).
+    Never raises on a malformed document: a wrong shape is a finding at its path, a rule reading an unresolved
+    path a skipped finding, and a recipe out of scope (no ``grpo`` mapping) ``in_scope=False``.  Raises
+    ``ContractTypeError`` for ``options`` or ``unresolved`` of the wrong type.
 
     >>> preflight({"sft": {}}).in_scope
     False
@@ -99,7 +92,7 @@ def preflight(
             context.missing(signal.path)
     order = {rule.code: index for index, rule in enumerate(PREFLIGHT_RULES)}
     findings = sorted(_unique(context.findings), key=lambda finding: order[finding.code])
-    skipped = sorted(_unique_skips(context.skipped), key=lambda item: order[item.code])
+    skipped = sorted(_unique(context.skipped), key=lambda item: order[item.code])
     return PreflightReport(True, entrypoint, tuple(findings), tuple(skipped))
 
 
@@ -111,12 +104,4 @@ def _unique(findings: list[Finding]) -> list[Finding]:
         if key not in seen:
             seen.add(key)
             kept.append(finding)
-    return kept
-
-
-def _unique_skips(skipped: list[Finding]) -> list[Finding]:
-    kept: list[Finding] = []
-    for item in skipped:
-        if item not in kept:
-            kept.append(item)
     return kept

@@ -58,9 +58,8 @@ def in_scope(document: Mapping[Any, Any]) -> bool:
 
 
 def detect_entrypoint(document: Mapping[Any, Any]) -> Entrypoint:
-    """``grpo-sc`` when ``grpo.async_grpo`` is present and null; else ``grpo-gym`` when
-    ``env.should_use_nemo_gym`` is true; else ``grpo``.  Only a literal ``true`` counts (an unresolved or
-    malformed flag reads as false; the rules that read it report it)."""
+    """``grpo-sc`` when ``grpo.async_grpo`` is present and null, ``grpo-gym`` when ``env.should_use_nemo_gym`` is
+    literally ``true``, else ``grpo``."""
     grpo = document.get("grpo")
     if isinstance(grpo, Mapping) and "async_grpo" in grpo and grpo["async_grpo"] is None:
         return "grpo-sc"
@@ -127,9 +126,7 @@ class TrainParallel(NamedTuple):
 
 
 def train_parallel(reader: Reader) -> TrainParallel | None:
-    """*train TP/PP/CP*: megatron's ``tensor_model_parallel_size``, ``pipeline_model_parallel_size``,
-    ``context_parallel_size``, else dtensor's ``tensor_parallel_size``, 1, ``context_parallel_size``; None
-    with neither backend.  Absent sizes read as 1."""
+    """*train TP/PP/CP* of Megatron, else of DTensor (PP 1); ``None`` with neither.  Absent sizes read as 1."""
     if megatron(reader):
         base = "policy.megatron_cfg"
         names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
@@ -160,11 +157,8 @@ def _uses_reward_model(reader: Reader) -> bool:
 
 
 def reward_model(reader: Reader) -> tuple[bool, int, int]:
-    """*RM*: whether some ``data.{train,validation,default}`` entry has ``env_name: reward_model``, and then
-    ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required, each an int >= 0 on its own: the trainer
-    ignores the node count on one node and the GPU count on several, so 0 is valid, but a negative count would
-    add nodes or GPUs to the policy), else ``(False, 0, 0)``.  A list entry
-    that did not resolve could be a reward-model dataset, so it makes the reading rule skip."""
+    """*RM*: whether a ``data.{train,validation,default}`` entry has ``env_name: reward_model`` (an unresolved one
+    skips the rule), and then ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required, each >= 0)."""
     if not _uses_reward_model(reader):
         return False, 0, 0
     base = "env.reward_model.resources"
@@ -185,15 +179,9 @@ class Teacher(NamedTuple):
 
 
 def teachers(reader: Reader) -> tuple[Teacher, ...]:
-    """The non-colocated OPD teachers whose nodes P13 subtracts (empty unless ``on_policy_distillation.enabled``
-    and ``.non_colocated_teachers.enabled``).
-
-    Each alias of ``on_policy_distillation.teacher_model_by_agent_name`` (a mapping of agent name to alias, or
-    to a teacher mapping with an ``alias`` key) names a teacher: ``default_teacher_cfg`` overlaid by
-    ``teacher_overrides[alias]``; ``num_nodes`` defaults to 1 and ``gpus_per_node`` to 8.  Teachers sharing a
-    checkpoint (``model_name``, else the alias) count once unless ``deduplicate_shared_teacher_checkpoints`` is
-    false.  Reading: aliases are deduplicated first (two agents naming one alias are one teacher).
-    """
+    """The non-colocated OPD teachers whose nodes P13 subtracts, one per alias of ``teacher_model_by_agent_name``
+    (``default_teacher_cfg`` overlaid by ``teacher_overrides[alias]``; 1 node, 8 GPUs by default), a shared
+    checkpoint counted once unless ``deduplicate_shared_teacher_checkpoints`` is false."""
     base = "on_policy_distillation"
     if not (reader.flag(f"{base}.enabled") and reader.flag(f"{base}.non_colocated_teachers.enabled")):
         return ()
@@ -218,23 +206,15 @@ def teachers(reader: Reader) -> tuple[Teacher, ...]:
         if dedup and checkpoint in seen_checkpoint:
             continue
         seen_checkpoint.append(checkpoint)
-        nodes = merged.get("num_nodes", 1)
-        gpn = merged.get("gpus_per_node", 8)
         where = override_path if reader.present(override_path) else f"{base}.default_teacher_cfg"
-        found.append(
-            Teacher(
-                alias,
-                override_path,
-                _teacher_int(nodes, f"{where}.num_nodes"),
-                _teacher_int(gpn, f"{where}.gpus_per_node"),
-            )
-        )
+        nodes = _teacher_int(merged.get("num_nodes", 1), f"{where}.num_nodes")
+        gpn = _teacher_int(merged.get("gpus_per_node", 8), f"{where}.gpus_per_node")
+        found.append(Teacher(alias, override_path, nodes, gpn))
     return tuple(found)
 
 
 def _teacher_int(number: object, path: str) -> int:
-    """A teacher's node or GPU count: an int (never a bool) from 1 to :data:`~.reader.MAX_RECIPE_INT`, else a
-    shape finding at ``path`` (checked on its own, so a negative count never offsets another)."""
+    """A teacher's node or GPU count, from 1 to :data:`~.reader.MAX_RECIPE_INT`, else a shape finding at ``path``."""
     if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= MAX_RECIPE_INT:
         raise WrongShape(path, number, f"an int between 1 and {MAX_RECIPE_INT}")
     return number

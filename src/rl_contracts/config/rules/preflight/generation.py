@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render, render_list
+from ....checks import int_or_none
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, LEGACY_ENTRIES, Context
 from .facts import (
@@ -68,10 +69,8 @@ policy:
 
 @checks(P14, entries=LEGACY_ENTRIES)
 def check_fp8_generation(context: Context) -> None:
-    """``vllm_cfg.precision == "fp8"`` needs ``loss_fn.use_importance_sampling_correction`` and
-    ``kv_cache_dtype`` in {auto, fp8, fp8_e4m3} (``fp8_ds_mla`` always fails).  A ``kv_cache_dtype`` starting
-    with ``fp8`` needs precision fp8, ``policy.dtensor_cfg.enabled`` present and false, no async rollouts and
-    ``policy.megatron_cfg.pipeline_model_parallel_size == 1`` (required)."""
+    """FP8 precision needs importance-sampling correction and a compatible KV cache; an FP8 KV cache needs FP8
+    precision, DTensor present and off, no async rollouts and Megatron pipeline size 1."""
     reader = context.reader
     if not is_vllm(reader):
         return
@@ -156,9 +155,7 @@ policy:
 
 @checks(P15, entries=LEGACY_ENTRIES)
 def check_sparse_refit(context: Context) -> None:
-    """``refit_transport`` vllm_s3_sparse / vllm_zmq_sparse (vLLM) needs: not colocated, Megatron, precision not
-    fp8, kv_cache_dtype not fp8*, ``quant_cfg`` and ``real_quant`` falsy, and for S3 a non-blank
-    ``refit_cfg.sparse.storage.s3_bucket``; one finding lists every failed condition."""
+    """A sparse refit transport's preconditions (:data:`P15`); one finding lists every failed condition."""
     reader = context.reader
     if not is_vllm(reader):
         return
@@ -255,9 +252,8 @@ policy:
 
 @checks(P16, entries=ALL_ENTRIES)
 def check_engine_arguments(context: Context) -> None:
-    """(vLLM) each key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` is an error (a duplicate keyword at engine
-    start); ``distributed_executor_backend`` and ``hf_overrides`` there are warnings (the trainer overwrites
-    them).  Fail-closed reading: a key whose value did not resolve still collides, so it is reported."""
+    """(vLLM) a key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` is an error, even unresolved; the keys the
+    trainer overwrites (``distributed_executor_backend``, ``hf_overrides``) are warnings."""
     reader = context.reader
     if not is_vllm(reader):
         return
@@ -316,9 +312,8 @@ policy:
 
 @checks(P17, entries=ALL_ENTRIES)
 def check_vllm_placement(context: Context) -> None:
-    """(vLLM, layout known) mp = TP × PP, W = gen_nodes × gen_gpn: W % mp == 0; if mp ≤ gen_gpn then
-    gen_gpn % mp == 0; if EP > TP then (W / mp) % (EP / TP) == 0 (inferred: vLLM's data-parallel groups would
-    be incomplete).  Reading: TP or PP < 1 is reported; an EP that is not a multiple of TP is left to C4."""
+    """(vLLM, layout known) the generation GPUs hold whole engines of TP × PP, per node where an engine fits on
+    one, and with EP > TP whole data-parallel groups (an EP that is no multiple of TP is C4's)."""
     reader = context.reader
     if not is_vllm(reader):
         return
@@ -410,14 +405,8 @@ policy:
 
 @checks(P21, entries=ALL_ENTRIES)
 def check_routed_experts(context: Context) -> None:
-    """(vLLM and R3) Always: ``vllm_cfg.pipeline_parallel_size == 1``, ``vllm_kwargs.decode_context_parallel_size``
-    and ``prefill_context_parallel_size`` ≤ 1.  vLLM < 0.32 (0.30 rules): no ``kv_transfer_config.kv_connector``.
-    vLLM ≥ 0.32: no Nixl*/MoRIIO*/Mooncake* connector (also as a MultiConnector child), ``enable_prefix_caching``
-    not false, ``VLLM_USE_V2_MODEL_RUNNER`` in ``vllm_cfg.env_vars`` not 0/false, no V1-only speculative method
-    (when ``num_speculative_tokens`` ≠ 0; absent counts as non-zero), ``parallel_drafting`` only with
-    dflash/dspark (fail-closed reading: whatever ``num_speculative_tokens`` is), ``enable_adaptive_verification``
-    not true.  Without a vLLM version the version-dependent part is skipped.  Reading: versions between and after
-    the two named ones take the nearest lower one's rules."""
+    """(vLLM and R3) PP 1 and no context parallelism always; then the rules of vLLM 0.30 (no KV connector) or
+    0.32 and later (:data:`P21`), skipped without a vLLM version; a version takes the nearest lower one's rules."""
     reader = context.reader
     if not (is_vllm(reader) and routed_experts_enabled(reader)):
         return
@@ -541,8 +530,7 @@ policy:
 
 @checks(P22, entries=LEGACY_ENTRIES)
 def check_nccl_reshard(context: Context) -> None:
-    """``refit_transport == "nccl_reshard"``: the reference's own list, one finding per failed condition (see
-    PREFLIGHT.md §3 P22).  ``is_mx`` is ``vllm_cfg.is_mx``; ``fp8_cfg`` is ``policy.megatron_cfg.fp8_cfg``."""
+    """``refit_transport: nccl_reshard``: the reference's own list, one finding per failed condition."""
     reader = context.reader
     if reader.value(f"{GENERATION}.refit_transport") != "nccl_reshard":
         return
@@ -651,15 +639,9 @@ def check_context_length(context: Context) -> None:
     reader = context.reader
     if not is_vllm(reader):
         return
-    total = reader.value("policy.max_total_sequence_length")
-    model_len = reader.value(f"{VLLM_CFG}.max_model_len")
-    if (
-        isinstance(total, int)
-        and isinstance(model_len, int)
-        and not isinstance(total, bool)
-        and not isinstance(model_len, bool)
-        and total > model_len
-    ):
+    total = int_or_none(reader.value("policy.max_total_sequence_length"))
+    model_len = int_or_none(reader.value(f"{VLLM_CFG}.max_model_len"))
+    if total is not None and model_len is not None and total > model_len:
         context.warning(
             f"{VLLM_CFG}.max_model_len",
             model_len,

@@ -57,9 +57,8 @@ policy:
 
 @checks(P5, entries=LEGACY_ENTRIES)
 def check_validation_sampling(context: Context) -> None:
-    """If any ``val_{temperature,top_p,top_k}`` differs from its training key, the backend must be vLLM with
-    ``env.should_use_nemo_gym``, and ``val_top_k`` must be null or 0.  Reading: an absent val_ key equals its
-    training key (so an absent ``val_top_k`` is checked as ``top_k``); an absent training key reads as null."""
+    """Validation sampling that differs from training needs vLLM with gym and ``val_top_k`` null or 0 (an absent
+    ``val_*`` key equals its training key, an absent training key is null)."""
     reader = context.reader
     pairs: list[tuple[str, object, object]] = []
     effective: dict[str, object] = {}
@@ -158,8 +157,8 @@ grpo:
 
 
 def _scaled(n: int, d: int, multiplier: float) -> tuple[int, int] | None:
-    """``(int(n * multiplier), int(d * multiplier))`` as the trainer computes them, or None when the multiplier is
-    not positive or a product leaves the signed 64-bit range (the trainer's ``int()`` raises or overflows)."""
+    """``(int(n * multiplier), int(d * multiplier))`` as the trainer computes them, or None for a multiplier
+    that is not positive or a product beyond the signed 64-bit range."""
     if multiplier <= 0:
         return None
     products = (n * multiplier, d * multiplier)
@@ -170,10 +169,8 @@ def _scaled(n: int, d: int, multiplier: float) -> tuple[int, int] | None:
 
 @checks(P7, entries=LEGACY_ENTRIES)
 def check_prompt_batching(context: Context) -> None:
-    """Without ``grpo.use_dynamic_sampling``, ``batch_multiplier`` must be 1.  With
-    ``data.use_multiple_dataloader``: n = num_prompts_per_step, d = ``data.num_prompts_per_dataloader``
-    (required), both ``int(x * batch_multiplier)`` under dynamic sampling, n % d == 0.  Fail-closed reading: d
-    ≤ 0 is reported (the reference divides by it)."""
+    """``batch_multiplier`` 1 without dynamic sampling; with multiple dataloaders, the (scaled) prompts per step
+    divisible by the (scaled, positive) prompts per dataloader."""
     reader = context.reader
     dynamic = reader.flag("grpo.use_dynamic_sampling")
     multiplier = reader.number("grpo.batch_multiplier")
@@ -341,9 +338,8 @@ grpo:
 
 @checks(P10, entries=LEGACY_ENTRIES)
 def check_kl_reference(context: Context) -> None:
-    """(a) ``grpo.skip_reference_policy_logprobs_calculation`` needs ``reference_policy_kl_penalty == 0`` (the
-    default is 0.01); (b) ``use_kl_in_reward`` with a non-zero penalty must not combine
-    ``force_on_policy_ratio`` with a null ``grpo.seq_logprob_error_threshold``."""
+    """Skipping the reference logprobs needs a zero KL penalty (default 0.01); KL in the reward excludes a forced
+    on-policy ratio with a null ``seq_logprob_error_threshold``."""
     reader = context.reader
     penalty = reader.number("loss_fn.reference_policy_kl_penalty")
     if reader.flag("grpo.skip_reference_policy_logprobs_calculation") and penalty != 0:
@@ -397,9 +393,8 @@ reward_penalties:
 
 @checks(P11, entries=ALL_ENTRIES)
 def check_gym_prerequisites(context: Context) -> None:
-    """(grpo, grpo-gym) any ``reward_penalties.penalize_*`` true needs ``env.should_use_nemo_gym``.  With gym
-    and an entrypoint other than grpo-gym (which forces them): async rollouts, and for vLLM
-    ``vllm_cfg.expose_http_server=true``."""
+    """Reward penalties need gym; gym outside grpo-gym (which forces them) needs async rollouts and, for vLLM,
+    ``expose_http_server``."""
     reader = context.reader
     on_gym = gym(reader)
     if context.entrypoint in LEGACY_ENTRIES and not on_gym:

@@ -12,6 +12,7 @@ from typing import Final
 
 from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render
+from ....checks import real_or_none
 from ...rule import Rule, checks
 from .context import ALL_ENTRIES, Context
 
@@ -52,38 +53,13 @@ loss_fn:
         "switches, `ratio_clip_c: null`; for truncated IS: turn on `use_importance_sampling_correction` and give "
         "the ratio bounds)."
     ),
-    example_options={},
-    fix_safety=None,
 )
-
-
-def _finite_number(value: object) -> float | None:
-    """``value`` as a float when it is an int or float (never a bool) and not NaN (an int beyond the float range
-    reads as ±inf); else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int of hundreds of digits: beyond every bound, as its sign says
-        return math.inf if value > 0 else -math.inf
-    return None if math.isnan(number) else number
 
 
 @checks(P29, entries=ALL_ENTRIES)
 def check_loss_options(context: Context) -> None:
-    """The clauses (a)-(e) of PREFLIGHT.md P29, one finding per violated clause at the key that must change.
-
-    Reading: every key with ``ClippedPGLossConfig``'s default when absent (flags false, numbers and the truncation
-    type null, ``reference_policy_kl_type`` ``"k3"``); a flag that is not a boolean is a finding at its path.
-    (a) ``sequence_level_importance_ratios`` ⇒ ``token_level_loss`` false.  (b) ``use_cispo`` ⇒ not
-    ``disable_ppo_ratio``, not ``force_on_policy_ratio``, not ``sequence_level_importance_ratios``,
-    ``ratio_clip_c`` null, ``token_level_loss`` true.  (c) ``truncated_importance_sampling_type`` non-null ⇒
-    ``use_importance_sampling_correction``; the type is tis, icepop or seq-mask-tis;
-    ``truncated_importance_sampling_ratio`` a number > 0; ``_ratio_min``, when set, a number ≤ the ratio (icepop
-    and seq-mask-tis need it); seq-mask-tis ⇒ not ``sequence_level_importance_ratios``.  (d) ``ratio_clip_c``
-    non-null ⇒ a number > 1.  (e) ``reference_policy_kl_type`` ∈ {k1, k2, k3}, penalty or not (the loss computes
-    its ``gen_kl_error`` metric with it at every step).
-    """
+    """The clauses (a)-(e) of PREFLIGHT.md P29, one finding per violated clause at the key that must change;
+    absent keys read as ``ClippedPGLossConfig``'s defaults."""
     reader = context.reader
     sequence_level = reader.flag(f"{LOSS}.sequence_level_importance_ratios")
     token_level = reader.flag(f"{LOSS}.token_level_loss")
@@ -93,7 +69,7 @@ def check_loss_options(context: Context) -> None:
     _check_cispo(context, sequence_level=sequence_level, token_level=token_level, clip_c=clip_c)
     _check_truncated_is(context, sequence_level=sequence_level)
     if clip_c is not None:
-        number = _finite_number(clip_c)
+        number = real_or_none(clip_c)
         if number is None or not number > 1:
             context.error(
                 f"{LOSS}.ratio_clip_c",
@@ -188,7 +164,7 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
         f"{LOSS}.truncated_importance_sampling_ratio_min",
     )
     raw_ratio = reader.value(ratio_path)
-    ratio = _finite_number(raw_ratio)
+    ratio = real_or_none(raw_ratio)
     if ratio is None or not 0 < ratio < math.inf:
         context.error(
             ratio_path,
@@ -207,7 +183,7 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
                 "below), which is null: set a number no larger than the ratio (0.5 is usual).",
             )
     else:
-        low = _finite_number(raw_min)
+        low = real_or_none(raw_min)
         if low is None or not 0 <= low < math.inf or (ratio is not None and low > ratio):
             context.error(
                 min_path,

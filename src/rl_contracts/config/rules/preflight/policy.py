@@ -78,9 +78,8 @@ cluster:
 
 @checks(P1, entries=ALL_ENTRIES)
 def check_required(context: Context) -> None:
-    """Every key the trainer indexes without a default must exist: the five of every entrypoint,
-    ``policy.draft.enabled`` (grpo, grpo-sc), and for vLLM ``vllm_cfg.precision``, ``vllm_cfg.enforce_eager`` and
-    (grpo, grpo-gym) ``vllm_cfg.kv_cache_dtype``.  Other rules report the absent keys they must read as P1 too."""
+    """Every key the trainer indexes without a default must exist (other rules report the absent keys they must
+    read as P1 too)."""
     for path in _REQUIRED:
         _require(context, path)
     if context.entrypoint in ("grpo", "grpo-sc"):
@@ -235,9 +234,7 @@ policy:
 
 @checks(P18, entries=ALL_ENTRIES)
 def check_training_placement(context: Context) -> None:
-    """With Megatron or DTensor and a known layout: W = train_nodes × train_gpn must be ≥ and a multiple of
-    mp = PP × CP × TP.  Fail-closed reading: a parallel size < 1 is reported too (W is never a positive
-    multiple of it)."""
+    """With Megatron or DTensor and a known layout, the training GPUs are a positive multiple of PP × CP × TP."""
     parallel = train_parallel(context.reader)
     if parallel is None:
         return
@@ -280,10 +277,8 @@ policy:
 
 @checks(P19, entries=ALL_ENTRIES)
 def check_tp_batch_variance(context: Context) -> None:
-    """When train TP ≥ 4 and ``policy.logprob_batch_size`` is set: ``train_micro_batch_size`` must equal it,
-    unless the check is bypassed (option, or a non-empty ``NRL_IGNORE_TP_ACCURACY_CHECK``) or, for grpo and
-    grpo-gym, ``loss_fn.force_on_policy_ratio`` is true.  Fail-closed reading: a null ``logprob_batch_size`` is
-    present, and differs from the micro batch size."""
+    """With train TP ≥ 4, a present ``logprob_batch_size`` (null included) must equal the micro batch size,
+    unless bypassed (option, ``NRL_IGNORE_TP_ACCURACY_CHECK``, or ``force_on_policy_ratio`` outside grpo-sc)."""
     reader = context.reader
     parallel = train_parallel(reader)
     if parallel is None or parallel.tp < 4:
@@ -335,8 +330,7 @@ policy:
 
 @checks(P20, entries=ALL_ENTRIES)
 def check_router_replay_policy(context: Context) -> None:
-    """``policy.router_replay.enabled`` needs the vLLM backend, Megatron (with DTensor experts are captured but
-    never replayed: silent) and ``megatron_cfg.virtual_pipeline_model_parallel_size`` null or 1."""
+    """Router replay needs the vLLM backend, Megatron (DTensor never replays) and virtual pipeline size 1."""
     reader = context.reader
     if not reader.flag("policy.router_replay.enabled"):
         return

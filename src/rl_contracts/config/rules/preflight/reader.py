@@ -1,21 +1,15 @@
 """Safe typed reads of a composed recipe for the preflight rules: defaults, forced values, unresolved leaves.
 
-A rule reads the document only through :class:`Reader`.  A read never raises anything but the three signals
-below, which the rule runner turns into results, so a malformed document can never crash preflight:
-
-- :class:`Unresolved`: the path, a parent or a leaf below it failed resolution -> the rule is skipped;
-- :class:`WrongShape`: a value (or a parent) has the wrong type -> a finding of the reading rule at that path;
-- :class:`MissingKey`: a key the trainer indexes directly is absent -> a P1 finding at that path.
-
-Absent keys take the trainer's defaults (PREFLIGHT.md §1 "Defaults"); a null parent reads as absent, as the
-trainer's ``.get(...) or {}`` does.
+A read never raises anything but three signals, which the rule runner turns into results: :class:`Unresolved`
+(the rule is skipped), :class:`WrongShape` (a finding of the reading rule at that path) and :class:`MissingKey`
+(P1).  Absent keys take the trainer's defaults; a null parent reads as absent (``.get(...) or {}``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 from ...._internal.config_absent import ABSENT
 from ...._internal.config_paths import is_under, join, split_path
@@ -43,10 +37,7 @@ REQUIRED: Final = Required()
 """A read's default meaning "the trainer indexes this key directly": absent raises :class:`MissingKey`."""
 
 MAX_RECIPE_INT: Final = 2**63 - 1
-"""The largest magnitude an int read by a rule may have (signed 64-bit, what the trainer's tensors and vLLM hold).
-
-A larger int (YAML allows hex ints of any length, and resolvers multiply) is a finding of the reading rule, so
-every rule's arithmetic and message works on ints of at most 19 digits."""
+"""The largest magnitude an int read by a rule may have (signed 64-bit); a larger one is a finding of the rule."""
 
 _PG = "policy.generation"
 _VC = "policy.generation.vllm_cfg"
@@ -109,20 +100,12 @@ class MissingKey(Exception):
         self.path = path
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 _IN_RANGE = "within the signed 64-bit range (at most 2**63 - 1 in magnitude)"
 
 
 def _checked_int(path: str, found: object, expected: str) -> int:
     """``found`` when it is an int (never a bool) of magnitude at most :data:`MAX_RECIPE_INT`, else WrongShape."""
-    if not _is_int(found):
+    if not isinstance(found, int) or isinstance(found, bool):
         raise WrongShape(path, found, expected)
     if abs(found) > MAX_RECIPE_INT:
         raise WrongShape(path, found, f"{expected}, {_IN_RANGE}")
@@ -130,22 +113,17 @@ def _checked_int(path: str, found: object, expected: str) -> int:
 
 
 def _checked_number(path: str, found: object, expected: str) -> float:
-    """``found`` when it is a finite float or an int as :func:`_checked_int`, else WrongShape."""
+    """``found`` when it is a finite float or an int as ``_checked_int`` takes it, else WrongShape."""
     if isinstance(found, float):
         if not math.isfinite(found):
             raise WrongShape(path, found, f"{expected}, finite (not .inf, -.inf or .nan)")
         return found
-    if not _is_number(found):
-        raise WrongShape(path, found, expected)
     return _checked_int(path, found, expected)
 
 
 class Reader:
-    """Typed reads of one document.
-
-    ``forced`` maps dotted paths to the values the entrypoint script forces (they win over the document and
-    count as resolved); ``unresolved`` holds the dotted paths of leaves dropped because they did not resolve.
-    """
+    """Typed reads of one document; ``forced`` values (dotted path -> value the entrypoint forces) win over it,
+    ``unresolved`` are the dotted paths of the leaves dropped because they did not resolve."""
 
     def __init__(
         self,
@@ -192,10 +170,8 @@ class Reader:
         return node
 
     def shallow(self, path: str) -> object:
-        """The raw value at ``path`` (:data:`ABSENT` when absent, no defaults) for listing its keys or items.
-
-        Leaves below ``path`` may be unresolved (dropped); read their values through the typed reads.
-        """
+        """The raw value at ``path`` (:data:`ABSENT` when absent, no defaults), whose unresolved leaves are
+        dropped: for listing its keys or items."""
         return self._lookup(path, deep=False)
 
     def present(self, path: str) -> bool:

@@ -25,13 +25,9 @@ Entrypoint = Literal["grpo", "grpo-gym", "grpo-sc"]
 
 @dataclass(frozen=True)
 class PreflightOptions:
-    """What preflight knows beyond the recipe.
-
-    ``entrypoint`` None: detected from the recipe; ``vllm_version`` None: the version-dependent parts of P21 (and
-    N3) are reported skipped; ``environ`` None: ``os.environ`` (read for ``NRL_IGNORE_TP_ACCURACY_CHECK``);
-    ``model_config``: a Hugging Face ``config.json`` (unlocks N2, N7); ``gpu_capability``: the compute
-    capability of the generation GPUs (unlocks N3).
-    """
+    """What preflight knows beyond the recipe: ``entrypoint`` (None: detected), ``vllm_version`` (P21, N3),
+    ``environ`` (None: ``os.environ``), ``model_config`` (N2, N7), ``gpu_capability`` (N3); a rule whose input is
+    None is skipped.  ``ContractTypeError``/``ConfigContractError`` for a field of the wrong type or value."""
 
     entrypoint: Entrypoint | None = None
     vllm_version: tuple[int, int] | None = None
@@ -41,8 +37,6 @@ class PreflightOptions:
     gpu_capability: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        """Raises :class:`ContractTypeError` for a field of the wrong type and :class:`ConfigContractError` for an
-        unknown entrypoint or a negative version number."""
         if self.entrypoint is not None:
             if not isinstance(self.entrypoint, str):
                 raise ContractTypeError.for_value("entrypoint", "a string or None", self.entrypoint)
@@ -84,12 +78,8 @@ def _check_pair(name: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class PreflightReport:
-    """The result of :func:`~rl_contracts.config.rules.preflight.preflight`.
-
-    ``findings`` are errors and warnings, ``skipped`` the rules that could not run (findings of severity
-    ``skipped``: the message says why, the path is the unresolved input, if any).  ``in_scope`` False (not a GRPO
-    recipe) means no rule ran: ``entrypoint`` is None and both tuples are empty.
-    """
+    """The result of :func:`~rl_contracts.config.rules.preflight.preflight`: errors and warnings, and the rules
+    that could not run (``skipped`` findings); ``in_scope`` False (not a GRPO recipe) means no rule ran."""
 
     in_scope: bool
     entrypoint: Entrypoint | None

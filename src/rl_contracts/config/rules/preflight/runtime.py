@@ -1,9 +1,6 @@
-"""NEEDS-RUNTIME rules (PREFLIGHT.md §4): each is reported skipped, naming its input, when it applies to the
-recipe; N2/N7 run with ``PreflightOptions.model_config``, N3 with ``gpu_capability`` (and a vLLM version).
-
-Reading: a runtime rule is reported only where it applies (N1 when validation is enabled, N2/N4 with routed
-experts, N3 with routed experts and ``enable_prefix_caching`` null, N5 with Megatron, N6 with
-``cluster.segment_size`` set, N7 with vLLM), so a recipe does not collect skip notes for features it lacks.
+"""NEEDS-RUNTIME rules (PREFLIGHT.md §4): each is reported skipped, naming its input, only where it applies to the
+recipe (so a recipe collects no notes for features it lacks); N2/N7 run with ``PreflightOptions.model_config``,
+N3 with ``gpu_capability`` and a vLLM version.
 """
 
 from __future__ import annotations
@@ -123,8 +120,7 @@ policy:
 
 @checks(N2, entries=ALL_ENTRIES)
 def check_moe_model(context: Context) -> None:
-    """With routed experts: the model (``model_config``) must have routed experts (one of ``num_experts``,
-    ``num_local_experts``, ``n_routed_experts``, ``moe_num_experts``, ``num_routed_experts`` > 0)."""
+    """With routed experts: the model (``model_config``) must have routed experts (:func:`expert_count`)."""
     reader = context.reader
     if not (is_vllm(reader) and routed_experts_enabled(reader)):
         return
@@ -173,16 +169,12 @@ policy:
 
 @checks(N3, entries=ALL_ENTRIES)
 def check_prefix_caching_capability(context: Context) -> None:
-    """With routed experts, vLLM ≥ 0.32 and ``vllm_cfg.enable_prefix_caching`` null: the trainer turns prefix
-    caching on only on compute capability ≥ 8.0, and vLLM 0.32 rejects routed experts without it.  Needs
-    ``gpu_capability`` and the vLLM version."""
+    """With routed experts, vLLM ≥ 0.32 and ``enable_prefix_caching`` null: the trainer turns prefix caching on
+    only on compute capability ≥ 8.0, which ``gpu_capability`` gives."""
     reader = context.reader
-    if not (is_vllm(reader) and routed_experts_enabled(reader)) or reader.value(
-        f"{VLLM_CFG}.enable_prefix_caching"
-    ) not in (
-        None,
-        ABSENT,
-    ):
+    if not (is_vllm(reader) and routed_experts_enabled(reader)):
+        return
+    if reader.value(f"{VLLM_CFG}.enable_prefix_caching") not in (None, ABSENT):
         return
     version = context.options.vllm_version
     if version is not None and version < (0, 32):
@@ -330,9 +322,8 @@ policy:
 
 @checks(N7, entries=ALL_ENTRIES)
 def check_quantized_load_format(context: Context) -> None:
-    """(vLLM) With ``model_config`` naming a GPT-OSS or Mistral3 architecture and a ``quantization_config``: the
-    engine's load format must be ``dummy``.  Reading: the load format is ``vllm_cfg.load_format`` when set,
-    else what the trainer fills in (``auto`` for sparse refit transports, ``dummy`` otherwise)."""
+    """(vLLM) A quantized GPT-OSS or Mistral3 model (``model_config``) needs the load format ``dummy`` (when unset,
+    what the trainer fills in: ``auto`` for sparse refit transports, else ``dummy``)."""
     reader = context.reader
     if not is_vllm(reader):
         return

@@ -1,21 +1,10 @@
-"""Preflight rules of sampling agreement (issue 30): a truncated support no learner renormalises over (P30) and a
+"""Preflight rules of sampling agreement: a truncated support no learner renormalises over (P30) and a
 distillation teacher that scores at other sampling parameters than the student generates with (P31).
 
-How NeMo RL handles a truncated support (read at the 2026-08-22 snapshot): vLLM's worker passes
-``vllm_cfg.logprobs_mode`` only when it is set (vLLM's own default is ``raw_logprobs``); the policy workers build
-``TrainingSamplingParams(top_k, top_p, temperature)`` from ``policy.generation`` and divide the learner's logits by
-the temperature and apply the same top-k/top-p filter before the log-softmax
-(``nemo_rl/algorithms/logits_sampling_utils.py``, ``loss/utils.py:prepare_loss_input``), so the learner is
-renormalised over a support it rebuilds (tokens it excludes become -inf and are masked out by
-``mask_out_neg_inf_logprobs``; a newer option replays vLLM's exact support).  The one path that cannot filter is
-Megatron's fused linear logprobs, which gathers the sampled token's logprob from unfiltered logits:
-``grpo.setup`` refuses it with top-k/top-p (P8), but the single-controller path never calls ``grpo.setup``.
-There, processed logprobs under top-p/top-k against a full-vocabulary learner bias every importance weight by
-log S: P30.  NeMo RL has no ``min_p`` key, so min-p never reaches vLLM from a recipe.
-
-Distillation: the student's workers scale by ``policy.generation``'s parameters, the teacher's by
-``teacher.generation``'s (none, temperature 1 and no filter, when the teacher has no ``generation``), both in
-``get_topk_logits``/``train``: P31 compares them.
+NeMo RL's learner rebuilds vLLM's top-k/top-p support before its log-softmax, except with Megatron's fused linear
+logprobs, which ``grpo.setup`` refuses with top-k/top-p (P8) but the single-controller path never checks: there,
+processed logprobs bias every importance weight (P30).  The student's and the teacher's workers scale by their own
+``generation`` parameters (P31).
 """
 
 from __future__ import annotations
@@ -96,10 +85,8 @@ loss_fn:
 
 @checks(P30, entries=frozenset({"grpo-sc"}))
 def check_truncated_support(context: Context) -> None:
-    """vLLM with ``logprobs_mode: processed_logprobs``, ``top_p`` < 1 or ``top_k`` > 0, importance-sampling
-    correction on and Megatron's fused linear logprobs on: one error at ``use_fused_linear_logprobs``.  Reading:
-    an absent or null ``top_p`` is 1, ``top_k`` null or ≤ 0 is off, an absent ``logprobs_mode`` is vLLM's
-    ``raw_logprobs`` (the worker passes it only when set)."""
+    """Processed logprobs under top-p/top-k with importance-sampling correction and fused linear logprobs: one
+    error at ``use_fused_linear_logprobs`` (an absent ``logprobs_mode`` is vLLM's ``raw_logprobs``)."""
     reader = context.reader
     if not (is_vllm(reader) and reader.value(f"{VLLM_CFG}.logprobs_mode") == _PROCESSED):
         return
@@ -154,21 +141,16 @@ teacher:
 
 @checks(P31, entries=ALL_ENTRIES)
 def check_distillation_scoring(context: Context) -> None:
-    """In a recipe with a ``teacher`` mapping: each of ``temperature``, ``top_p``, ``top_k`` of
-    ``teacher.generation`` (temperature 1, top-p 1, top-k null when the teacher has no ``generation``) equals
-    ``policy.generation``'s; one error per differing key, at the teacher's path (nothing to compare without
-    ``policy.generation``).  Reading: a key absent from either side is vLLM's default (as for a teacher without
-    ``generation``), ``top_k`` null or ≤ 0 is off, numbers compare as numbers (1 equals 1.0)."""
+    """With a ``teacher`` mapping: one error, at the teacher's path, per sampling key of ``teacher.generation``
+    that differs from ``policy.generation``'s (both read as ``_sampling_value`` reads them)."""
     reader = context.reader
     if reader.mapping("teacher") is None or reader.mapping(GENERATION) is None:
         return
     section = reader.mapping("teacher.generation")
     for name in _SAMPLING:
-        raw_student = reader.value(f"{GENERATION}.{name}")
-        student = _UNSET_SAMPLING[name] if raw_student is ABSENT else _sampling_value(raw_student, name)
+        student = _sampling_value(reader.value(f"{GENERATION}.{name}"), name)
         path = f"teacher.generation.{name}"
-        raw_teacher = ABSENT if section is None else reader.value(path)
-        teacher = _UNSET_SAMPLING[name] if raw_teacher is ABSENT else _sampling_value(raw_teacher, name)
+        teacher = _sampling_value(ABSENT if section is None else reader.value(path), name)
         if student == teacher:
             continue
         where = path if section is not None else "teacher.generation"
@@ -184,9 +166,8 @@ def check_distillation_scoring(context: Context) -> None:
 def distillation_scoring_findings(
     document: Mapping[str, Any], *, unresolved: Collection[str] = ()
 ) -> list[Finding]:
-    """P31 over a resolved distillation recipe, which preflight (GRPO's start-up rules) never runs: the findings
-    :func:`check_distillation_scoring` reports for ``document``.  A value of the wrong shape or one that did not
-    resolve yields nothing here: the whole-recipe schema reports it at its path."""
+    """P31's findings over a resolved distillation recipe, which preflight never runs; a malformed or unresolved
+    value yields nothing (the whole-recipe schema reports it)."""
     context = Context(Reader(document, unresolved=unresolved), "grpo", PreflightOptions(), {}, code=P31.code)
     try:
         check_distillation_scoring(context)
@@ -196,10 +177,10 @@ def distillation_scoring_findings(
 
 
 def _sampling_value(value: object, name: str) -> object:
-    """A sampling key as the workers read it: absent is null, ``top_k`` null or <= 0 is off (null), numbers as
-    floats (1 and 1.0 are one temperature)."""
+    """A sampling key as the workers read it: absent is vLLM's default, ``top_k`` null or <= 0 is off (null),
+    numbers as floats (1 and 1.0 are one temperature)."""
     if value is ABSENT:
-        return None
+        return _UNSET_SAMPLING[name]
     if name == "top_k":
         return None if isinstance(value, int) and not isinstance(value, bool) and value <= 0 else value
     if isinstance(value, int | float) and not isinstance(value, bool):

@@ -51,10 +51,8 @@ grpo:
 
 @checks(P23, entries=LEGACY_ENTRIES)
 def check_legacy_async(context: Context) -> None:
-    """With ``grpo.async_grpo.enabled``: backend in {vllm, megatron, trtllm, dynamo}; vLLM needs
-    ``async_engine``; ``use_importance_sampling_correction``; a backend other than megatron must not be
-    colocated; dynamic sampling, reward scaling, reward shaping and multiple dataloaders off; router replay
-    excludes the data plane.  Warning: ``max_trajectory_age_steps > 1`` without ``in_flight_weight_updates``."""
+    """With ``grpo.async_grpo.enabled``: the preconditions of :data:`P23`, and a warning for
+    ``max_trajectory_age_steps > 1`` without ``in_flight_weight_updates``."""
     reader = context.reader
     if not reader.flag("grpo.async_grpo.enabled"):
         return
@@ -144,8 +142,7 @@ async_rl:
 
 @checks(P24, entries=_SC)
 def check_single_controller_gates(context: Context) -> None:
-    """(grpo-sc) ``data_plane.enabled``; ``grpo.val_period`` ≤ 0 and neither ``val_at_start`` nor
-    ``val_at_end``; not ``data.use_multiple_dataloader``; backend vllm or sglang; gym needs vLLM."""
+    """(grpo-sc) the data plane on, validation and multiple dataloaders off, backend vllm or sglang."""
     reader = context.reader
     if not reader.flag("data_plane.enabled"):
         context.error(
@@ -207,10 +204,7 @@ data_plane:
 
 @checks(P26, entries=_SC)
 def check_single_controller_batch(context: Context) -> None:
-    """(grpo-sc) ``num_prompts_per_step`` ≥ ``async_rl.min_groups_for_streaming_train``; prompts ×
-    generations == ``train_global_batch_size``; sampler ``ready_first`` needs importance-sampling correction
-    and not ``force_on_policy_ratio``; an enabled checkpoint with a non-null ``metric_name`` needs it to start
-    with ``train:``; a non-zero KL penalty excludes skipping reference logprobs."""
+    """(grpo-sc) the batch, sampler, checkpoint-metric and KL-reference conditions of :data:`P26`."""
     reader = context.reader
     n = reader.count("grpo.num_prompts_per_step")
     g = reader.count("grpo.num_generations_per_prompt")
@@ -286,8 +280,7 @@ env:
 
 @checks(P27, entries=_GYM)
 def check_gym_script(context: Context) -> None:
-    """(grpo-gym) ``env.should_use_nemo_gym`` true; ``grpo.max_val_samples`` null (the default 256 fails); with
-    ``vllm_cfg.video`` set, ``vllm_kwargs.limit_mm_per_prompt.video`` must be a mapping."""
+    """(grpo-gym) gym on, ``grpo.max_val_samples`` null, and with ``vllm_cfg.video`` a video limit mapping."""
     reader = context.reader
     if not gym(reader):
         context.error(
