@@ -60,8 +60,7 @@ class Rule:
     needs (``vllm_version``, ``gpu_capability``, ``model_config``; ``rl-contracts validate``'s
     ``--vllm-version``, ``--gpu-capability``, ``--model-config``).  The example is merged over a recipe that
     passes every rule (``defaults:``) and yields exactly this code.
-    ``pydantic_types`` are pydantic's own line-error types that are findings of this rule, as the range errors
-    are C2's.  ``fix_safety`` is for an automatic fix (None: there is none).
+    ``fix_safety`` is for an automatic fix (None: there is none).
 
     Raises :class:`~rl_contracts.errors.ConfigContractError` at construction for a malformed code or name.
     """
@@ -77,7 +76,6 @@ class Rule:
     fix: str = ""
     example_options: Mapping[str, object] = field(default_factory=dict, compare=False)
     fix_safety: FixSafety | None = None
-    pydantic_types: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:
         """Reject a code outside :data:`FAMILIES` or a name that is not kebab-case."""

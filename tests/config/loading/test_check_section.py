@@ -52,6 +52,24 @@ def errors_at(error: RecipeError, path: str) -> list[ConfigIssue]:
 # ---------------------------------------------------------------------------------------------- rule issues
 
 
+def test_a_range_error_is_c2_a_rule_finding_keeps_its_code_and_other_schema_errors_are_v3(
+    tmp_path: Path,
+) -> None:
+    """Pydantic's range errors are C2, its other errors V3; a rule's finding (C1 here) keeps its own code."""
+    generation = {
+        **valid_generation(),
+        "max_new_tokens": 0,
+        "top_k": 0,
+        "vllm_cfg": {"pipeline_parallel_size": 2},
+    }
+    codes = {
+        issue.path: issue.code for issue in recipe_error(write_recipe(tmp_path, generation)).issues or ()
+    }
+    assert codes[f"{GEN}.max_new_tokens"] == "C2"
+    assert codes[f"{GEN}.top_k"] == "C1"
+    assert codes[f"{GEN}.vllm_cfg.max_model_len"] == "V3"
+
+
 def test_missing_rule_key_shows_missing_and_hints_at_a_top_level_misspelling(tmp_path: Path) -> None:
     """A rule that needs an absent key reports ``<missing>`` and names a misspelt key of the same mapping."""
     generation = valid_generation(real_quant=True)

@@ -10,7 +10,7 @@ reported twice: a finding at or below a value that did not resolve, or at a path
 
 from __future__ import annotations
 
-from ..._internal.config_paths import is_under, split_path
+from ..._internal.config_paths import is_under, keys_in, split_path
 from ..rules.preflight.sampling import distillation_scoring_findings
 from ..rules.recipe_arithmetic import arithmetic_findings
 from ..rules.recipe_keys import recipe_key_findings
@@ -48,8 +48,9 @@ def check_recipe(report: IssueReport, resolution: Resolution, algorithm: Algorit
     reported = {issue.path for issue in report.issues}
     for failure in resolution.failures:
         if failure.path not in reported and not is_under(failure.path, reported):
-            why = f"{failure.reason} (NeMo RL resolves the whole recipe before it starts)"
-            report.add(failure.keys, V2.code, why, "error", failure.raw, path=failure.path)
+            why = f"{failure.message} (NeMo RL resolves the whole recipe before it starts)"
+            keys = keys_in(failure.path, report.document)
+            report.add(keys, V2.code, why, "error", failure.value, path=failure.path)
             reported.add(failure.path)
     failed = [failure.path for failure in resolution.failures]
     document = resolution.document
