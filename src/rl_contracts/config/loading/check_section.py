@@ -180,11 +180,7 @@ def default_section(composed: dict[Any, Any], resolution: Resolution) -> str | N
 def _locate(report: IssueReport, resolution: Resolution, section: Keys) -> dict[Any, Any] | None:
     """The resolved section mapping; ``None`` when it is missing, null or failed (issues added for the last two
     and for a non-mapping on the way)."""
-    above = [
-        failure
-        for failure in resolution.failed_under(dotted_path(section))
-        if is_under(dotted_path(section), [failure.path])
-    ]
+    above = [failure for failure in resolution.failures if is_under(dotted_path(section), [failure.path])]
     for failure in above:
         report.add_failure(failure)
     if above:

@@ -182,7 +182,7 @@ VLLM_CFG_KEYS: Mapping[str, KnownKey] = types.MappingProxyType(
 UnknownKey = Finding
 """The finding of an unknown key (the name earlier releases gave its record): :class:`Finding` itself."""
 
-_SEVERITY: dict[str, Severity] = {"K1": "error", "K2": "warning", "P28": "error", "W2": "warning"}
+_SEVERITY: dict[str, Severity] = {rule.code: rule.severity for rule in (K1, K2, P28, W2)}
 
 
 def _finding(
