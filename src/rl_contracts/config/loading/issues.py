@@ -75,7 +75,7 @@ class IssueReport:
         )
 
     def add_failure(self, failure: Finding) -> None:
-        """Add the error issue of a leaf that did not resolve (:attr:`.resolve.Resolution.failures`)."""
+        """Add the error issue of a leaf that did not resolve (one of ``Resolution.failures``)."""
         keys = keys_in(failure.path, self.document)
         self.add(keys, failure.code, failure.message, "error", failure.value, path=failure.path)
 

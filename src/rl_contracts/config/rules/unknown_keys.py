@@ -180,7 +180,8 @@ VLLM_CFG_KEYS: Mapping[str, KnownKey] = types.MappingProxyType(
 
 
 UnknownKey = Finding
-"""The finding of an unknown key (the name earlier releases gave its record): :class:`Finding` itself."""
+"""The finding of an unknown key (the name earlier releases gave its record): a
+:class:`~rl_contracts.config.finding.Finding` itself."""
 
 _SEVERITY: dict[str, Severity] = {rule.code: rule.severity for rule in (K1, K2, P28, W2)}
 
