@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from rl_contracts._internal.config_paths import keys_in
 from rl_contracts.config import (
     VllmConfig,
     assert_reload_refit_config_supported,
@@ -90,10 +91,11 @@ def test_normalize_agrees_on_models_and_mappings(config: dict[str, Any]) -> None
 def test_unknown_keys_are_the_planted_extras(config: dict[str, Any]) -> None:
     """The generator's unknown keys (all ``x_``-prefixed) are exactly what ``unknown_keys`` reports, besides the
     known dead or misplaced ``vllm_cfg`` keys (PREFLIGHT.md §5) the generator may also write."""
-    found = [u for u in unknown_keys(VllmConfig.model_validate(config)) if u.key not in VLLM_CFG_KEYS]
-    assert all(item.key.startswith("x_") and item.path[-1] == item.key for item in found)
+    model = VllmConfig.model_validate(config)
+    found = [u for u in unknown_keys(model) if keys_in(u.path, model)[-1] not in VLLM_CFG_KEYS]
+    assert all(str(keys_in(item.path, model)[-1]).startswith("x_") for item in found)
     top_level = {key for key in config if key.startswith("x_")}
-    assert {item.key for item in found if len(item.path) == 1} == top_level
+    assert {item.path for item in found if len(keys_in(item.path, model)) == 1} == top_level
 
 
 @given(planted_bad_vllm_configs())

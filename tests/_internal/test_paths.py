@@ -9,7 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rl_contracts._internal.config_absent import ABSENT, MISSING_VALUE, Absent, render_value
-from rl_contracts._internal.config_paths import dotted, dotted_path, is_under, join, lookup, split_path
+from rl_contracts._internal.config_paths import (
+    dotted,
+    dotted_path,
+    is_under,
+    join,
+    keys_in,
+    lookup,
+    split_path,
+)
+from rl_contracts.config import VllmRefitConfig
 
 _KEY = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=8).filter(
     lambda key: not key.isdigit()
@@ -38,6 +47,27 @@ def test_dotted_path_reads_int_keys_by_the_document() -> None:
     assert dotted_path(("m", 5), document) == "m.5"
     assert lookup(document, ("a", 0, "b")) == (True, 1)
     assert lookup(document, ("a", 1)) == (False, None)
+
+
+_DOCUMENT = {"a": [{"b": 1}], "m": {5: "x", "a.b:C": {"y": 2}, "a": {}, "": 3}, "k" * 300: 1}
+
+
+@pytest.mark.parametrize(
+    "keys", [("a", 0, "b"), ("m", 5), ("m", "a.b:C", "y"), ("m", "a"), ("m", ""), ("k" * 300,)]
+)
+def test_keys_in_inverts_dotted_path_in_its_document(keys: tuple[object, ...]) -> None:
+    """``keys_in(dotted_path(keys, document), document) == keys``: keys holding dots, int keys of a mapping, empty
+    and shortened keys are found as the document holds them."""
+    assert keys_in(dotted_path(keys, _DOCUMENT), _DOCUMENT) == keys
+
+
+def test_keys_in_ends_with_the_absent_key_and_reads_models() -> None:
+    """The part of a path the data does not hold is one key; a model is read by its fields and extra keys."""
+    assert keys_in("m.a.b:D.x", _DOCUMENT) == ("m", "a", "b:D.x")
+    assert keys_in("x.y", {}) == ("x.y",)
+    refit = VllmRefitConfig.model_validate({"pkg.mod:Engine": {"z": 1}})
+    assert keys_in("pkg.mod:Engine.z", refit) == ("pkg.mod:Engine", "z")
+    assert keys_in("sparse.tuning.zmq_retries", refit) == ("sparse", "tuning", "zmq_retries")
 
 
 @pytest.mark.parametrize(

@@ -21,21 +21,71 @@ import functools
 import inspect
 import itertools
 import textwrap
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from ..config.finding import Finding
 from ..config.rule import Rule, checks
-from .config_violations import Violation, raise_violations
+from .config_absent import ABSENT
+from .config_paths import keys_in
 
 __all__ = [
+    "FINDINGS",
     "V3",
     "ConfigModel",
     "ForbidExtra",
+    "collected_findings",
     "duplicate_spellings",
     "known_keys",
+    "raise_findings",
+    "report_findings",
 ]
+
+FINDINGS: Final = "rl_contracts_findings"
+"""The key of a validation context whose list collects the rule findings of a section instead of raising them."""
+
+
+def raise_findings(
+    title: str, findings: Sequence[Finding], container: object, *, error_type: str = ""
+) -> None:
+    """Raise one pydantic ``ValidationError`` carrying every finding (no-op when there is none).
+
+    Each line error has the finding's message, its ``loc`` (the path's keys in ``container``), the type
+    ``error_type`` or ``config_rule_<code>`` (``..._missing`` for an absent key), and as ``input`` the value, or
+    ``container`` for an absent key.
+    """
+    details: list[InitErrorDetails] = []
+    for finding in findings:
+        missing = finding.value is ABSENT
+        kind = error_type or f"config_rule_{finding.code.lower()}" + ("_missing" if missing else "")
+        details.append(
+            InitErrorDetails(
+                type=PydanticCustomError(kind, finding.message),
+                loc=keys_in(finding.path, container),
+                input=container if missing else finding.value,
+            )
+        )
+    if details:
+        raise ValidationError.from_exception_data(title, details)
+
+
+def collected_findings(info: ValidationInfo) -> list[Finding] | None:
+    """The list the validation context collects findings in (:data:`FINDINGS`), or ``None``: raise them."""
+    collected = info.context.get(FINDINGS) if isinstance(info.context, Mapping) else None
+    return collected if isinstance(collected, list) else None
+
+
+def report_findings(title: str, findings: Sequence[Finding], container: object, info: ValidationInfo) -> None:
+    """Add ``findings`` to the list the validation context collects them in, else raise them
+    (:func:`raise_findings`)."""
+    collected = collected_findings(info)
+    if collected is None:
+        raise_findings(title, findings, container)
+    else:
+        collected.extend(findings)
 
 
 @functools.cache
@@ -111,16 +161,18 @@ policy:
 
 
 @checks(V3)
-def duplicate_spellings(model: type[BaseModel], data: Mapping[Any, Any]) -> list[Violation]:
-    """V3 for each underscore key that ``data`` gives in both spellings (the model could keep only one); the
-    rest of V3 is pydantic's schema validation of the section models."""
+def duplicate_spellings(model: type[BaseModel], data: Mapping[Any, Any]) -> list[Finding]:
+    """V3 for each underscore key that ``data`` gives in both spellings (the model could keep only one), at the
+    key relative to ``model``; the rest of V3 is pydantic's schema validation of the section models."""
     return [
-        Violation(
-            V3,
-            (name,),
-            f"both {field.alias!r} and {name!r} are set; give the key once (the canonical spelling is {field.alias!r})",
-            data[name],
-            error_type="config_rule_duplicate_key",
+        Finding(
+            code=V3.code,
+            path=name,
+            value=data[name],
+            message=(
+                f"both {field.alias!r} and {name!r} are set; give the key once (the canonical spelling is "
+                f"{field.alias!r})"
+            ),
         )
         for name, field in model.model_fields.items()
         if field.alias and field.alias != name and field.alias in data and name in data
@@ -146,10 +198,12 @@ class ConfigModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _one_spelling_per_key(cls, data: Any) -> Any:
-        """Reject an input that gives both spellings of an underscore key (the model could keep only one)."""
+        """Reject an input that gives both spellings of an underscore key (a schema error, type
+        ``config_rule_duplicate_key``: the model could keep only one)."""
         if isinstance(data, Mapping):
-            violations = duplicate_spellings(cls, data)
-            raise_violations(cls.__name__, violations, data)
+            raise_findings(
+                cls.__name__, duplicate_spellings(cls, data), data, error_type="config_rule_duplicate_key"
+            )
         return data
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from pydantic import BaseModel
 
 from .messages import render_name
 
-__all__ = ["Keys", "Loc", "dotted", "dotted_path", "is_under", "join", "lookup", "split_path"]
+__all__ = ["Keys", "Loc", "dotted", "dotted_path", "is_under", "join", "keys_in", "lookup", "split_path"]
 
 Keys = tuple[Any, ...]
 """A path from the document root: mapping keys and list indices."""
@@ -23,6 +25,7 @@ Loc = tuple[str | int, ...]
 """A location relative to the generation section: mapping keys and list indices."""
 
 _SEGMENT = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+_INDEX = re.compile(r"\[(\d+)\]")
 
 
 def _is_index(holder: object, key: object) -> bool:
@@ -71,6 +74,57 @@ def split_path(path: str) -> Keys:
     """The keys of a dotted path (``a.b[2].c`` -> ``("a", "b", 2, "c")``); the inverse of :func:`dotted_path`
     for str keys without dots and for list indices."""
     return tuple(int(index) if index else name for index, name in _SEGMENT.findall(path))
+
+
+def _children(holder: object) -> Mapping[Any, Any]:
+    """What a path can name in ``holder``: a mapping's items, a model's fields (by name and alias) and extras."""
+    if isinstance(holder, BaseModel):
+        fields = {
+            key: getattr(holder, name)
+            for name, field in type(holder).model_fields.items()
+            for key in (name, field.alias)
+            if key is not None
+        }
+        return {**fields, **(holder.model_extra or {})}
+    return holder if isinstance(holder, Mapping) else {}
+
+
+def _next_key(children: Mapping[Any, Any], rest: str) -> tuple[Any, int] | None:
+    """The key of ``children`` that ``rest`` starts with (the longest) and the length of its spelling."""
+    ends = [end for end in range(1, len(rest)) if rest[end] in ".["] + [len(rest)]
+    if rest.startswith("."):  # an empty key
+        ends.insert(0, 0)
+    for end in reversed(ends):
+        if rest[:end] in children:
+            return rest[:end], end
+    for key in children:  # a key spelled otherwise: not a str, or shortened
+        name = render_name(key)
+        if len(name) in ends and rest.startswith(name):
+            return key, len(name)
+    return None
+
+
+def keys_in(path: str, data: object) -> Keys:
+    """The keys of ``path`` (spelled by :func:`dotted` or :func:`dotted_path`) in ``data``, the containers or
+    models it points into: a key that holds a dot is found as ``data`` holds it (the longest that fits), and the
+    part of the path ``data`` does not hold is one key (an absent key the path ends with)."""
+    keys: list[Any] = []
+    rest = path
+    while True:
+        index = _INDEX.match(rest)
+        if index is not None and isinstance(data, list):
+            keys.append(int(index.group(1)))
+            data, rest = lookup(data, keys[-1:])[1], rest[index.end() :]
+        else:
+            children = _children(data)
+            found = _next_key(children, rest)
+            if found is None:
+                return (*keys, rest)
+            keys.append(found[0])
+            data, rest = children[found[0]], rest[found[1] :]
+        if not rest:
+            return tuple(keys)
+        rest = rest.removeprefix(".")
 
 
 def is_under(path: str, roots: Iterable[str]) -> bool:

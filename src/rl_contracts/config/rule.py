@@ -46,8 +46,8 @@ class Rule:
     ``code`` is a family letter and a number (``"P7"``), ``name`` kebab-case, ``reference`` where NeMo RL checks
     the same thing (or ``"never"``).  ``what_it_checks``, ``why_it_matters``, ``example`` (a failing fragment,
     merged over a passing recipe, with the ``PreflightOptions`` fields ``example_options``) and ``fix`` make up
-    the page ``rl-contracts rule CODE`` prints.  ``pydantic_types``: pydantic's own error types that are findings
-    of this rule; ``fix_safety``: how an automatic fix rewrites (``None``: there is none).
+    the page ``rl-contracts rule CODE`` prints.  ``fix_safety``: how an automatic fix rewrites (``None``: there
+    is none).
     """
 
     code: str
@@ -61,7 +61,6 @@ class Rule:
     fix: str = ""
     example_options: Mapping[str, object] = field(default_factory=dict, compare=False)
     fix_safety: FixSafety | None = None
-    pydantic_types: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:
         match = _CODE.fullmatch(self.code)

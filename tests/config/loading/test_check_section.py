@@ -52,6 +52,44 @@ def errors_at(error: RecipeError, path: str) -> list[ConfigIssue]:
 # ---------------------------------------------------------------------------------------------- rule issues
 
 
+def test_findings_under_keys_that_hold_dots_are_located_in_the_file(tmp_path: Path) -> None:
+    """A C9 error inside a plugin config (``refit_cfg["pkg.mod:Engine"]``) and an unknown key spelled with dots
+    are reported at their full path, with the value as written and the line that set it."""
+    plugin = "pkg.mod:Engine"
+    generation = {**valid_generation(), "refit_transport": plugin}
+    generation["refit_cfg"] = {plugin: {"update_weights_bucket_memory_ratio": 1}}
+    path = write_recipe(tmp_path, generation)
+    (c9,) = errors_at(recipe_error(path), f"{GEN}.refit_cfg.{plugin}.update_weights_bucket_memory_ratio")
+    assert (c9.code, c9.value, c9.message) == ("C9", "1", "Input should be less than 1")
+    assert c9.line is not None
+    assert (
+        "update_weights_bucket_memory_ratio: 1" in path.read_text(encoding="utf-8").splitlines()[c9.line - 1]
+    )
+    path = write_recipe(tmp_path, {**valid_generation(), "x.y": 1})
+    (unknown,) = [issue for issue in load_recipe(path).issues if issue.path == f"{GEN}.x.y"]
+    assert (unknown.code, unknown.severity, unknown.value) == ("K2", "warning", "1")
+    assert unknown.line is not None
+    assert "x.y: 1" in path.read_text(encoding="utf-8").splitlines()[unknown.line - 1]
+
+
+def test_a_range_error_is_c2_a_rule_finding_keeps_its_code_and_other_schema_errors_are_v3(
+    tmp_path: Path,
+) -> None:
+    """Pydantic's range errors are C2, its other errors V3; a rule's finding (C1 here) keeps its own code."""
+    generation = {
+        **valid_generation(),
+        "max_new_tokens": 0,
+        "top_k": 0,
+        "vllm_cfg": {"pipeline_parallel_size": 2},
+    }
+    codes = {
+        issue.path: issue.code for issue in recipe_error(write_recipe(tmp_path, generation)).issues or ()
+    }
+    assert codes[f"{GEN}.max_new_tokens"] == "C2"
+    assert codes[f"{GEN}.top_k"] == "C1"
+    assert codes[f"{GEN}.vllm_cfg.max_model_len"] == "V3"
+
+
 def test_missing_rule_key_shows_missing_and_hints_at_a_top_level_misspelling(tmp_path: Path) -> None:
     """A rule that needs an absent key reports ``<missing>`` and names a misspelt key of the same mapping."""
     generation = valid_generation(real_quant=True)

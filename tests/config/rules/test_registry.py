@@ -6,9 +6,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from pydantic import ValidationError
 
-from rl_contracts.config import VllmConfig
 from rl_contracts.config.finding import Finding
 from rl_contracts.config.rule import CHECK_ATTRIBUTE, Check, Rule, checks
 from rl_contracts.config.rules.preflight import preflight
@@ -22,9 +20,7 @@ from rl_contracts.config.rules.registry import (
     rule_for,
 )
 from rl_contracts.config.rules.registry import RULES as CODES
-from rl_contracts.config.section.cross_field import code_of_error
 from rl_contracts.errors import ConfigContractError, ContractTypeError
-from rl_contracts.testing.strategies import minimal_vllm_generation
 
 
 @pytest.mark.parametrize(
@@ -152,17 +148,6 @@ def test_a_malformed_rule_record_is_rejected(code: str, name: str) -> None:
     """A code outside the families (or not a number from 1) and a name that is not kebab-case fail at declaration."""
     with pytest.raises(ConfigContractError):
         Rule(code, name, summary="s", reference="never")
-
-
-def test_a_range_error_is_c2_a_violation_carries_its_rule_and_anything_else_is_v3() -> None:
-    """C-codes come from the registry: a violation's context, then the pydantic types a rule claims, else V3."""
-    with pytest.raises(ValidationError) as caught:
-        VllmConfig.model_validate(
-            {**minimal_vllm_generation(), "max_new_tokens": 0, "vllm_cfg": {"pipeline_parallel_size": 2}}
-        )
-    codes = {str(error["loc"]): code_of_error(error) for error in caught.value.errors()}
-    assert codes["('max_new_tokens',)"] == "C2"
-    assert "V3" in codes.values()
 
 
 def test_the_old_preflight_name_still_imports_and_warns() -> None:

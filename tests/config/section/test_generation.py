@@ -6,6 +6,7 @@ import copy
 import enum
 import json
 import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -430,6 +431,21 @@ def test_underscore_key_given_twice_is_rejected() -> None:
 
 # --- extra keys -------------------------------------------------------------------------------------------------
 
+
+def unknown(loc: Loc, value: object) -> UnknownKey:
+    """The K2 finding of an unknown key at ``loc`` (all str keys) holding ``value``."""
+    path = ".".join(str(key) for key in loc)
+    return UnknownKey(
+        code="K2", path=path, value=value, message="unknown key (not validated)", severity="warning"
+    )
+
+
+def suggestion(found: UnknownKey) -> str | None:
+    """The declared key a K1 finding's message suggests, else ``None``."""
+    match = re.search(r"did you mean '([^']*)'\?$", found.message)
+    return match.group(1) if match else None
+
+
 EXTRA_ALLOWED: list[tuple[Loc, Callable[[VllmConfig], BaseModel | None]]] = [
     ((), lambda m: m),
     (("vllm_cfg",), lambda m: m.vllm_cfg),
@@ -452,7 +468,7 @@ def test_unknown_keys_kept_where_allowed(loc: Loc, holder: Callable[[VllmConfig]
     target = holder(model)
     assert target is not None
     assert target.model_extra == {"x_custom": {"nested": [1, 2]}}
-    assert unknown_keys(model) == [UnknownKey((*loc, "x_custom"), "x_custom", {"nested": [1, 2]}, None)]
+    assert unknown_keys(model) == [unknown((*loc, "x_custom"), {"nested": [1, 2]})]
 
 
 @pytest.mark.parametrize(
@@ -479,17 +495,11 @@ def test_unknown_keys_suggest_the_closest_key_of_their_model() -> None:
     config["temprature"] = 0.7
     config["completely_unrelated"] = 1
     found = unknown_keys(VllmConfig.model_validate(config))
-    assert [(u.path, u.key, u.value, u.suggestion, u.code) for u in found] == [
-        (("pad_token_idd",), "pad_token_idd", 0, "pad_token_id", "K1"),
-        (("temprature",), "temprature", 0.7, "temperature", "K1"),
-        (("completely_unrelated",), "completely_unrelated", 1, None, "K2"),
-        (
-            ("vllm_cfg", "gpu_memory_utilisation"),
-            "gpu_memory_utilisation",
-            0.9,
-            "gpu_memory_utilization",
-            "K1",
-        ),
+    assert [(u.path, u.value, suggestion(u), u.code, u.severity) for u in found] == [
+        ("pad_token_idd", 0, "pad_token_id", "K1", "error"),
+        ("temprature", 0.7, "temperature", "K1", "error"),
+        ("completely_unrelated", 1, None, "K2", "warning"),
+        ("vllm_cfg.gpu_memory_utilisation", 0.9, "gpu_memory_utilization", "K1", "error"),
     ]
     assert all(isinstance(u, UnknownKey) for u in found)
     assert "did you mean 'gpu_memory_utilization'?" in found[3].reason
@@ -497,19 +507,19 @@ def test_unknown_keys_suggest_the_closest_key_of_their_model() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "suggestion"),
+    ("key", "expected"),
     [
         ("_draft_weight_from_refit", "_draft_weights_from_refit"),
         ("draft_weights_from_refitt", "draft_weights_from_refit"),
         ("tempera", None),
     ],
 )
-def test_unknown_key_suggestion_is_the_best_match_at_cutoff_0_8(key: str, suggestion: str | None) -> None:
+def test_unknown_key_suggestion_is_the_best_match_at_cutoff_0_8(key: str, expected: str | None) -> None:
     """The suggestion is the single closest known key, the ``_`` alias included; a ratio below 0.8 gets none
     (``tempera`` is 0.78 like ``temperature``)."""
     found = unknown_keys(VllmConfig.model_validate(section(**{key: 1})))
-    assert [(u.path, u.key, u.value, u.suggestion) for u in found] == [((key,), key, 1, suggestion)]
-    assert found[0].code == ("K2" if suggestion is None else "K1")
+    assert [(u.path, u.value, suggestion(u)) for u in found] == [(key, 1, expected)]
+    assert found[0].code == ("K2" if expected is None else "K1")
 
 
 def test_unknown_keys_skip_opaque_dicts_legacy_key_and_plugin_config() -> None:
@@ -524,21 +534,21 @@ def test_unknown_keys_skip_opaque_dicts_legacy_key_and_plugin_config() -> None:
     config["vllm_cfg"]["env_vars"] = {"VLLM_X": "1"}
     config["vllm_cfg"]["http_server_serving_chat_kwargs"] = {"x": 1}
     found = unknown_keys(VllmConfig.model_validate(config))
-    assert found == [UnknownKey(("refit_cfg", "other.mod:Engine"), "other.mod:Engine", {}, None)]
+    assert found == [unknown(("refit_cfg", "other.mod:Engine"), {})]
 
 
 def test_unknown_key_is_a_frozen_picklable_value() -> None:
-    """``UnknownKey`` compares by value, is immutable and survives pickling."""
-    item = UnknownKey(("vllm_cfg", "x"), "x", [1], "y")
+    """``UnknownKey`` (a ``Finding``) compares by value, is immutable and survives pickling."""
+    item = unknown(("vllm_cfg", "x"), [1])
     assert pickle.loads(pickle.dumps(item)) == item
-    with pytest.raises(AttributeError):
-        item.key = "z"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        item.path = "z"  # type: ignore[misc]
 
 
 def test_unknown_keys_of_a_standalone_refit_config_skip_plugin_paths() -> None:
     """In a standalone ``VllmRefitConfig`` every ``module:ClassName`` key is a plugin config, not unknown."""
     refit = VllmRefitConfig.model_validate({PLUGIN: {}, "spars": {}})
-    assert [(u.path, u.suggestion, u.code) for u in unknown_keys(refit)] == [(("spars",), "sparse", "K1")]
+    assert [(u.path, suggestion(u), u.code) for u in unknown_keys(refit)] == [("spars", "sparse", "K1")]
 
 
 def test_unknown_keys_of_a_generic_section() -> None:
@@ -546,7 +556,7 @@ def test_unknown_keys_of_a_generic_section() -> None:
     config = section(backend="megatron", checkpoint_engine={"x": 1})
     del config["vllm_cfg"]
     model = GenerationConfig.model_validate(config)
-    assert unknown_keys(model) == [UnknownKey(("checkpoint_engine",), "checkpoint_engine", {"x": 1}, None)]
+    assert unknown_keys(model) == [unknown(("checkpoint_engine",), {"x": 1})]
 
 
 def test_generation_config_accepts_other_backends_and_vllm_config_does_not() -> None:
@@ -680,7 +690,7 @@ RULES: list[tuple[str, dict[str, Any], Loc, str, str]] = [
         "C9",
         section(refit_transport=PLUGIN, refit_cfg={PLUGIN: {"update_weights_bucket_memory_ratio": 1}}),
         ("refit_cfg", PLUGIN, "update_weights_bucket_memory_ratio"),
-        "less_than",
+        "config_rule_c9",
         "Input should be less than 1",
     ),
     (
@@ -1117,7 +1127,7 @@ def test_enable_return_routed_experts_is_not_a_declared_vllm_cfg_key() -> None:
 def test_known_vllm_cfg_keys_are_classified(key: str, value: object, code: str, fragment: str) -> None:
     """The dead and misplaced ``vllm_cfg`` keys of PREFLIGHT.md §5 get W2 or P28 with a reason saying why."""
     (found,) = unknown_keys(VllmConfig.model_validate(with_vllm(**{key: value})))
-    assert (found.path, found.code, found.suggestion) == (("vllm_cfg", key), code, None)
+    assert (found.path, found.code, suggestion(found)) == (f"vllm_cfg.{key}", code, None)
     assert fragment in found.reason
 
 
@@ -1127,7 +1137,7 @@ def test_the_dead_and_misplaced_table_is_only_for_vllm_cfg() -> None:
     config["limit_mm_per_prompt"] = {"image": 2}
     (found,) = unknown_keys(VllmConfig.model_validate(config))
     assert (found.path, found.code, found.reason) == (
-        ("limit_mm_per_prompt",),
+        "limit_mm_per_prompt",
         "K2",
         "unknown key (not validated)",
     )

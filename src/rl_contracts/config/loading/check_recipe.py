@@ -13,7 +13,7 @@ A recipe checked as no algorithm's (a fragment) gets the skipped note N8, declar
 
 from __future__ import annotations
 
-from ..._internal.config_paths import is_under, split_path
+from ..._internal.config_paths import is_under, keys_in, split_path
 from ..finding import Finding
 from ..rule import Rule, checks
 from ..rules.preflight.sampling import distillation_scoring_findings
@@ -109,8 +109,9 @@ def check_recipe(report: IssueReport, resolution: Resolution, algorithm: Algorit
     reported = {issue.path for issue in report.issues}
     for failure in resolution.failures:
         if failure.path not in reported and not is_under(failure.path, reported):
-            why = f"{failure.reason} (NeMo RL resolves the whole recipe before it starts)"
-            report.add(failure.keys, V2.code, why, "error", failure.raw, path=failure.path)
+            why = f"{failure.message} (NeMo RL resolves the whole recipe before it starts)"
+            keys = keys_in(failure.path, report.document)
+            report.add(keys, V2.code, why, "error", failure.value, path=failure.path)
             reported.add(failure.path)
     failed = [failure.path for failure in resolution.failures]
     document = resolution.document

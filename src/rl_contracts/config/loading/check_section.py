@@ -1,7 +1,7 @@
-"""The section check of ``load_recipe``: find the generation section, validate it as ``VllmConfig``, and turn
-every schema error, rule violation, reload-refit violation and unknown key into an issue with its code.
+"""The section check of ``load_recipe``: find the generation section, validate it as ``VllmConfig``, and add
+the findings of its checks (C-rules, reload refit, unknown keys) and pydantic's schema errors (V3; C2 for a range)
+to the recipe's issues at their full path.
 
-A pydantic line error's code comes from the section (:func:`~rl_contracts.config.section.cross_field.code_of_error`);
 V4 and V5 are declared here, beside the check that reports them.
 """
 
@@ -12,16 +12,17 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from ..._internal.config_absent import ABSENT
-from ..._internal.config_paths import Keys, dotted_path, is_under, lookup
+from ..._internal.config_base import FINDINGS, V3
+from ..._internal.config_paths import Keys, dotted_path, is_under, keys_in, lookup
 from ..._internal.messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
+from ..finding import Finding
 from ..rule import Rule, checks
 from ..rules.refit_support import reload_refit_violation
-from ..rules.unknown_keys import K1, K2, P28, unknown_keys
-from ..section.cross_field import code_of_error
+from ..rules.unknown_keys import K2, unknown_keys
+from ..section.cross_field import C2
 from ..section.generation import VllmConfig
 from .issues import IssueReport
 from .parsing import kind
@@ -82,8 +83,12 @@ EVALUATION_SECTION = "generation"
 exists (eval configs)."""
 
 
-def _pydantic_message(error: ErrorDetails) -> str:
-    return shorten(error["msg"].removeprefix("Value error, "), MAX_MESSAGE_CHARS)
+_RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+"""Pydantic's error types of a value outside its range: findings of rule C2; its other errors are V3's."""
+
+
+def _message(text: str) -> str:
+    return shorten(text.removeprefix("Value error, "), MAX_MESSAGE_CHARS)
 
 
 def _typo_hint(data: dict[Any, Any], keys: Sequence[Any]) -> str:
@@ -96,50 +101,65 @@ def _typo_hint(data: dict[Any, Any], keys: Sequence[Any]) -> str:
     return f"; found unknown key '{render_name(match[0])}' (a misspelling?)" if match else ""
 
 
-def _schema_issues(
-    report: IssueReport, section: Keys, data: dict[Any, Any], exc: ValidationError, failed: list[str]
+def _add_invalid(
+    report: IssueReport, section: Keys, data: dict[Any, Any], keys: Keys, code: str, why: str, value: object
 ) -> None:
-    """One error issue per pydantic line error, at the full dotted path, with the value as written."""
-    for error in exc.errors():
-        keys = tuple(error["loc"])
-        if is_under(dotted_path((*section, *keys), report.document), failed):
-            continue
-        found, value = lookup(data, keys)
-        why = _pydantic_message(error)
-        type_ = str(error["type"])
-        if not found and (type_ == "missing" or type_.endswith("_missing")):
-            report.add((*section, *keys), code_of_error(error), why + _typo_hint(data, keys), "error")
-        else:
-            report.add(
-                (*section, *keys), code_of_error(error), why, "error", value if found else error.get("input")
-            )
+    """One error issue of the validation at ``keys``: a missing key (``value`` :data:`ABSENT`) with a typo hint,
+    else the value as written (``value`` when it is not in ``data``)."""
+    found, written = lookup(data, keys)
+    if not found and value is ABSENT:
+        report.add((*section, *keys), code, _message(why) + _typo_hint(data, keys), "error")
+    else:
+        report.add((*section, *keys), code, _message(why), "error", written if found else value)
+
+
+def _validation_issues(
+    report: IssueReport,
+    section: Keys,
+    data: dict[Any, Any],
+    error: ValidationError | None,
+    findings: list[Finding],
+    failed: list[str],
+) -> None:
+    """The issues of validating the section: pydantic's errors (V3, a range C2) and the rules' findings, but none
+    at or below a ``failed`` path (already reported as V2)."""
+    invalid = [
+        (
+            tuple(line["loc"]),
+            C2.code if line["type"] in _RANGE_ERRORS else V3.code,
+            line["msg"],
+            ABSENT if line["type"] == "missing" else line.get("input"),
+        )
+        for line in (error.errors() if error is not None else ())
+    ]
+    invalid += [(keys_in(f.path, data), f.code, f.message, f.value) for f in findings]
+    for keys, code, why, value in invalid:
+        if not is_under(dotted_path((*section, *keys), report.document), failed):
+            _add_invalid(report, section, data, keys, code, why, value)
 
 
 def _config_issues(
     report: IssueReport, section: Keys, data: dict[Any, Any], strict: bool, failed: list[str]
 ) -> VllmConfig | None:
-    """Validate the resolved section; add schema, rule, reload-refit and key issues; the model when valid.
+    """Validate the resolved section; add its validation, reload-refit and key issues; the model when valid.
 
-    Schema issues at or below a ``failed`` path (already reported as V2) are suppressed.
+    Issues at or below a ``failed`` path (already reported as V2) are suppressed.
     """
+    findings: list[Finding] = []
     try:
-        config = VllmConfig.model_validate(data)
+        config = VllmConfig.model_validate(data, context={FINDINGS: findings})
     except ValidationError as exc:
-        _schema_issues(report, section, data, exc, failed)
+        _validation_issues(report, section, data, exc, findings, failed)
         return None
-    violation = reload_refit_violation(config)
-    if violation is not None:
-        report.add((*section, *violation.loc), violation.code, violation.message, "error", violation.value)
-    for unknown in unknown_keys(config):
-        error = unknown.code in (K1.code, P28.code) or (strict and unknown.code == K2.code)
-        report.add(
-            (*section, *unknown.path),
-            unknown.code,
-            unknown.reason,
-            "error" if error else "warning",
-            unknown.value,
-            fix=unknown.fix,
-        )
+    if findings:
+        _validation_issues(report, section, data, None, findings, failed)
+        return None
+    reload = reload_refit_violation(config)
+    checked = [] if reload is None else [reload]
+    for finding in [*checked, *unknown_keys(config)]:
+        severity = "error" if strict and finding.code == K2.code else finding.severity
+        keys = (*section, *keys_in(finding.path, data))
+        report.add(keys, finding.code, finding.message, severity, finding.value, fix=finding.fix)
     return config
 
 
@@ -149,7 +169,7 @@ def default_section(composed: dict[Any, Any], resolution: Resolution) -> str | N
     policy = composed.get("policy")
     if policy is not None and (not isinstance(policy, dict) or policy.get("generation") is not None):
         return DEFAULT_SECTION
-    failed = any(failure.keys == (EVALUATION_SECTION,) for failure in resolution.failures)
+    failed = any(failure.path == EVALUATION_SECTION for failure in resolution.failures)
     return (
         EVALUATION_SECTION
         if failed or isinstance(resolution.document.get(EVALUATION_SECTION), dict)
@@ -160,10 +180,9 @@ def default_section(composed: dict[Any, Any], resolution: Resolution) -> str | N
 def _locate(report: IssueReport, resolution: Resolution, section: Keys) -> dict[Any, Any] | None:
     """The resolved section mapping; ``None`` when it is missing, null or failed (issues added for the last two
     and for a non-mapping on the way)."""
-    failed = resolution.failed_under([section])
-    above = [failure for failure in failed if len(failure.keys) <= len(section)]
+    above = [failure for failure in resolution.failures if is_under(dotted_path(section), [failure.path])]
     for failure in above:
-        report.add(failure.keys, failure.code, failure.reason, "error", failure.raw, path=failure.path)
+        report.add_failure(failure)
     if above:
         return None
     holder: Any = resolution.document
@@ -219,14 +238,14 @@ def check_section(
         return "skipped", None
     backend_keys = (*keys, "backend")
     backend = data.get("backend")
-    failed = resolution.failed_under([keys])
+    failed = resolution.failed_under(section)
     if isinstance(backend, str) and backend != "vllm":  # not validated, so its failed leaves do not matter
         why = f"backend '{render_name(backend)}' is not validated (only 'vllm' is)"
         report.add(backend_keys, V5.code, why, "warning", backend)
         return ("skipped" if whole is None else "valid"), None
     for failure in failed:
-        report.add(failure.keys, failure.code, failure.reason, "error", failure.raw, path=failure.path)
-    if any(failure.keys == backend_keys for failure in failed):
+        report.add_failure(failure)
+    if any(failure.path == dotted_path(backend_keys) for failure in failed):
         return "valid", None
     if backend is None:
         why = "backend is required (set backend: vllm to validate this section)"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._internal.config_absent import ABSENT, MISSING_VALUE
-from ..._internal.config_paths import Keys, dotted_path, lookup
+from ..._internal.config_paths import Keys, dotted_path, keys_in, lookup
 from ..._internal.messages import render
 from ..finding import Finding, Severity, SuggestedFix, json_value
 from .provenance import Provenance
@@ -73,6 +73,11 @@ class IssueReport:
                 fix=fix,
             )
         )
+
+    def add_failure(self, failure: Finding) -> None:
+        """Add the error issue of a leaf that did not resolve (one of ``Resolution.failures``)."""
+        keys = keys_in(failure.path, self.document)
+        self.add(keys, failure.code, failure.message, "error", failure.value, path=failure.path)
 
     def has_errors(self) -> bool:
         """Whether an error issue was added."""

@@ -182,7 +182,7 @@ def _load(
     reported = {issue.path for issue in report.issues}
     for failure in resolution.failures:  # a refused value is an error wherever it is, not only in the section
         if failure.code == V6.code and failure.path not in reported:
-            report.add(failure.keys, V6.code, failure.reason, "error", failure.raw, path=failure.path)
+            report.add_failure(failure)
     skipped: tuple[SkippedRule, ...] = ()
     entrypoint: Entrypoint | None = None
     model_name = served_model_name(resolution.document, chosen or DEFAULT_SECTION)

@@ -2,19 +2,20 @@
 
 Interpolations ``${a.b}`` (absolute), ``${.x}`` (a sibling) and ``${..x}`` (the parent's sibling) resolve against
 the whole document.  :func:`resolve_document` resolves the whole document, leaf by leaf, so that one failing leaf
-(a ``???``, an unset ``${oc.env:...}``, a resolver error) is dropped from its mapping and recorded, never raised;
-in a list its place keeps :data:`UNRESOLVED` so later indices keep their positions.
+(a ``???``, an unset ``${oc.env:...}``, a resolver error) is dropped from its mapping and recorded as a finding,
+never raised; in a list its place keeps :data:`UNRESOLVED` so later indices keep their positions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 import omegaconf
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ..._internal.config_paths import Keys, dotted_path
+from ..._internal.config_paths import Keys, dotted_path, is_under
+from ..finding import Finding
 from ..rule import Rule, checks
 from .limits import active_budget
 from .parsing import reason
@@ -22,7 +23,6 @@ from .parsing import reason
 __all__ = [
     "UNRESOLVED",
     "V2",
-    "Failure",
     "Resolution",
     "ResolverLimitError",
     "register_resolvers",
@@ -167,36 +167,25 @@ UNRESOLVED: Final[Any] = _Unresolved()
 """Stands in for a list element that failed resolution (``repr``: ``<unresolved>``)."""
 
 
-class Failure(NamedTuple):
-    """One leaf that did not resolve: its keys, dotted path, the value as written, OmegaConf's reason, and its
-    code (``V2``; ``V6`` when a loading limit refused it)."""
-
-    keys: Keys
-    path: str
-    raw: object
-    reason: str
-    code: str = "V2"
-
-
 class Resolution(NamedTuple):
-    """The resolved document as plain containers, without its failed leaves, and those failures in walk order."""
+    """The resolved document as plain containers, without its failed leaves, and the finding of each failed leaf
+    in walk order (``V2``, or ``V6`` where a loading limit refused it; its value as written, OmegaConf's reason)."""
 
     document: dict[Any, Any]
-    failures: tuple[Failure, ...]
+    failures: tuple[Finding, ...]
 
     @property
     def unresolved(self) -> tuple[str, ...]:
         """The dotted paths of the failed leaves."""
         return tuple(failure.path for failure in self.failures)
 
-    def failed_under(self, roots: Iterable[Keys]) -> list[Failure]:
-        """The failures at or below one of ``roots``, or above one of them (a section that itself failed)."""
-        found = []
-        for failure in self.failures:
-            n = len(failure.keys)
-            if any(root[:n] == failure.keys or failure.keys[: len(root)] == root for root in roots):
-                found.append(failure)
-        return found
+    def failed_under(self, root: str) -> list[Finding]:
+        """The failures at or below the dotted path ``root``, or above it (a section that itself failed)."""
+        return [
+            failure
+            for failure in self.failures
+            if is_under(failure.path, [root]) or is_under(root, [failure.path])
+        ]
 
 
 class _Walk:
@@ -204,18 +193,16 @@ class _Walk:
 
     def __init__(self, refused: Mapping[Keys, str]) -> None:
         self.refused = refused
-        self.failures: list[Failure] = []
+        self.failures: list[Finding] = []
         # each failing container as written, converted once; holding the node keeps its id unique
         self._written: dict[int, tuple[DictConfig | ListConfig, Any]] = {}
 
-    def fail(
-        self, keys: Keys, path: str, node: DictConfig | ListConfig, key: Any, why: str, code: str = "V2"
-    ) -> Any:
+    def fail(self, path: str, node: DictConfig | ListConfig, key: Any, why: str, code: str = "V2") -> Any:
         if id(node) not in self._written:
             self._written[id(node)] = (node, OmegaConf.to_container(node))
         written = self._written[id(node)][1]
         raw = written[key] if isinstance(written, dict | list) else None
-        self.failures.append(Failure(keys, path, raw, why, code))
+        self.failures.append(Finding(code=code, path=path, value=raw, message=why))
         return UNRESOLVED
 
     def container(self, node: DictConfig | ListConfig, keys: Keys, path: str, stack: tuple[int, ...]) -> Any:
@@ -233,23 +220,23 @@ class _Walk:
     ) -> Any:
         here = (*keys, key)
         if here in self.refused:
-            return self.fail(here, path, node, key, self.refused[here], "V6")
+            return self.fail(path, node, key, self.refused[here], "V6")
         if OmegaConf.is_missing(node, key):
-            return self.fail(here, path, node, key, "mandatory value is missing (???)")
+            return self.fail(path, node, key, "mandatory value is missing (???)")
         try:
             value = node[key]
         except MemoryError:
             raise
         except RecursionError:
-            return self.fail(here, path, node, key, "its interpolations nest too deep to resolve", "V6")
+            return self.fail(path, node, key, "its interpolations nest too deep to resolve", "V6")
         except Exception as exc:
             limited = _limit_cause(exc)
             if limited is not None:
-                return self.fail(here, path, node, key, limited, "V6")
-            return self.fail(here, path, node, key, reason(exc))
+                return self.fail(path, node, key, limited, "V6")
+            return self.fail(path, node, key, reason(exc))
         if isinstance(value, DictConfig | ListConfig):
             if id(value) in stack:
-                return self.fail(here, path, node, key, "recursive interpolation: the value contains itself")
+                return self.fail(path, node, key, "recursive interpolation: the value contains itself")
             return self.container(value, here, path, (*stack, id(value)))
         return value
 

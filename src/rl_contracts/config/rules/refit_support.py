@@ -6,7 +6,7 @@ Each function accepts a validated :class:`~rl_contracts.config.VllmConfig` or a 
 :class:`~rl_contracts.errors.ConfigContractError` (or its subclass ``UnsupportedConfigError``) with ``.path``
 (the dotted key relative to the generation section) and ``.value`` (the offending value, rendered; ``"<missing>"``
 for an absent key).  The refit steps (:mod:`.refit_transport`) are also rules C6–C9 of ``VllmConfig``; the reload
-refit steps are :func:`reload_refit_violation`, whose codes ``R2``–``R8`` number SPEC §1.4's steps.
+refit steps are :func:`reload_refit_violation`, whose finding's code ``R2``–``R8`` numbers SPEC §1.4's step.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._internal.config_absent import ABSENT, render_value
-from ..._internal.config_paths import dotted
 from ..._internal.config_view import ConfigView
-from ..._internal.config_violations import Violation
 from ..._internal.messages import render, shorten
 from ...errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
+from ..finding import Finding
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig
-from ..section.refit_transport import check_refit
+from ..section.refit_transport import RefitCheck, check_refit
 
 __all__ = [
     "R2",
@@ -243,20 +242,18 @@ def _view_of(config: object) -> ConfigView:
     raise ContractTypeError.for_value("config", "a VllmConfig or a mapping of the generation section", config)
 
 
-def _as_error(violation: Violation) -> ConfigContractError:
-    """The ``ConfigContractError`` for one violation; a nested validation lists its error locations."""
-    if not violation.nested:
-        return ConfigContractError(
-            violation.message, path=dotted(violation.loc), value=render_value(violation.value)
-        )
-    errors = violation.nested
-    shown = "; ".join(shorten(f"{dotted((*violation.loc, *e['loc']))}: {e['msg']}", 200) for e in errors[:8])
+def _as_error(check: RefitCheck) -> ConfigContractError:
+    """The ``ConfigContractError`` of the first failing step; a config that did not validate lists its errors."""
+    first = check.findings[0]
+    if not check.invalid:
+        return ConfigContractError(first.message, path=first.path, value=render_value(first.value))
+    errors = check.findings
+    shown = "; ".join(shorten(f"{error.path}: {error.message}", 200) for error in errors[:8])
     more = f" ... ({len(errors)} total)" if len(errors) > 8 else ""
-    first = errors[0]  # the refit models have no required key, so every line error has an input to show
     return ConfigContractError(
-        f"{violation.message} ({len(errors)} validation error(s)): {shown}{more}",
-        path=dotted((*violation.loc, *first["loc"])),
-        value=render(first["input"]),
+        f"{check.invalid} ({len(errors)} validation error(s)): {shown}{more}",
+        path=first.path,
+        value=render(first.value),  # the refit models have no required key: every error has an input
     )
 
 
@@ -285,8 +282,8 @@ def normalize_vllm_refit_config(config: VllmConfig | Mapping[str, Any]) -> VllmR
         'cuda'
     """
     check = check_refit(_view_of(config), nvfp4=True, first_only=True)
-    if check.violations:
-        raise _as_error(check.violations[0])
+    if check.findings:
+        raise _as_error(check)
     return None if check.refit is None else check.refit.model_copy(deep=True)
 
 
@@ -296,26 +293,26 @@ def _reload_requested(view: ConfigView) -> bool:
     return vllm_cfg is not None and not vllm_cfg.is_empty() and vllm_cfg.flag("refit_with_reload_api") is True
 
 
-def _colocation_step(view: ConfigView) -> Violation | None:
+def _colocation_step(view: ConfigView) -> Finding | None:
     """Step 2 (R2): ``colocated.enabled`` is present and false."""
     colocated = view.section("colocated")
     if colocated is None:
         message = f"policy.generation.colocated is required when {_RELOAD}."
-        return Violation(R2, ("colocated",), message, ABSENT)
+        return Finding(code=R2.code, path="colocated", value=ABSENT, message=message)
     enabled = colocated.flag("enabled")
     if enabled is None:
         message = f"policy.generation.colocated.enabled is required when {_RELOAD}."
-        return Violation(R2, ("colocated", "enabled"), message, ABSENT)
+        return Finding(code=R2.code, path="colocated.enabled", value=ABSENT, message=message)
     if not enabled:
         return None
     message = (
         f"{_RELOAD} is not supported yet with colocated vLLM refit. Support for the colocated IPC/ZMQ "
         "reload-refit path will be added later. Set refit_with_reload_api=false for now."
     )
-    return Violation(R2, ("colocated", "enabled"), message, enabled)
+    return Finding(code=R2.code, path="colocated.enabled", value=enabled, message=message)
 
 
-def _transport_step(view: ConfigView) -> Violation | None:
+def _transport_step(view: ConfigView) -> Finding | None:
     """Steps 3–5 (R3–R5): ``refit_transport`` is null (the NCCL collective)."""
     transport = view.get("refit_transport")
     if transport is None:
@@ -340,10 +337,10 @@ def _transport_step(view: ConfigView) -> Violation | None:
             f"policy.generation.refit_transport={render(transport)}. Set refit_transport=null or set "
             "refit_with_reload_api=false.",
         )
-    return Violation(rule, ("refit_transport",), message, transport)
+    return Finding(code=rule.code, path="refit_transport", value=transport, message=message)
 
 
-def _quantization_step(view: ConfigView) -> Violation | None:
+def _quantization_step(view: ConfigView) -> Finding | None:
     """Step 6 (R6): no ``quant_cfg``."""
     quant_cfg = view.get("quant_cfg")
     if quant_cfg is None:
@@ -352,10 +349,10 @@ def _quantization_step(view: ConfigView) -> Violation | None:
         f"{_RELOAD} is explicitly unsupported with policy.generation.quant_cfg set. ModelOpt quantized refit "
         "requires the ModelOpt weight-loading path. Set quant_cfg=null or set refit_with_reload_api=false."
     )
-    return Violation(R6, ("quant_cfg",), message, quant_cfg)
+    return Finding(code=R6.code, path="quant_cfg", value=quant_cfg, message=message)
 
 
-def _draft_step(view: ConfigView) -> Violation | None:
+def _draft_step(view: ConfigView) -> Finding | None:
     """Step 7 (R7): no Eagle draft-weight refit."""
     if not view.flag("_draft_weights_from_refit"):
         return None
@@ -364,7 +361,7 @@ def _draft_step(view: ConfigView) -> Violation | None:
         "refit with vLLM's reload_weights API will be added later. Set policy.draft.enabled=false or set "
         "refit_with_reload_api=false for now."
     )
-    return Violation(R7, ("_draft_weights_from_refit",), message, True)
+    return Finding(code=R7.code, path="_draft_weights_from_refit", value=True, message=message)
 
 
 def _speculative_method(view: ConfigView) -> object:
@@ -376,7 +373,7 @@ def _speculative_method(view: ConfigView) -> object:
     return None
 
 
-def _mtp_step(view: ConfigView) -> Violation | None:
+def _mtp_step(view: ConfigView) -> Finding | None:
     """Step 8 (R8): no trained-MTP refit while an MTP speculative method is configured."""
     method = _speculative_method(view)
     mtp_from_refit = view.flag("_mtp_weights_from_refit")  # type-checked whatever the method
@@ -386,27 +383,28 @@ def _mtp_step(view: ConfigView) -> Violation | None:
         f"{_RELOAD} is not supported yet when vLLM refit also updates MTP draft weights. Support for MTP "
         "speculative decoding with reload refit will be added later. Set refit_with_reload_api=false for now."
     )
-    return Violation(R8, ("_mtp_weights_from_refit",), message, True)
+    return Finding(code=R8.code, path="_mtp_weights_from_refit", value=True, message=message)
 
 
 _RELOAD_STEPS = (_colocation_step, _transport_step, _quantization_step, _draft_step, _mtp_step)
 
 
 @checks(R2, R3, R4, R5, R6, R7, R8)
-def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Violation | None:
-    """The first failing step of SPEC §1.4 as a violation with code ``R2``..``R8``, or ``None`` when supported.
+def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Finding | None:
+    """The finding (code ``R2``..``R8``, path relative to the section) of the first failing step of SPEC §1.4, or
+    ``None`` when supported.
 
-    Same contract as :func:`assert_reload_refit_config_supported`, which raises what this returns; ``load_recipe``
-    reads the code from it.  Raises ``ConfigContractError`` for a non-mapping section or a non-bool flag in a
-    mapping, ``ContractTypeError`` for a ``config`` of another type.
+    Same contract as :func:`assert_reload_refit_config_supported`, which raises what this returns.  Raises
+    ``ConfigContractError`` for a non-mapping section or a non-bool flag in a mapping, ``ContractTypeError`` for a
+    ``config`` of another type.
     """
     view = _view_of(config)
     if not _reload_requested(view):
         return None
     for step in _RELOAD_STEPS:
-        violation = step(view)
-        if violation is not None:
-            return violation
+        finding = step(view)
+        if finding is not None:
+            return finding
     return None
 
 
@@ -426,10 +424,8 @@ def assert_reload_refit_config_supported(config: VllmConfig | Mapping[str, Any])
     Divergence: the reference uses ``assert`` for some checks (removed by ``python -O``), fails with a
     ``KeyError`` when ``colocated`` or ``colocated.enabled`` is missing, and reads flags by truthiness.
     """
-    violation = reload_refit_violation(config)
-    if violation is None:
+    finding = reload_refit_violation(config)
+    if finding is None:
         return
-    path, value = dotted(violation.loc), violation.value
-    if value is ABSENT:
-        raise ConfigContractError(violation.message, path=path, value=render_value(value))
-    raise UnsupportedConfigError(violation.message, path=path, value=render_value(value))
+    error = ConfigContractError if finding.value is ABSENT else UnsupportedConfigError
+    raise error(finding.message, path=finding.path, value=render_value(finding.value))

@@ -19,15 +19,14 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 
 from ..._internal.config_base import known_keys
-from ..._internal.config_paths import Loc
+from ..._internal.config_paths import Loc, dotted
 from ..._internal.messages import render, render_name
-from ..finding import SuggestedFix
+from ..finding import Finding, Severity, SuggestedFix
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig, is_plugin_path
@@ -180,25 +179,24 @@ VLLM_CFG_KEYS: Mapping[str, KnownKey] = types.MappingProxyType(
 """The dead and misplaced ``policy.generation.vllm_cfg`` keys of the vLLM backend (PREFLIGHT.md §5)."""
 
 
-@dataclass(frozen=True)
-class UnknownKey:
-    """One unknown key kept in a model's ``model_extra``, with its class.
+UnknownKey = Finding
+"""The finding of an unknown key (the name earlier releases gave its record): a
+:class:`~rl_contracts.config.finding.Finding` itself."""
 
-    ``path`` is its location relative to the validated section, ending with the key itself (e.g.
-    ``("vllm_cfg", "gpu_memory_utilisation")``); ``suggestion`` is the closest declared key of the model that
-    holds it (``difflib.get_close_matches(key, declared, n=1, cutoff=0.8)``, aliases included) or ``None``;
-    ``code`` is its class (:data:`KeyCode`) and ``reason`` the message that explains it.  ``fix``: a ``K1`` typo
-    is renamed when exactly one declared key passes the typo test (a key and its ``_`` spelling count once), a
-    ``P28`` key that belongs in ``vllm_kwargs`` is moved there, a ``W2`` key is removed; else ``None``.
-    """
+_SEVERITY: dict[str, Severity] = {rule.code: rule.severity for rule in (K1, K2, P28, W2)}
 
-    path: Loc
-    key: str
-    value: object
-    suggestion: str | None
-    code: KeyCode = "K2"
-    reason: str = "unknown key (not validated)"
-    fix: SuggestedFix | None = None
+
+def _finding(
+    path: Loc,
+    value: object,
+    code: KeyCode = "K2",
+    message: str = "unknown key (not validated)",
+    fix: SuggestedFix | None = None,
+) -> Finding:
+    """The finding at ``path`` (relative to the validated section) of the class ``code``."""
+    return Finding(
+        code=code, path=dotted(path), value=value, message=message, severity=_SEVERITY[code], fix=fix
+    )
 
 
 def _is_judged_elsewhere(model: BaseModel, parent: BaseModel | None, key: str) -> bool:
@@ -210,26 +208,25 @@ def _is_judged_elsewhere(model: BaseModel, parent: BaseModel | None, key: str) -
     return False
 
 
-def _known_vllm_cfg_key(path: Loc, key: str, value: object, known: KnownKey) -> UnknownKey:
+def _known_vllm_cfg_key(path: Loc, key: str, value: object, known: KnownKey) -> Finding:
     """The ``P28``/``W2`` finding of a key of :data:`VLLM_CFG_KEYS`."""
     remove = SuggestedFix(action="remove", description=f"remove {render_name(key)}")
     if known.verdict == "dead":
-        reason = f"has no effect: {known.why}; remove it"
-        return UnknownKey(path, key, value, None, "W2", reason, remove)
+        return _finding(path, value, "W2", f"has no effect: {known.why}; remove it", remove)
     place = render_name(known.place or "")
     if any(value is inert for inert in known.inert):
         reason = (
             f"has no effect here, and its value {render(value)} would change nothing at {place} either "
             f"({known.why}); remove it"
         )
-        return UnknownKey(path, key, value, None, "W2", reason, remove)
+        return _finding(path, value, "W2", reason, remove)
     reason = f"has no effect here ({known.why}); {known.fix}"
     move = None
     if known.place is not None and known.place.endswith(f".vllm_kwargs.{key}"):
         move = SuggestedFix(
             action="move", target=known.place, description=f"move {render_name(key)} to {place}"
         )
-    return UnknownKey(path, key, value, None, "P28", reason, move)
+    return _finding(path, value, "P28", reason, move)
 
 
 def _typo_candidates(key: str, declared: list[str]) -> list[str]:
@@ -244,30 +241,28 @@ def _typo_candidates(key: str, declared: list[str]) -> list[str]:
     return list(seen.values())
 
 
-def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: list[str]) -> UnknownKey:
+def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: list[str]) -> Finding:
     known = VLLM_CFG_KEYS.get(key) if isinstance(model, VllmSpecificArgs) else None
     if known is not None:
         return _known_vllm_cfg_key(path, key, value, known)
     match = difflib.get_close_matches(key, declared, n=1, cutoff=0.8)
-    if match:
-        reason = (
-            "unknown key, probably a misspelling: its setting is never applied and an inherited value stays; "
-            f"did you mean '{render_name(match[0])}'?"
+    if not match:
+        return _finding(path, value)
+    reason = (
+        "unknown key, probably a misspelling: its setting is never applied and an inherited value stays; "
+        f"did you mean '{render_name(match[0])}'?"
+    )
+    candidates = _typo_candidates(key, declared)
+    fix = None
+    if len(candidates) == 1:
+        target = candidates[0]
+        fix = SuggestedFix(
+            action="rename", target=target, description=f"rename {render_name(key)} to {render_name(target)}"
         )
-        candidates = _typo_candidates(key, declared)
-        fix = None
-        if len(candidates) == 1:
-            target = candidates[0]
-            fix = SuggestedFix(
-                action="rename",
-                target=target,
-                description=f"rename {render_name(key)} to {render_name(target)}",
-            )
-        return UnknownKey(path, key, value, match[0], "K1", reason, fix)
-    return UnknownKey(path, key, value, None)
+    return _finding(path, value, "K1", reason, fix)
 
 
-def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[UnknownKey]:
+def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[Finding]:
     """The warning for ``enable_expert_parallel: true`` while ``expert_parallel_size`` ≤ 1 (PREFLIGHT.md §3 W2)."""
     value = (vllm.model_extra or {}).get("enable_expert_parallel")
     if value is not True or vllm.expert_parallel_size > 1:
@@ -278,14 +273,10 @@ def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[UnknownKe
         "enable it"
     )
     remove = SuggestedFix(action="remove", description="remove enable_expert_parallel")
-    return [
-        UnknownKey(
-            (*path, "enable_expert_parallel"), "enable_expert_parallel", True, None, "W2", reason, remove
-        )
-    ]
+    return [_finding((*path, "enable_expert_parallel"), True, "W2", reason, remove)]
 
 
-def _walk(model: BaseModel, parent: BaseModel | None, path: Loc, out: list[UnknownKey]) -> None:
+def _walk(model: BaseModel, parent: BaseModel | None, path: Loc, out: list[Finding]) -> None:
     declared = list(known_keys(type(model)))
     for key, value in (model.model_extra or {}).items():
         if not _is_judged_elsewhere(model, parent, key):
@@ -299,9 +290,12 @@ def _walk(model: BaseModel, parent: BaseModel | None, path: Loc, out: list[Unkno
 
 
 @checks(K1, K2, P28, W2)
-def unknown_keys(config: BaseModel) -> list[UnknownKey]:
-    """Every unknown key kept in ``model_extra`` of ``config`` and of each model nested in it, classified, in walk
-    order.
+def unknown_keys(config: BaseModel) -> list[Finding]:
+    """The finding of every unknown key kept in ``model_extra`` of ``config`` and of each model nested in it, in
+    walk order: its class as code (:data:`KeyCode`; K1 and P28 errors, K2 and W2 warnings), its path relative to
+    ``config``, its value, the message, and a fix: a ``K1`` typo is renamed when exactly one declared key passes
+    the typo test (a key and its ``_`` spelling count once), a ``P28`` key that belongs in ``vllm_kwargs`` is
+    moved there, a ``W2`` key is removed.
 
     The walk visits a model's own extra keys (in input order), then its model-valued fields in declaration
     order.  It never descends into opaque dict fields (``vllm_kwargs``, ``mcore_generation_config``,
@@ -309,14 +303,14 @@ def unknown_keys(config: BaseModel) -> list[UnknownKey]:
     :class:`VllmConfig` (rule C6 judges it) and the plugin config of a custom transport inside ``refit_cfg``
     (the extra key equal to ``refit_transport``; in a standalone :class:`VllmRefitConfig`, every key of the
     ``module:ClassName`` form).  A ``vllm_cfg`` holding ``enable_expert_parallel: true`` with
-    ``expert_parallel_size`` ≤ 1 gets a second ``W2`` entry saying that vLLM runs without expert parallelism.
+    ``expert_parallel_size`` ≤ 1 gets a second ``W2`` finding saying that vLLM runs without expert parallelism.
 
     Example::
 
         >>> refit = VllmRefitConfig.model_validate({"spars": {}})
-        >>> [(u.path, u.suggestion, u.code) for u in unknown_keys(refit)]
-        [(('spars',), 'sparse', 'K1')]
+        >>> [(u.path, u.code, u.fix.target) for u in unknown_keys(refit)]
+        [('spars', 'K1', 'sparse')]
     """
-    out: list[UnknownKey] = []
+    out: list[Finding] = []
     _walk(config, None, (), out)
     return out

@@ -2,24 +2,21 @@
 mutually exclusive options (C10) and the real-quant export (C11).
 
 ``GenerationConfig`` and ``VllmConfig`` (:mod:`rl_contracts.config.section.generation`) run these checks after
-field validation; the refit-transport rules C6–C9 are :mod:`.refit_transport`'s.  Each check returns
-:class:`~rl_contracts._internal.config_violations.Violation` records (C1 raises a pydantic custom error per
-field); a validated section is read through :class:`~rl_contracts._internal.config_view.ConfigView`.
+field validation (C1 per field); the refit-transport rules C6–C9 are :mod:`.refit_transport`'s.  Each check returns
+:class:`~rl_contracts.config.finding.Finding` records, their paths relative to the generation section; a validated
+section is read through :class:`~rl_contracts._internal.config_view.ConfigView`.
 """
 
 from __future__ import annotations
 
-from typing import Final
-
 from pydantic import ValidationInfo
-from pydantic_core import ErrorDetails
+from pydantic_core import PydanticCustomError
 
 from ..._internal.config_absent import ABSENT
-from ..._internal.config_base import V3
-from ..._internal.config_paths import Loc
+from ..._internal.config_base import collected_findings
 from ..._internal.config_view import ConfigView
-from ..._internal.config_violations import Violation, rule_code, rule_error
 from ..._internal.messages import render
+from ..finding import Finding
 from ..rule import Rule, checks
 from .vllm_cfg import VllmSpecificArgs
 
@@ -33,12 +30,11 @@ __all__ = [
     "C11",
     "check_top_k",
     "check_top_p",
-    "code_of_error",
-    "exclusive_option_violations",
-    "nvfp4_violations",
-    "parallelism_violations",
-    "port_range_violations",
-    "real_quant_violations",
+    "exclusive_option_findings",
+    "nvfp4_findings",
+    "parallelism_findings",
+    "port_range_findings",
+    "real_quant_findings",
 ]
 
 C1 = Rule(
@@ -67,7 +63,6 @@ C2 = Rule(
     "value-out-of-range",
     summary="a numeric field outside its range",
     reference="vLLM engine arguments (S3)",
-    pydantic_types=frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"}),
     what_it_checks=(
         "That every numeric field lies in its range (counts at least 1, fractions in [0, 1], ports 1-65535, "
         "token ids at least 0, ...) and that `port_range_low` is not above `port_range_high`."
@@ -190,16 +185,24 @@ policy:
 )
 
 
+def _sampling_finding(value: float, info: ValidationInfo, message: str) -> None:
+    """C1 at the field: added to the findings the validation context collects, else raised as its line error."""
+    collected = collected_findings(info)
+    if collected is None:
+        raise PydanticCustomError("config_rule_c1", message)
+    collected.append(Finding(code=C1.code, path=info.field_name or "", value=value, message=message))
+
+
 @checks(C1)
 def check_top_k(value: int, info: ValidationInfo) -> int:
     """Rule C1 for a top-k field (``top_k``, ``val_top_k``): ``-1`` or ``>= 1`` (``None`` never reaches it)."""
     if value != -1 and value < 1:
         key = info.field_name
-        raise rule_error(
-            C1,
+        message = (
             f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. "
-            f"Got {key}={render(value)}.",
+            f"Got {key}={render(value)}."
         )
+        _sampling_finding(value, info, message)
     return value
 
 
@@ -208,147 +211,101 @@ def check_top_p(value: float, info: ValidationInfo) -> float:
     """Rule C1 for a top-p field (``top_p``, ``val_top_p``): ``0 < p <= 1``."""
     if not 0 < value <= 1:
         key = info.field_name
-        raise rule_error(
-            C1, f"{key} valid values: i) 1.0: no filtering. ii) (0, 1]: top-p filtering. Got {key}={value!r}."
+        message = (
+            f"{key} valid values: i) 1.0: no filtering. ii) (0, 1]: top-p filtering. Got {key}={value!r}."
         )
+        _sampling_finding(value, info, message)
     return value
 
 
 @checks(C2)
-def port_range_violations(low: int | None, high: int | None) -> list[Violation]:
+def port_range_findings(low: int | None, high: int | None) -> list[Finding]:
     """Rule C2 across fields: ``port_range_low`` ≤ ``port_range_high`` when both are set."""
-    if low is not None and high is not None and low > high:
-        return [
-            Violation(
-                C2,
-                ("port_range_high",),
-                f"port_range_low must be <= port_range_high: got port_range_low={low} and "
-                f"port_range_high={high}.",
-                high,
-            )
-        ]
-    return []
+    if low is None or high is None or low <= high:
+        return []
+    message = (
+        f"port_range_low must be <= port_range_high: got port_range_low={low} and port_range_high={high}."
+    )
+    return [Finding(code=C2.code, path="port_range_high", value=high, message=message)]
 
 
 @checks(C3, C4, C5)
-def parallelism_violations(vllm: VllmSpecificArgs) -> list[Violation]:
+def parallelism_findings(vllm: VllmSpecificArgs) -> list[Finding]:
     """Rules C3–C5: pipeline parallelism needs the async engine; EP is a multiple of TP; DP inside vLLM is sync."""
     tp, pp, ep = vllm.tensor_parallel_size, vllm.pipeline_parallel_size, vllm.expert_parallel_size
-    violations = []
+    findings = []
     if pp > 1 and not vllm.async_engine:
-        violations.append(
-            Violation(
-                C3,
-                ("vllm_cfg", "pipeline_parallel_size"),
-                "When pipeline_parallel_size > 1, async_engine must be set to True in the vLLM configuration.",
-                pp,
-            )
+        message = (
+            "When pipeline_parallel_size > 1, async_engine must be set to True in the vLLM configuration."
+        )
+        findings.append(
+            Finding(code=C3.code, path="vllm_cfg.pipeline_parallel_size", value=pp, message=message)
         )
     if ep > 1 and ep % tp != 0:
-        violations.append(
-            Violation(
-                C4,
-                ("vllm_cfg", "expert_parallel_size"),
-                "When EP > 1, EP must be a multiple of TP since vLLM's EP = DP * TP.",
-                ep,
-            )
+        message = "When EP > 1, EP must be a multiple of TP since vLLM's EP = DP * TP."
+        findings.append(
+            Finding(code=C4.code, path="vllm_cfg.expert_parallel_size", value=ep, message=message)
         )
     if ep > 1 and ep != tp and vllm.async_engine:
-        violations.append(
-            Violation(
-                C5,
-                ("vllm_cfg", "async_engine"),
-                "vLLM async_engine has some issues when using DP inside vLLM. Please update your "
-                "configuration to set `policy.generation.vllm_cfg.async_engine=false`.",
-                vllm.async_engine,
-            )
+        message = (
+            "vLLM async_engine has some issues when using DP inside vLLM. Please update your configuration to "
+            "set `policy.generation.vllm_cfg.async_engine=false`."
         )
-    return violations
+        findings.append(Finding(code=C5.code, path="vllm_cfg.async_engine", value=True, message=message))
+    return findings
 
 
 @checks(C10)
-def nvfp4_violations(view: ConfigView, keys: tuple[str, ...]) -> list[Violation]:
-    """Rule C10 (second part): with NVFP4 per-token rollout on, each of ``keys`` that is set is a violation."""
+def nvfp4_findings(view: ConfigView, keys: tuple[str, ...]) -> list[Finding]:
+    """Rule C10 (second part): with NVFP4 per-token rollout on, each of ``keys`` that is set is a finding."""
     nvfp4 = view.section("nvfp4_pertoken_rollout")
     if nvfp4 is None or not nvfp4.flag("enabled"):
         return []
-    violations = []
+    findings = []
     for key in keys:
         value: object = view.flag(key) if key == "real_quant" else view.get(key)
         if (value is True) if key == "real_quant" else (value is not None):
-            violations.append(
-                Violation(
-                    C10,
-                    (key,),
-                    "nvfp4_pertoken_rollout.enabled=true requires quant_cfg=null, real_quant=false and "
-                    f"refit_transport=null; got {key}={render(value)}.",
-                    value,
-                )
+            message = (
+                "nvfp4_pertoken_rollout.enabled=true requires quant_cfg=null, real_quant=false and "
+                f"refit_transport=null; got {key}={render(value)}."
             )
-    return violations
+            findings.append(Finding(code=C10.code, path=key, value=value, message=message))
+    return findings
 
 
 @checks(C10)
-def exclusive_option_violations(view: ConfigView) -> list[Violation]:
+def exclusive_option_findings(view: ConfigView) -> list[Finding]:
     """Rule C10: a worker extension excludes ``quant_cfg``; NVFP4 per-token rollout excludes three options."""
-    violations = []
+    findings = []
     extension, quant_cfg = view.get("worker_extension_cls_fqn"), view.get("quant_cfg")
     if extension is not None and quant_cfg is not None:
-        violations.append(
-            Violation(
-                C10,
-                ("worker_extension_cls_fqn",),
-                "worker_extension_cls_fqn and quant_cfg are mutually exclusive: got "
-                f"worker_extension_cls_fqn={render(extension)} and quant_cfg={render(quant_cfg)}.",
-                extension,
-            )
+        message = (
+            "worker_extension_cls_fqn and quant_cfg are mutually exclusive: got "
+            f"worker_extension_cls_fqn={render(extension)} and quant_cfg={render(quant_cfg)}."
         )
-    violations.extend(nvfp4_violations(view, ("quant_cfg", "real_quant", "refit_transport")))
-    return violations
+        findings.append(
+            Finding(code=C10.code, path="worker_extension_cls_fqn", value=extension, message=message)
+        )
+    findings.extend(nvfp4_findings(view, ("quant_cfg", "real_quant", "refit_transport")))
+    return findings
 
 
 @checks(C11)
-def real_quant_violations(view: ConfigView) -> list[Violation]:
+def real_quant_findings(view: ConfigView) -> list[Finding]:
     """Rule C11: a real-quant export states its CPU offload, and no offload needs colocated CUDA-IPC refit."""
     if view.get("real_quant") is not True:
         return []
     key = "real_quant_export_cpu_offload"
     offload = view.get(key)
-    loc: Loc = (key,)
     if offload is None:
-        return [
-            Violation(
-                C11,
-                loc,
-                "generation.real_quant_export_cpu_offload must be a boolean",
-                None if view.is_set(key) else ABSENT,
-            )
-        ]
+        message = "generation.real_quant_export_cpu_offload must be a boolean"
+        return [Finding(code=C11.code, path=key, value=None if view.is_set(key) else ABSENT, message=message)]
     colocated = view.section("colocated")
     colocated_enabled = colocated is not None and colocated.get("enabled") is True
     if offload is False and (not colocated_enabled or view.get("refit_transport") is not None):
-        return [
-            Violation(
-                C11,
-                loc,
-                "generation.real_quant_export_cpu_offload=false requires colocated CUDA-IPC refit with no "
-                "explicit refit_transport",
-                offload,
-            )
-        ]
+        message = (
+            "generation.real_quant_export_cpu_offload=false requires colocated CUDA-IPC refit with no explicit "
+            "refit_transport"
+        )
+        return [Finding(code=C11.code, path=key, value=offload, message=message)]
     return []
-
-
-_CLAIMED: Final[dict[str, Rule]] = {
-    error_type: rule for rule in (C1, C2, C3, C4, C5, C10, C11) for error_type in rule.pydantic_types
-}
-
-
-def code_of_error(error: ErrorDetails) -> str:
-    """The code of one pydantic line error of the section: the rule its violation carries, else the rule that
-    claims pydantic's error type (a range error is C2), else V3 (the schema)."""
-    code = rule_code(error)
-    if code is not None:
-        return code
-    claimed = _CLAIMED.get(str(error["type"]))
-    return claimed.code if claimed is not None else V3.code

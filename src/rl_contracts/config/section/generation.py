@@ -1,18 +1,20 @@
 """The generation section of a recipe (``policy.generation``): ``GenerationConfig``, ``VllmConfig`` and their rules.
 
 SPEC §1.1 (fields, "Req." semantics) and §1.2 (rules C1–C11).  Cross-field rules run after field validation and
-report *every* violation at once inside one pydantic ``ValidationError``; each line error's ``loc`` is the dotted
-key the rule reports against, relative to the generation section (e.g. ``("vllm_cfg", "pipeline_parallel_size")``),
-and its ``type`` is ``config_rule_<rule>`` (``config_rule_c9_missing`` / ``config_rule_c11_missing`` mark an absent
-key).  Scalars are strict (:mod:`rl_contracts._internal.config_scalars`); the rules are
-:mod:`rl_contracts.config.rules.section`'s and :mod:`rl_contracts.config.rules.refit_transport`'s.
+report *every* finding at once inside one pydantic ``ValidationError``; each line error's ``loc`` is the key the
+rule reports against, relative to the generation section (e.g. ``("vllm_cfg", "pipeline_parallel_size")``), and
+its ``type`` is ``config_rule_<rule>`` (``config_rule_c9_missing`` / ``config_rule_c11_missing`` mark an absent
+key).  Validated with the context ``{FINDINGS: []}`` (:mod:`rl_contracts._internal.config_base`), the rules'
+findings are collected in that list instead, and a model with findings does not run its cross-field rules.
+Scalars are strict (:mod:`rl_contracts._internal.config_scalars`); the rules are :mod:`.cross_field`'s and
+:mod:`.refit_transport`'s.
 """
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, model_validator
 
-from ..._internal.config_base import ConfigModel
+from ..._internal.config_base import ConfigModel, collected_findings, report_findings
 from ..._internal.config_scalars import (
     AtLeastOne,
     ConfigBool,
@@ -26,14 +28,14 @@ from ..._internal.config_scalars import (
     TokenIdList,
 )
 from ..._internal.config_view import ConfigView
-from ..._internal.config_violations import Violation, raise_violations
+from ..finding import Finding
 from .cross_field import (
     check_top_k,
     check_top_p,
-    exclusive_option_violations,
-    parallelism_violations,
-    port_range_violations,
-    real_quant_violations,
+    exclusive_option_findings,
+    parallelism_findings,
+    port_range_findings,
+    real_quant_findings,
 )
 from .refit_cfg import VllmRefitConfig
 from .refit_transport import check_refit
@@ -128,13 +130,14 @@ class GenerationConfig(ConfigModel):
     """Internal (``_debug_payload_metrics``): log refit payload metrics."""
 
     @model_validator(mode="after")
-    def _cross_field_rules(self) -> "GenerationConfig":
-        raise_violations(type(self).__name__, self._rule_violations(), self)
+    def _cross_field_rules(self, info: ValidationInfo) -> "GenerationConfig":
+        if not collected_findings(info):  # a field's finding (C1) stops them, as a field's error does
+            report_findings(type(self).__name__, self._rule_findings(), self, info)
         return self
 
-    def _rule_violations(self) -> list[Violation]:
-        """Every cross-field violation of this section, in rule order (extended by subclasses)."""
-        return port_range_violations(self.port_range_low, self.port_range_high)
+    def _rule_findings(self) -> list[Finding]:
+        """Every cross-field finding of this section, in rule order (extended by subclasses)."""
+        return port_range_findings(self.port_range_low, self.port_range_high)
 
 
 class VllmConfig(GenerationConfig):
@@ -186,12 +189,12 @@ class VllmConfig(GenerationConfig):
     worker_extension_cls_fqn: ConfigStr | None = None
     """Fully qualified vLLM worker extension class; excludes ``quant_cfg`` (rule C10)."""
 
-    def _rule_violations(self) -> list[Violation]:
+    def _rule_findings(self) -> list[Finding]:
         view = ConfigView(self)
         return [
-            *super()._rule_violations(),
-            *parallelism_violations(self.vllm_cfg),
-            *check_refit(view, nvfp4=False, first_only=False).violations,
-            *exclusive_option_violations(view),
-            *real_quant_violations(view),
+            *super()._rule_findings(),
+            *parallelism_findings(self.vllm_cfg),
+            *check_refit(view, nvfp4=False, first_only=False).findings,
+            *exclusive_option_findings(view),
+            *real_quant_findings(view),
         ]

@@ -1,10 +1,10 @@
 """The refit-transport rules C6–C9: SPEC §1.3's refit steps as one function per step, shared by
 ``normalize_vllm_refit_config`` and ``VllmConfig``.
 
-:func:`check_refit` runs the steps in order and returns every violation with the validated refit config:
-``normalize_vllm_refit_config`` (``first_only=True``) raises the first one; ``VllmConfig`` reports them all as
-rules C6–C9.  A step whose premise failed is not run (an unknown transport has no refit config to check), and
-with ``first_only`` no step runs after the first violation.
+:func:`check_refit` runs the steps in order and returns every finding with the validated refit config:
+``normalize_vllm_refit_config`` (``first_only=True``) raises the first failing step's; ``VllmConfig`` reports them
+all as rules C6–C9.  A step whose premise failed is not run (an unknown transport has no refit config to check),
+and with ``first_only`` no step runs after the first failing one.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from ..._internal.config_absent import ABSENT
+from ..._internal.config_paths import dotted
 from ..._internal.config_view import ConfigView
-from ..._internal.config_violations import Violation
 from ..._internal.messages import render, type_name
+from ..finding import Finding
 from ..rule import Rule, checks
-from .cross_field import nvfp4_violations
+from .cross_field import nvfp4_findings
 from .refit_cfg import (
     VLLM_REFIT_SELECTORS,
     VllmCheckpointEnginePluginConfig,
@@ -114,107 +115,93 @@ policy:
 
 
 class RefitCheck(NamedTuple):
-    """The outcome of the refit steps: the violations found, in step order, and the validated refit config.
+    """The outcome of the refit steps: the findings, in step order, and the validated refit config.
 
     ``refit`` is ``None`` for the topology default and ``nccl_reshard``, and whenever a step failed.
+    ``invalid`` says which config did not validate when the last findings are its pydantic errors (C9).
     """
 
-    violations: tuple[Violation, ...]
+    findings: tuple[Finding, ...]
     refit: VllmRefitConfig | None
+    invalid: str = ""
 
 
-def _legacy_checkpoint_engine(view: ConfigView) -> list[Violation]:
+def _legacy_checkpoint_engine(view: ConfigView) -> list[Finding]:
     """Step 1 (C6): a non-null legacy ``checkpoint_engine`` key."""
     legacy = view.get("checkpoint_engine")
     if legacy is None:
         return []
-    return [
-        Violation(
-            C6,
-            ("checkpoint_engine",),
-            "policy.generation.checkpoint_engine was replaced by policy.generation.refit_transport='nixl' and "
-            "policy.generation.refit_cfg.nixl.",
-            legacy,
-        )
-    ]
+    message = (
+        "policy.generation.checkpoint_engine was replaced by policy.generation.refit_transport='nixl' and "
+        "policy.generation.refit_cfg.nixl."
+    )
+    return [Finding(code=C6.code, path="checkpoint_engine", value=legacy, message=message)]
 
 
-def _selected_transport(view: ConfigView) -> str | Violation | None:
-    """Steps 3–4 (C7): the transport string, ``None`` when absent or null, or the violation of a bad one."""
+def _selected_transport(view: ConfigView) -> str | Finding | None:
+    """Steps 3–4 (C7): the transport string, ``None`` when absent or null, or the finding of a bad one."""
     transport = view.get("refit_transport")
     if transport is None:
         return None
     if not isinstance(transport, str):
-        return Violation(
-            C7,
-            ("refit_transport",),
+        message = (
             f"policy.generation.refit_transport must be null or a str, got {type_name(transport)} "
-            f"{render(transport)}.",
-            transport,
+            f"{render(transport)}."
         )
+        return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
     if transport not in VLLM_REFIT_SELECTORS and not is_plugin_path(transport):
-        return Violation(
-            C7,
-            ("refit_transport",),
+        message = (
             f"Unknown vLLM refit transport {render(transport)}: expected null, 'nccl_reshard', 'vllm_s3_sparse', "
-            "'vllm_zmq_sparse', 'nixl', or a 'module:ClassName' checkpoint-engine path.",
-            transport,
+            "'vllm_zmq_sparse', 'nixl', or a 'module:ClassName' checkpoint-engine path."
         )
+        return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
     return transport
 
 
-def _encoder_cache_reset(view: ConfigView, transport: str) -> list[Violation]:
+def _encoder_cache_reset(view: ConfigView, transport: str) -> list[Finding]:
     """Step 5 (C8): ``vllm_cfg.reset_encoder_cache_after_weight_update`` with a transport that does not reset it."""
     vllm_cfg = view.section("vllm_cfg")
     if vllm_cfg is None or not vllm_cfg.flag("reset_encoder_cache_after_weight_update"):
         return []
-    return [
-        Violation(
-            C8,
-            ("vllm_cfg", "reset_encoder_cache_after_weight_update"),
-            "vllm_cfg.reset_encoder_cache_after_weight_update is not supported with "
-            f"refit_transport={render(transport)}: this transport's refit path does not reset the multimodal "
-            "encoder cache, so stale vision embeddings would silently survive weight updates. Supported "
-            "transports: null (collective/IPC) and 'nccl_reshard'.",
-            True,
-        )
-    ]
+    message = (
+        "vllm_cfg.reset_encoder_cache_after_weight_update is not supported with "
+        f"refit_transport={render(transport)}: this transport's refit path does not reset the multimodal "
+        "encoder cache, so stale vision embeddings would silently survive weight updates. Supported "
+        "transports: null (collective/IPC) and 'nccl_reshard'."
+    )
+    path = "vllm_cfg.reset_encoder_cache_after_weight_update"
+    return [Finding(code=C8.code, path=path, value=True, message=message)]
 
 
-def _validated_refit_cfg(view: ConfigView, transport: str) -> VllmRefitConfig | Violation:
+def _invalid(loc: tuple[str, ...], what: str, exc: ValidationError) -> RefitCheck:
+    """C9: one finding per pydantic error of the config at ``loc`` that did not validate (``what``)."""
+    findings = tuple(
+        Finding(code=C9.code, path=dotted((*loc, *error["loc"])), value=error["input"], message=error["msg"])
+        for error in exc.errors()
+    )
+    return RefitCheck(findings, None, what)
+
+
+def _validated_refit_cfg(view: ConfigView, transport: str) -> VllmRefitConfig | RefitCheck:
     """Step 6 (C9): ``refit_cfg`` (``{}`` when absent or null) as ``VllmRefitConfig``, with a plugin's config."""
     raw = view.get("refit_cfg")
     try:
         refit = VllmRefitConfig.model_validate({} if raw is None else raw)
     except ValidationError as exc:
-        return Violation(
-            C9,
-            ("refit_cfg",),
-            "policy.generation.refit_cfg is not a valid VllmRefitConfig",
-            raw,
-            tuple(exc.errors()),
-        )
+        return _invalid(("refit_cfg",), "policy.generation.refit_cfg is not a valid VllmRefitConfig", exc)
     if not is_plugin_path(transport):
         return refit
     shown = render(transport)
     plugin = (refit.model_extra or {}).get(transport)
     if plugin is None:
-        return Violation(
-            C9,
-            ("refit_cfg", transport),
-            f"Custom checkpoint-engine transport {shown} requires policy.generation.refit_cfg[{shown}].",
-            ABSENT,
-        )
+        message = f"Custom checkpoint-engine transport {shown} requires policy.generation.refit_cfg[{shown}]."
+        finding = Finding(code=C9.code, path=dotted(("refit_cfg", transport)), value=ABSENT, message=message)
+        return RefitCheck((finding,), None)
     try:
         VllmCheckpointEnginePluginConfig.model_validate(plugin)
     except ValidationError as exc:
-        return Violation(
-            C9,
-            ("refit_cfg", transport),
-            f"policy.generation.refit_cfg[{shown}] is not a valid VllmCheckpointEnginePluginConfig",
-            plugin,
-            tuple(exc.errors()),
-        )
+        what = f"policy.generation.refit_cfg[{shown}] is not a valid VllmCheckpointEnginePluginConfig"
+        return _invalid(("refit_cfg", transport), what, exc)
     return refit
 
 
@@ -227,11 +214,11 @@ def check_refit(view: ConfigView, *, nvfp4: bool, first_only: bool) -> RefitChec
     """
     found = _legacy_checkpoint_engine(view)
     if nvfp4 and not (first_only and found):
-        found += nvfp4_violations(view, ("refit_transport",))
+        found += nvfp4_findings(view, ("refit_transport",))
     if first_only and found:
         return RefitCheck(tuple(found), None)
     transport = _selected_transport(view)
-    if isinstance(transport, Violation):
+    if isinstance(transport, Finding):
         return RefitCheck((*found, transport), None)
     if transport is None or transport == "nccl_reshard":
         return RefitCheck(tuple(found), None)
@@ -239,6 +226,6 @@ def check_refit(view: ConfigView, *, nvfp4: bool, first_only: bool) -> RefitChec
     if first_only and found:
         return RefitCheck(tuple(found), None)
     refit = _validated_refit_cfg(view, transport)
-    if isinstance(refit, Violation):
-        return RefitCheck((*found, refit), None)
+    if isinstance(refit, RefitCheck):
+        return refit._replace(findings=(*found, *refit.findings))
     return RefitCheck(tuple(found), refit)
