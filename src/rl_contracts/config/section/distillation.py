@@ -1,18 +1,27 @@
 """Distillation sections: ``distillation`` of on-policy distillation (``DistillationConfig``) and of cross-tokenizer
 off-policy distillation (``OffPolicyDistillationConfig``), the latter's ``teachers`` list (``TeacherConfig``), and
-GRPO's ``on_policy_distillation`` (``OnPolicyDistillationConfig``).  Distillation's ``teacher`` is a
-:class:`~.policy.PolicyConfig`."""
+GRPO's ``on_policy_distillation`` (``OnPolicyDistillationConfig``); and the whole recipes of both distillation
+algorithms.  Distillation's ``teacher`` is a :class:`~.policy.PolicyConfig`."""
+
+from typing import ClassVar
 
 from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
+from .algorithm import Algorithm
+from .logger import LoggerConfig
+from .loss_fn import CrossTokenizerDistillationLossConfig, DistillationLossConfig
+from .policy import PolicyConfig
+from .training import TrainingRecipe
 from .variants import Omittable, OpenMapping, SectionModel
 
 __all__ = [
     "DistillationConfig",
+    "DistillationRecipe",
     "NonColocatedTeachersConfig",
     "OffPolicyDistillationConfig",
     "OnPolicyDistillationConfig",
     "TeacherConfig",
     "TeacherResourceConfig",
+    "XTokenDistillationRecipe",
 ]
 
 
@@ -126,3 +135,35 @@ class OnPolicyDistillationConfig(SectionModel):
     """Load a checkpoint shared by several teachers once."""
     non_colocated_teachers: NonColocatedTeachersConfig | None = None
     """Teachers on GPUs of their own."""
+
+
+class DistillationRecipe(TrainingRecipe):
+    """An on-policy distillation recipe (``examples/run_distillation.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "distillation"
+
+    teacher: PolicyConfig
+    """The teacher model. Required."""
+    loss_fn: DistillationLossConfig
+    """The distillation loss. Required."""
+    env: OpenMapping
+    """Environments by name (each reads its own keys). Required."""
+    distillation: DistillationConfig
+    """The distillation loop. Required."""
+    logger: LoggerConfig
+    """Metrics. Required."""
+
+
+class XTokenDistillationRecipe(TrainingRecipe):
+    """A cross-tokenizer off-policy distillation recipe (``examples/run_xtoken_off_policy_distillation.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "xtoken-distillation"
+
+    teachers: list[TeacherConfig]
+    """The teachers. Required."""
+    loss_fn: CrossTokenizerDistillationLossConfig
+    """The cross-tokenizer distillation loss. Required."""
+    distillation: OffPolicyDistillationConfig
+    """The distillation loop. Required."""
+    logger: LoggerConfig
+    """Metrics. Required."""

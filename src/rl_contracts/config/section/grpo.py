@@ -1,14 +1,23 @@
 """``grpo`` and ``reward_penalties``: the GRPO loop, its advantage estimator and reward shaping (NeMo RL's
-``GRPOConfig`` and ``RewardPenaltyConfig``; every key has a default).  PPO reuses the reward shaping and scaling
-models (:mod:`.ppo`)."""
+``GRPOConfig`` and ``RewardPenaltyConfig``; every key has a default), and :class:`GRPORecipe`, the whole GRPO
+recipe.  PPO reuses the reward shaping and scaling models (:mod:`.ppo`)."""
+
+from typing import ClassVar
 
 from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
-from .variants import FloatList, IntList, Omittable, SectionModel
+from .algorithm import Algorithm
+from .data_plane import DataPlaneConfig
+from .distillation import OnPolicyDistillationConfig
+from .logger import RLLoggerConfig
+from .loss_fn import ClippedPGLossConfig
+from .training import TrainingRecipe
+from .variants import FloatList, IntList, Omittable, OpenMapping, SectionModel
 
 __all__ = [
     "AdvEstimatorConfig",
     "AsyncGRPOConfig",
     "GRPOConfig",
+    "GRPORecipe",
     "RewardPenaltyConfig",
     "RewardPenaltyTokenIdsConfig",
     "RewardScalingConfig",
@@ -185,3 +194,24 @@ class RewardPenaltyConfig(SectionModel):
     """Penalise malformed think tags."""
     token_ids: RewardPenaltyTokenIdsConfig | None = None
     """Token ids the penalties look for."""
+
+
+class GRPORecipe(TrainingRecipe):
+    """A GRPO recipe (``examples/run_grpo.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "grpo"
+
+    loss_fn: ClippedPGLossConfig
+    """The clipped policy-gradient loss. Required."""
+    env: OpenMapping
+    """Environments by name (each reads its own keys). Required."""
+    grpo: GRPOConfig
+    """The GRPO loop. Required."""
+    logger: RLLoggerConfig
+    """Metrics. Required."""
+    reward_penalties: Omittable[RewardPenaltyConfig] = None
+    """NeMo-Gym reward penalties."""
+    data_plane: DataPlaneConfig | None = None
+    """The transfer-queue data plane; null for none."""
+    on_policy_distillation: OnPolicyDistillationConfig | None = None
+    """Teachers that score the rollouts; null for none."""
