@@ -47,7 +47,9 @@ def test_changing_one_parameter_is_named_with_both_values(
     rollout_settings, scoring_settings = sampling_settings(parameters), sampling_settings(scoring)
     before, after = getattr(rollout_settings, field), getattr(scoring_settings, field)
     # Relative tolerance only: pytest.approx's default absolute 1e-12 would call min_p=1e-23 equal to min_p=0.
-    differs = before != pytest.approx(after, rel=1e-6, abs=0) if isinstance(before, float) else before != after
+    differs = (
+        before != pytest.approx(after, rel=1e-6, abs=0) if isinstance(before, float) else before != after
+    )
     if field == "logprobs_mode" and before is None:
         differs = False
     if not differs:

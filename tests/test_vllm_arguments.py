@@ -586,5 +586,5 @@ def test_equal_parameters_pass_to_float32_rounding_and_modes_compare_when_both_a
 def test_a_tiny_min_p_is_not_zero() -> None:
     """The tolerance is relative only: min_p=1e-23 still truncates (vLLM drops tokens below 1e-23 of the top
     probability), so a scorer at min_p=0 differs from it."""
-    with pytest.raises(SamplingParamsError, match="min_p=0.0 but the rollout sampled at min_p=1e-23"):
+    with pytest.raises(SamplingParamsError, match=r"min_p=0.0 but the rollout sampled at min_p=1e-23"):
         check_scoring_matches_rollout({"min_p": 1e-23}, {"min_p": 0.0})
