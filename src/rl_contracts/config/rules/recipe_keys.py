@@ -17,6 +17,7 @@ The generation section is left to the generation check (it reports its own K1/K2
 from __future__ import annotations
 
 import difflib
+import functools
 import types
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -58,7 +59,9 @@ _TYPO_CUTOFF = 0.8
 _GENERATION = {("policy", "generation"), ("teacher", "generation"), ("generation",)}
 
 
-def _misplaced_index(algorithm: Algorithm) -> dict[str, list[tuple[str, ...]]]:
+@functools.cache
+def _misplaced_index(algorithm: Algorithm) -> Mapping[str, list[tuple[str, ...]]]:
+    """Each key name the algorithm declares at a fixed place, to its places (read only when a key is undeclared)."""
     index: dict[str, list[tuple[str, ...]]] = {}
     for declared in declared_keys(algorithm):
         if not any(part.startswith(("[", "<")) for part in declared.path):
@@ -71,7 +74,7 @@ def _judge(
     keys: tuple[str, ...],
     key: str,
     value: object,
-    index: Mapping[str, list[tuple[str, ...]]],
+    algorithm: Algorithm,
 ) -> Finding | None:
     declared = [field.alias or name for name, field in model.model_fields.items()]
     matches = difflib.get_close_matches(key, declared, n=2, cutoff=_TYPO_CUTOFF)
@@ -88,9 +91,10 @@ def _judge(
                 description=f"rename {render_name(key)} to {render_name(matches[0])}",
             )
         return finding((*keys, key), "K1", "error", reason, value, fix)
-    open_model = isinstance(model, type) and issubclass(model, SectionModel) and model.open_keys
-    places = index.get(key, [])
-    if not open_model and keys and len(places) == 1 and places[0][0] != keys[0]:
+    if isinstance(model, type) and issubclass(model, SectionModel) and model.open_keys:
+        return None
+    places = _misplaced_index(algorithm).get(key, [])
+    if keys and len(places) == 1 and places[0][0] != keys[0]:
         target = ".".join(places[0])
         reason = (
             f"misplaced: this algorithm reads {render_name(key)} only at {render_name(target)}; move it there"
@@ -99,8 +103,6 @@ def _judge(
             action="move", target=target, description=f"move {render_name(key)} to {render_name(target)}"
         )
         return finding((*keys, key), "K3", "error", reason, value, fix)
-    if open_model:
-        return None
     return finding((*keys, key), "K2", "warning", "unknown key (not validated)", value)
 
 
@@ -108,26 +110,34 @@ def _walk(
     model: type[BaseModel],
     data: Mapping[Any, Any],
     keys: tuple[str, ...],
-    index: Mapping[str, list[tuple[str, ...]]],
+    algorithm: Algorithm,
 ) -> Iterator[Finding]:
     """The findings of the keys of ``data`` (a mapping at ``keys``) that ``model`` does not declare, and of the
     models nested in those it does."""
-    fields = {name: field for name, field in model.model_fields.items()}
-    fields.update({field.alias: field for field in model.model_fields.values() if field.alias})
+    annotations = _annotations(model)
     for key, value in data.items():
         if not isinstance(key, str):
             continue
-        field = fields.get(key)
-        if field is None:
-            finding = _judge(model, keys, key, value, index)
+        if key not in annotations:
+            finding = _judge(model, keys, key, value, algorithm)
             if finding is not None:
                 yield finding
         elif (*keys, key) not in _GENERATION:
-            yield from _descend(field.rebuild_annotation(), value, (*keys, key), index)
+            yield from _descend(annotations[key], value, (*keys, key), algorithm)
+
+
+@functools.cache
+def _annotations(model: type[BaseModel]) -> Mapping[str, Any]:
+    """The full annotation (metadata included) of each field of ``model``, by name and by alias."""
+    annotations = {name: field.rebuild_annotation() for name, field in model.model_fields.items()}
+    annotations.update(
+        {field.alias: annotations[name] for name, field in model.model_fields.items() if field.alias}
+    )
+    return annotations
 
 
 def _descend(
-    annotation: Any, value: object, keys: tuple[Any, ...], index: Mapping[str, list[tuple[str, ...]]]
+    annotation: Any, value: object, keys: tuple[Any, ...], algorithm: Algorithm
 ) -> Iterator[Finding]:
     """The findings below ``value`` (at ``keys``) as ``annotation`` types it; a tagged union descends into the member
     its discriminator picks for ``value``."""
@@ -136,27 +146,27 @@ def _descend(
         inner, *metadata = get_args(annotation)
         chooser = next((item for item in metadata if isinstance(item, Discriminator)), None)
         if chooser is None or not callable(chooser.discriminator):
-            yield from _descend(inner, value, keys, index)
+            yield from _descend(inner, value, keys, algorithm)
             return
         wanted = chooser.discriminator(value)
         for member in get_args(inner):
             if any(getattr(item, "tag", None) == wanted for item in getattr(member, "__metadata__", ())):
-                yield from _descend(member, value, keys, index)
+                yield from _descend(member, value, keys, algorithm)
     elif origin is Union or origin is types.UnionType:
         for member in get_args(annotation):
-            yield from _descend(member, value, keys, index)
+            yield from _descend(member, value, keys, algorithm)
     elif origin is list and isinstance(value, list):
         for position, item in enumerate(value):
-            yield from _descend(get_args(annotation)[0], item, (*keys, position), index)
+            yield from _descend(get_args(annotation)[0], item, (*keys, position), algorithm)
     elif origin is dict and isinstance(value, Mapping):
         for name, item in value.items():
-            yield from _descend(get_args(annotation)[1], item, (*keys, name), index)
+            yield from _descend(get_args(annotation)[1], item, (*keys, name), algorithm)
     elif isinstance(annotation, type) and issubclass(annotation, BaseModel) and isinstance(value, Mapping):
-        yield from _walk(annotation, value, keys, index)
+        yield from _walk(annotation, value, keys, algorithm)
 
 
 @checks(K3)
 def recipe_key_findings(document: Mapping[Any, Any], algorithm: Algorithm) -> list[Finding]:
     """Every undeclared key of ``document`` judged against the model of ``algorithm`` (see the module), in
     document order; the generation section is skipped."""
-    return list(_walk(RECIPE_MODELS[algorithm], document, (), _misplaced_index(algorithm)))
+    return list(_walk(RECIPE_MODELS[algorithm], document, (), algorithm))

@@ -1,5 +1,6 @@
 """``async_rl``: the single-controller asynchronous GRPO path (NeMo RL's ``AsyncRLConfig``; every key has a default):
-its staleness sampler, rollout fault tolerance, stall watchdog, generation fleet health and router."""
+its staleness sampler, rollout fault tolerance, stall watchdog, generation fleet health and router; and
+:class:`GRPOSingleControllerRecipe`, the whole recipe of that path."""
 
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
@@ -15,13 +16,20 @@ from ..._internal.config_scalars import (
     PositiveFloat,
     StrictStr,
 )
-from .variants import Omittable, SectionModel, chosen_by, tag
+from .algorithm import Algorithm
+from .data_plane import DataPlaneConfig
+from .grpo import GRPOConfig
+from .logger import RLLoggerConfig
+from .loss_fn import ClippedPGLossConfig
+from .training import TrainingRecipe
+from .variants import Omittable, OpenMapping, SectionModel, chosen_by, tag
 
 __all__ = [
     "SAMPLER_NAMES",
     "AsyncRLConfig",
     "CustomSamplerConfig",
     "FleetHealthConfig",
+    "GRPOSingleControllerRecipe",
     "GenerationRouterConfig",
     "InOrderSamplerConfig",
     "NativeRolloutFTConfig",
@@ -225,3 +233,22 @@ class AsyncRLConfig(SectionModel):
     """Finished rollouts buffered, ≥ 1."""
     diagnostics: ConfigBool = False
     """Log diagnostics of the asynchronous loop."""
+
+
+class GRPOSingleControllerRecipe(TrainingRecipe):
+    """A single-controller asynchronous GRPO recipe (``examples/run_grpo_single_controller.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "grpo-sc"
+
+    loss_fn: ClippedPGLossConfig
+    """The clipped policy-gradient loss. Required."""
+    env: OpenMapping
+    """Environments by name (each reads its own keys). Required."""
+    grpo: GRPOConfig
+    """The GRPO loop. Required."""
+    logger: RLLoggerConfig
+    """Metrics. Required."""
+    data_plane: DataPlaneConfig
+    """The transfer-queue data plane. Required."""
+    async_rl: AsyncRLConfig
+    """The asynchronous loop. Required."""

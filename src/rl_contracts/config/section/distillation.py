@@ -1,18 +1,24 @@
 """Distillation sections: ``distillation`` of on-policy distillation (``DistillationConfig``) and of cross-tokenizer
 off-policy distillation (``OffPolicyDistillationConfig``), the latter's ``teachers`` list (``TeacherConfig``), and
-GRPO's ``on_policy_distillation`` (``OnPolicyDistillationConfig``).  Distillation's ``teacher`` is a
-:class:`~.policy.PolicyConfig`."""
+the whole recipes of both distillation algorithms.  Distillation's ``teacher`` is a :class:`~.policy.PolicyConfig`;
+GRPO's ``on_policy_distillation`` is in :mod:`.grpo`."""
+
+from typing import ClassVar
 
 from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
-from .variants import Omittable, OpenMapping, SectionModel
+from .algorithm import Algorithm
+from .logger import LoggerConfig
+from .loss_fn import CrossTokenizerDistillationLossConfig, DistillationLossConfig
+from .policy import PolicyConfig
+from .training import TrainingRecipe
+from .variants import OpenMapping, SectionModel
 
 __all__ = [
     "DistillationConfig",
-    "NonColocatedTeachersConfig",
+    "DistillationRecipe",
     "OffPolicyDistillationConfig",
-    "OnPolicyDistillationConfig",
     "TeacherConfig",
-    "TeacherResourceConfig",
+    "XTokenDistillationRecipe",
 ]
 
 
@@ -77,52 +83,33 @@ class TeacherConfig(SectionModel):
     """Use the cross-token loss for this teacher; null for ``loss_fn.xtoken_loss``."""
 
 
-class TeacherResourceConfig(SectionModel):
-    """Resources and parallelism of one non-colocated teacher."""
+class DistillationRecipe(TrainingRecipe):
+    """An on-policy distillation recipe (``examples/run_distillation.py``)."""
 
-    tensor_model_parallel_size: AtLeastOne = 1
-    """Tensor-parallel size, ≥ 1."""
-    pipeline_model_parallel_size: AtLeastOne = 1
-    """Pipeline-parallel size, ≥ 1."""
-    context_parallel_size: AtLeastOne = 1
-    """Context-parallel size, ≥ 1."""
-    expert_model_parallel_size: AtLeastOne = 1
-    """Expert-parallel size, ≥ 1."""
-    num_nodes: AtLeastOne = 1
-    """Nodes, ≥ 1."""
-    gpus_per_node: AtLeastOne = 8
-    """GPUs per node, ≥ 1."""
-    precision: ConfigStr = "bf16"
-    """Precision of the teacher."""
-    micro_batch_size: AtLeastOne = 4
-    """Samples per micro-batch, ≥ 1."""
-    megatron_cfg_overrides: Omittable[OpenMapping] = None
-    """Megatron settings overridden for this teacher (open mapping)."""
+    algorithm: ClassVar[Algorithm] = "distillation"
+
+    teacher: PolicyConfig
+    """The teacher model. Required."""
+    loss_fn: DistillationLossConfig
+    """The distillation loss. Required."""
+    env: OpenMapping
+    """Environments by name (each reads its own keys). Required."""
+    distillation: DistillationConfig
+    """The distillation loop. Required."""
+    logger: LoggerConfig
+    """Metrics. Required."""
 
 
-class NonColocatedTeachersConfig(SectionModel):
-    """``on_policy_distillation.non_colocated_teachers``: teachers on GPUs of their own."""
+class XTokenDistillationRecipe(TrainingRecipe):
+    """A cross-tokenizer off-policy distillation recipe (``examples/run_xtoken_off_policy_distillation.py``)."""
 
-    enabled: ConfigBool = False
-    """Place teachers on their own GPUs."""
-    default_teacher_cfg: Omittable[TeacherResourceConfig] = None
-    """Resources of every teacher without an override."""
-    teacher_overrides: Omittable[dict[ConfigStr, TeacherResourceConfig]] = None
-    """Resources per teacher alias."""
+    algorithm: ClassVar[Algorithm] = "xtoken-distillation"
 
-
-class OnPolicyDistillationConfig(SectionModel):
-    """``on_policy_distillation`` of GRPO: teachers that score the policy's rollouts."""
-
-    enabled: ConfigBool = False
-    """Distil from teachers during GRPO."""
-    teacher_model_by_agent_name: Omittable[dict[ConfigStr, ConfigStr]] = None
-    """Teacher model per agent name."""
-    default_teacher_alias: ConfigStr | None = None
-    """Teacher of agents without an entry; null for none."""
-    strict_agent_name_match: ConfigBool = False
-    """Fail when an agent has no teacher."""
-    deduplicate_shared_teacher_checkpoints: ConfigBool = True
-    """Load a checkpoint shared by several teachers once."""
-    non_colocated_teachers: NonColocatedTeachersConfig | None = None
-    """Teachers on GPUs of their own."""
+    teachers: list[TeacherConfig]
+    """The teachers. Required."""
+    loss_fn: CrossTokenizerDistillationLossConfig
+    """The cross-tokenizer distillation loss. Required."""
+    distillation: OffPolicyDistillationConfig
+    """The distillation loop. Required."""
+    logger: LoggerConfig
+    """Metrics. Required."""

@@ -1,13 +1,33 @@
-"""``eval`` and the evaluation ``env``: what ``run_eval.py`` measures (NeMo RL's ``EvalConfig`` and its pass-through
-environment config).  An evaluation recipe's ``generation`` is checked on its own as
-:class:`~rl_contracts.config.VllmConfig`, its ``data`` by :data:`~.data.EvalDataConfig`."""
+"""An evaluation recipe (``run_eval.py``): ``eval`` and the evaluation ``env`` (NeMo RL's ``EvalConfig`` and its
+pass-through environment config), ``data`` (:data:`EvalDataConfig`: one of eight evaluation data configs, picked by
+``dataset_name``) and :class:`EvalRecipe`, the whole recipe.  Its ``generation`` is checked on its own as
+:class:`~rl_contracts.config.VllmConfig`."""
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
-from ..._internal.config_scalars import AtLeastOne, ConfigInt, ConfigStr, StrList
-from .variants import SectionModel
+from ..._internal.config_scalars import AtLeastOne, ConfigInt, ConfigStr, StrictStr, StrList
+from .algorithm import Algorithm, RecipeModel
+from .cluster import ClusterConfig
+from .policy import TokenizerConfig
+from .variants import Omittable, OpenMapping, SectionModel, chosen_by, tag
 
-__all__ = ["EvalConfig", "EvalEnvConfig", "MathEnvConfig", "VLMEnvConfig"]
+__all__ = [
+    "AIMEEvalDataConfig",
+    "DailyOmniEvalDataConfig",
+    "EvalConfig",
+    "EvalDataConfig",
+    "EvalEnvConfig",
+    "EvalRecipe",
+    "GPQAEvalDataConfig",
+    "LocalMathEvalDataConfig",
+    "MMAUEvalDataConfig",
+    "MMLUEvalDataConfig",
+    "MMLUProEvalDataConfig",
+    "MathEnvConfig",
+    "MathEvalDataConfig",
+    "VLMEnvConfig",
+]
 
 
 class EvalConfig(SectionModel):
@@ -58,3 +78,179 @@ class EvalEnvConfig(SectionModel):
     """The math verifier."""
     mmau: VLMEnvConfig | None = None
     """The MMAU verifier."""
+
+
+class EvalDataBase(SectionModel):
+    """The keys every evaluation data config shares."""
+
+    max_input_seq_length: AtLeastOne
+    """Longest prompt in tokens, ≥ 1. Required."""
+    prompt_file: ConfigStr | None = None
+    """File holding the prompt template; null for none."""
+    system_prompt_file: ConfigStr | None = None
+    """File holding the system prompt; null for none."""
+
+
+MMLU_NAMES: tuple[str, ...] = (
+    "mmlu",
+    "mmlu_AR-XY",
+    "mmlu_BN-BD",
+    "mmlu_DE-DE",
+    "mmlu_EN-US",
+    "mmlu_ES-LA",
+    "mmlu_FR-FR",
+    "mmlu_HI-IN",
+    "mmlu_ID-ID",
+    "mmlu_IT-IT",
+    "mmlu_JA-JP",
+    "mmlu_KO-KR",
+    "mmlu_PT-BR",
+    "mmlu_ZH-CN",
+    "mmlu_SW-KE",
+    "mmlu_YO-NG",
+)
+
+
+class MMLUEvalDataConfig(EvalDataBase):
+    """``data`` of an MMLU evaluation."""
+
+    dataset_name: Annotated[
+        Literal[
+            "mmlu",
+            "mmlu_AR-XY",
+            "mmlu_BN-BD",
+            "mmlu_DE-DE",
+            "mmlu_EN-US",
+            "mmlu_ES-LA",
+            "mmlu_FR-FR",
+            "mmlu_HI-IN",
+            "mmlu_ID-ID",
+            "mmlu_IT-IT",
+            "mmlu_JA-JP",
+            "mmlu_KO-KR",
+            "mmlu_PT-BR",
+            "mmlu_ZH-CN",
+            "mmlu_SW-KE",
+            "mmlu_YO-NG",
+        ],
+        StrictStr,
+    ]
+    """MMLU or one of its translations. Required."""
+
+
+class MMLUProEvalDataConfig(EvalDataBase):
+    """``data`` of an MMLU-Pro evaluation."""
+
+    dataset_name: Annotated[Literal["mmlu_pro"], StrictStr]
+    """``"mmlu_pro"``. Required."""
+
+
+class AIMEEvalDataConfig(EvalDataBase):
+    """``data`` of an AIME evaluation."""
+
+    dataset_name: Annotated[Literal["AIME2024", "AIME2025", "AIME2026"], StrictStr]
+    """The AIME year. Required."""
+    processor: Omittable[ConfigStr] = None
+    """Data processor that turns a row into a message log."""
+    repeat: Omittable[AtLeastOne] = None
+    """Times each problem is evaluated, ≥ 1."""
+
+
+class GPQAEvalDataConfig(EvalDataBase):
+    """``data`` of a GPQA evaluation."""
+
+    dataset_name: Annotated[Literal["gpqa", "gpqa_diamond"], StrictStr]
+    """GPQA or GPQA-Diamond. Required."""
+
+
+class MathEvalDataConfig(EvalDataBase):
+    """``data`` of a MATH evaluation."""
+
+    dataset_name: Annotated[Literal["math", "math500"], StrictStr]
+    """MATH or MATH-500. Required."""
+
+
+class MMAUEvalDataConfig(EvalDataBase):
+    """``data`` of an MMAU (audio) evaluation."""
+
+    dataset_name: Annotated[Literal["mmau", "TwinkStart/MMAU"], StrictStr]
+    """MMAU. Required."""
+    split: ConfigStr | None = None
+    """Dataset split; null for the default."""
+    env_name: Omittable[ConfigStr] = None
+    """Environment that scores the responses."""
+
+
+class DailyOmniEvalDataConfig(EvalDataBase):
+    """``data`` of a Daily-Omni evaluation."""
+
+    dataset_name: Annotated[Literal["daily-omni"], StrictStr]
+    """``"daily-omni"``. Required."""
+    split: ConfigStr | None = None
+    """Dataset split; null for the default."""
+    env_name: Omittable[ConfigStr] = None
+    """Environment that scores the responses."""
+
+
+class LocalMathEvalDataConfig(EvalDataBase):
+    """``data`` of an evaluation on a local math file (any other ``dataset_name``)."""
+
+    dataset_name: ConfigStr
+    """Path or name of the local dataset. Required."""
+    problem_key: ConfigStr
+    """Column of the problem. Required."""
+    solution_key: ConfigStr
+    """Column of the solution. Required."""
+    file_format: Annotated[Literal["csv", "json"], StrictStr]
+    """Format of the file. Required."""
+    split: ConfigStr | None = None
+    """Dataset split; null for the default."""
+
+
+_EVAL_DATASETS: dict[str, str] = {
+    **dict.fromkeys(MMLU_NAMES, "mmlu"),
+    "mmlu_pro": "mmlu_pro",
+    **dict.fromkeys(("AIME2024", "AIME2025", "AIME2026"), "aime"),
+    **dict.fromkeys(("gpqa", "gpqa_diamond"), "gpqa"),
+    **dict.fromkeys(("math", "math500"), "math"),
+    **dict.fromkeys(("mmau", "TwinkStart/MMAU"), "mmau"),
+    "daily-omni": "daily_omni",
+}
+
+
+def _eval_dataset(value: Any) -> str:
+    name = value.get("dataset_name") if isinstance(value, Mapping) else None
+    return _EVAL_DATASETS.get(name, "local_math") if isinstance(name, str) else "local_math"
+
+
+EvalDataConfig = Annotated[
+    Annotated[MMLUEvalDataConfig, tag("mmlu")]
+    | Annotated[MMLUProEvalDataConfig, tag("mmlu_pro")]
+    | Annotated[AIMEEvalDataConfig, tag("aime")]
+    | Annotated[GPQAEvalDataConfig, tag("gpqa")]
+    | Annotated[MathEvalDataConfig, tag("math")]
+    | Annotated[MMAUEvalDataConfig, tag("mmau")]
+    | Annotated[DailyOmniEvalDataConfig, tag("daily_omni")]
+    | Annotated[LocalMathEvalDataConfig, tag("local_math")],
+    chosen_by(_eval_dataset),
+]
+"""``data`` of ``eval``: the data config its ``dataset_name`` names (any other name: a local math file)."""
+
+
+class EvalRecipe(RecipeModel):
+    """An evaluation recipe (``examples/run_eval.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "eval"
+
+    eval: EvalConfig
+    """The metric. Required."""
+    generation: OpenMapping
+    """The generation section: checked on its own as ``VllmConfig``. Required."""
+    tokenizer: TokenizerConfig
+    """The tokenizer. Required."""
+    data: EvalDataConfig
+    """The evaluation dataset. Required."""
+    env: EvalEnvConfig
+    """The verifiers. Required."""
+    cluster: ClusterConfig
+    """Nodes and GPUs. Required."""

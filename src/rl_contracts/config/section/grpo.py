@@ -1,18 +1,30 @@
-"""``grpo`` and ``reward_penalties``: the GRPO loop, its advantage estimator and reward shaping (NeMo RL's
-``GRPOConfig`` and ``RewardPenaltyConfig``; every key has a default).  PPO reuses the reward shaping and scaling
-models (:mod:`.ppo`)."""
+"""``grpo``, ``reward_penalties`` and ``on_policy_distillation``: the GRPO loop, its advantage estimator and reward
+shaping, and the teachers that score its rollouts (NeMo RL's ``GRPOConfig``, ``RewardPenaltyConfig`` and
+``OnPolicyDistillationConfig``; every key has a default), and :class:`GRPORecipe`, the whole GRPO recipe.  PPO
+reuses the reward shaping and scaling models (:mod:`.ppo`)."""
+
+from typing import ClassVar
 
 from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
-from .variants import FloatList, IntList, Omittable, SectionModel
+from .algorithm import Algorithm
+from .data_plane import DataPlaneConfig
+from .logger import RLLoggerConfig
+from .loss_fn import ClippedPGLossConfig
+from .training import TrainingRecipe
+from .variants import FloatList, IntList, Omittable, OpenMapping, SectionModel
 
 __all__ = [
     "AdvEstimatorConfig",
     "AsyncGRPOConfig",
     "GRPOConfig",
+    "GRPORecipe",
+    "NonColocatedTeachersConfig",
+    "OnPolicyDistillationConfig",
     "RewardPenaltyConfig",
     "RewardPenaltyTokenIdsConfig",
     "RewardScalingConfig",
     "RewardShapingConfig",
+    "TeacherResourceConfig",
 ]
 
 
@@ -185,3 +197,75 @@ class RewardPenaltyConfig(SectionModel):
     """Penalise malformed think tags."""
     token_ids: RewardPenaltyTokenIdsConfig | None = None
     """Token ids the penalties look for."""
+
+
+class TeacherResourceConfig(SectionModel):
+    """Resources and parallelism of one non-colocated teacher."""
+
+    tensor_model_parallel_size: AtLeastOne = 1
+    """Tensor-parallel size, ≥ 1."""
+    pipeline_model_parallel_size: AtLeastOne = 1
+    """Pipeline-parallel size, ≥ 1."""
+    context_parallel_size: AtLeastOne = 1
+    """Context-parallel size, ≥ 1."""
+    expert_model_parallel_size: AtLeastOne = 1
+    """Expert-parallel size, ≥ 1."""
+    num_nodes: AtLeastOne = 1
+    """Nodes, ≥ 1."""
+    gpus_per_node: AtLeastOne = 8
+    """GPUs per node, ≥ 1."""
+    precision: ConfigStr = "bf16"
+    """Precision of the teacher."""
+    micro_batch_size: AtLeastOne = 4
+    """Samples per micro-batch, ≥ 1."""
+    megatron_cfg_overrides: Omittable[OpenMapping] = None
+    """Megatron settings overridden for this teacher (open mapping)."""
+
+
+class NonColocatedTeachersConfig(SectionModel):
+    """``on_policy_distillation.non_colocated_teachers``: teachers on GPUs of their own."""
+
+    enabled: ConfigBool = False
+    """Place teachers on their own GPUs."""
+    default_teacher_cfg: Omittable[TeacherResourceConfig] = None
+    """Resources of every teacher without an override."""
+    teacher_overrides: Omittable[dict[ConfigStr, TeacherResourceConfig]] = None
+    """Resources per teacher alias."""
+
+
+class OnPolicyDistillationConfig(SectionModel):
+    """``on_policy_distillation`` of GRPO: teachers that score the policy's rollouts."""
+
+    enabled: ConfigBool = False
+    """Distil from teachers during GRPO."""
+    teacher_model_by_agent_name: Omittable[dict[ConfigStr, ConfigStr]] = None
+    """Teacher model per agent name."""
+    default_teacher_alias: ConfigStr | None = None
+    """Teacher of agents without an entry; null for none."""
+    strict_agent_name_match: ConfigBool = False
+    """Fail when an agent has no teacher."""
+    deduplicate_shared_teacher_checkpoints: ConfigBool = True
+    """Load a checkpoint shared by several teachers once."""
+    non_colocated_teachers: NonColocatedTeachersConfig | None = None
+    """Teachers on GPUs of their own."""
+
+
+class GRPORecipe(TrainingRecipe):
+    """A GRPO recipe (``examples/run_grpo.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "grpo"
+
+    loss_fn: ClippedPGLossConfig
+    """The clipped policy-gradient loss. Required."""
+    env: OpenMapping
+    """Environments by name (each reads its own keys). Required."""
+    grpo: GRPOConfig
+    """The GRPO loop. Required."""
+    logger: RLLoggerConfig
+    """Metrics. Required."""
+    reward_penalties: Omittable[RewardPenaltyConfig] = None
+    """NeMo-Gym reward penalties."""
+    data_plane: DataPlaneConfig | None = None
+    """The transfer-queue data plane; null for none."""
+    on_policy_distillation: OnPolicyDistillationConfig | None = None
+    """Teachers that score the rollouts; null for none."""

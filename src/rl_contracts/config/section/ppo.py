@@ -1,11 +1,19 @@
 """``ppo``: the PPO loop with a value model (NeMo RL's ``PPOConfig``; every key has a default).  The value model is
-:class:`~.policy.ValueConfig`, its loss :class:`~.loss_fn.MseValueLossConfig`."""
+:class:`~.policy.ValueConfig`, its loss :class:`~.loss_fn.MseValueLossConfig`; :class:`PPORecipe` is the whole
+recipe."""
+
+from typing import ClassVar
 
 from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
+from .algorithm import Algorithm
 from .grpo import RewardScalingConfig, RewardShapingConfig
-from .variants import Omittable, SectionModel
+from .logger import RLLoggerConfig
+from .loss_fn import ClippedPGLossConfig, MseValueLossConfig
+from .policy import ValueConfig
+from .training import TrainingRecipe
+from .variants import Omittable, OpenMapping, SectionModel
 
-__all__ = ["AsyncPPOConfig", "PPOAdvEstimatorConfig", "PPOConfig"]
+__all__ = ["AsyncPPOConfig", "PPOAdvEstimatorConfig", "PPOConfig", "PPORecipe"]
 
 
 class PPOAdvEstimatorConfig(SectionModel):
@@ -93,3 +101,22 @@ class PPOConfig(SectionModel):
     """Largest sequence log-probability error between training and inference; null for no check."""
     async_ppo: Omittable[AsyncPPOConfig] = None
     """Asynchronous PPO."""
+
+
+class PPORecipe(TrainingRecipe):
+    """A PPO recipe (``examples/run_ppo.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "ppo"
+
+    value: ValueConfig
+    """The value model. Required."""
+    loss_fn: ClippedPGLossConfig
+    """The clipped policy-gradient loss. Required."""
+    value_loss_fn: MseValueLossConfig
+    """The value model's loss. Required."""
+    env: OpenMapping
+    """Environments by name (each reads its own keys). Required."""
+    ppo: PPOConfig
+    """The PPO loop. Required."""
+    logger: RLLoggerConfig
+    """Metrics. Required."""

@@ -1,10 +1,24 @@
 """``sft``, ``dpo`` and ``rm``: the loops of supervised fine-tuning, direct preference optimisation and reward-model
-training (NeMo RL's ``SFTConfig``, ``DPOConfig`` and ``RMConfig``; every key has a default)."""
+training (NeMo RL's ``SFTConfig``, ``DPOConfig`` and ``RMConfig``; every key has a default), and the whole recipe
+of each."""
+
+from typing import ClassVar
 
 from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigInt, NonNegative, NonNegativeFloat
+from .algorithm import Algorithm
+from .logger import LoggerConfig
+from .training import TrainingRecipe
 from .variants import SectionModel
 
-__all__ = ["DPOConfig", "RMConfig", "SFTConfig", "SupervisedLoopConfig"]
+__all__ = [
+    "DPOConfig",
+    "DPORecipe",
+    "RMConfig",
+    "RMRecipe",
+    "SFTConfig",
+    "SFTRecipe",
+    "SupervisedLoopConfig",
+]
 
 
 class SupervisedLoopConfig(SectionModel):
@@ -71,3 +85,36 @@ class RMConfig(SupervisedLoopConfig):
     """Validation batches per validation (-1: the whole set)."""
     val_at_start: ConfigBool = False
     """Validate before the first step."""
+
+
+class SFTRecipe(TrainingRecipe):
+    """A supervised fine-tuning recipe (``examples/run_sft.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "sft"
+
+    sft: SFTConfig
+    """The SFT loop. Required."""
+    logger: LoggerConfig
+    """Metrics. Required."""
+
+
+class DPORecipe(TrainingRecipe):
+    """A DPO recipe (``examples/run_dpo.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "dpo"
+
+    dpo: DPOConfig
+    """The DPO loop. Required."""
+    logger: LoggerConfig
+    """Metrics. Required."""
+
+
+class RMRecipe(TrainingRecipe):
+    """A reward-model recipe (``examples/run_rm.py``)."""
+
+    algorithm: ClassVar[Algorithm] = "rm"
+
+    rm: RMConfig
+    """The reward-model loop. Required."""
+    logger: LoggerConfig
+    """Metrics. Required."""
