@@ -152,8 +152,6 @@ def run_validate(args: argparse.Namespace) -> int:
     from ..config.rules.preflight import PreflightOptions, installed_vllm_version
     from .report import exit_status, github_commands, json_report, plain_report, print_human, stdout_console
 
-    startup.imports_done()
-
     version = args.vllm_version if args.vllm_version is not None else installed_vllm_version()
     options = PreflightOptions(
         entrypoint=args.entrypoint,
@@ -178,12 +176,17 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         from .fixing import run_fixes  # the fix engine, the baselines and SARIF load only when asked for
 
+        startup.imports_done()
         fixed = run_fixes(args, lambda files: validate_files(files, **checked), checked, write)
         if fixed.reports is None:
             return fixed.status or 0
         reports = fixed.reports
     else:
-        reports = validate_files(args.files, **checked)
+        # The first file creates its algorithm's models (imported on first use), so the collector stays paused
+        # until it is checked; every later file's garbage is collected as it goes.
+        reports = validate_files(args.files[:1], **checked)
+        startup.imports_done()
+        reports += validate_files(args.files[1:], **checked)
     if args.baseline is not None or args.write_baseline is not None:
         from .baselines import apply_baseline
 
