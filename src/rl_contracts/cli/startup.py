@@ -4,9 +4,10 @@ Importing pydantic, OmegaConf and the recipe rules builds tens of thousands of l
 validators, model classes); each collection the interpreter starts meanwhile walks all of them and frees nothing,
 about 10 ms of a ``validate`` run.  :func:`pause_collection` (called by ``console_main`` only, never by
 :func:`rl_contracts.cli.main`, so an embedding process is left alone) disables the collector; a command that then
-reads input of unbounded size calls :func:`imports_done` once its imports are in: the objects built so far move to
-the permanent generation (``gc.freeze()``, never scanned again) and the collector runs again as before, so a run
-over many recipes frees their garbage cycles (OmegaConf trees are cyclic) as it goes.  A command that never calls
+reads input of unbounded size calls :func:`imports_done` once its imports are in (``validate``: once its first
+file, which creates that algorithm's models, is checked): the objects built so far move to the permanent
+generation (``gc.freeze()``, never scanned again) and the collector runs again as before, so a run over many
+recipes frees their garbage cycles (OmegaConf trees are cyclic) as it goes.  A command that never calls
 it (``rules``, ``schema``: a fixed catalogue) ends with the collector paused.
 """
 
