@@ -438,10 +438,7 @@ def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[s
             end = _content_end(node)
             if node is not root and not _rest_is_comment(text, end):
                 raise _Refused(f"{_dotted(keys[:depth])} is followed by another token on its last line")
-            offset = _line_end(text, end) if node.value else len(text)
-            if offset == len(text) and text and not text.endswith(("\n", "\r")):
-                text += _newline(text)
-                offset = len(text)
+            text, offset = _ended(text, _line_end(text, end) if node.value else len(text))
             return text, offset, column, keys[depth:]
         if depth == len(keys) - 1:
             raise _Refused(f"{where} is already set in this file")
@@ -463,11 +460,15 @@ def _replace_null(
     while start > 0 and text[start - 1] in " \t" and start > key_node.end_mark.index + 1:
         start -= 1
     text = text[:start] + text[end:]
-    offset = _line_end(text, start)
-    if offset == len(text) and not text.endswith(("\n", "\r")):
-        text += _newline(text)
-        offset = len(text)
+    text, offset = _ended(text, _line_end(text, start))
     return text, offset, key_node.start_mark.column + _indent_step(root), missing
+
+
+def _ended(text: str, offset: int) -> tuple[str, int]:
+    """``text`` and ``offset``, a line break added when ``offset`` is the end of a non-empty last line."""
+    if offset < len(text) or not text or text.endswith(("\n", "\r")):
+        return text, offset
+    return text + _newline(text), len(text) + len(_newline(text))
 
 
 def _block(text: str, missing: Keys, column: int, step: int, last_line: str) -> str:

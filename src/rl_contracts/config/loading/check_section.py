@@ -196,13 +196,8 @@ def _locate(report: IssueReport, resolution: Resolution, section: Keys) -> dict[
         if holder is None:
             return None
     if not isinstance(holder, dict):
-        report.add(
-            section,
-            "V4",
-            f"section {dotted_path(section)} must be a mapping, got a {kind(holder)}",
-            "error",
-            holder,
-        )
+        what = f"section {dotted_path(section)} must be a mapping, got a {kind(holder)}"
+        report.add(section, V4.code, what, "error", holder)
         return None
     return holder
 

@@ -429,14 +429,10 @@ class _Composer:
 
 def _last_places(chain: list[Path]) -> tuple[Path, ...]:
     """``chain`` with each file (by real path) only at its last place, where provenance looks for it."""
-    seen: set[Path] = set()
-    kept: list[Path] = []
+    kept: dict[Path, Path] = {}
     for path in reversed(chain):
-        key = path.resolve()
-        if key not in seen:
-            seen.add(key)
-            kept.append(path)
-    return tuple(reversed(kept))
+        kept.setdefault(path.resolve(), path)
+    return tuple(reversed(kept.values()))
 
 
 @checks(V1, V6, V7)

@@ -36,6 +36,10 @@ def _limit_error(file: str, what: str, limit: str, **attributes: Any) -> RecipeL
     return RecipeLoadError(f"{render_name(file)}: {what} (limit {limit})", file=file, code="V6", **attributes)
 
 
+def _unreadable(file: str, why: str) -> RecipeLoadError:
+    return RecipeLoadError(f"{render_name(file)}: cannot read the file: {render_name(why)}", file=file)
+
+
 def _position(data: bytes, offset: int) -> tuple[int, int]:
     line = data.count(b"\n", 0, offset) + 1
     return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
@@ -58,19 +62,14 @@ def read_text(path: Path, named_by: Path | None, limits: Limits) -> str:
             ) from None
         raise RecipeLoadError(f"{render_name(file)}: no such file", file=file) from None
     except (OSError, ValueError) as exc:  # ELOOP, EACCES, ENAMETOOLONG; ValueError: an embedded NUL
-        why = getattr(exc, "strerror", None) or type(exc).__name__
-        raise RecipeLoadError(
-            f"{render_name(file)}: cannot read the file: {render_name(why)}", file=file
-        ) from None
+        raise _unreadable(file, getattr(exc, "strerror", None) or type(exc).__name__) from None
     try:
         info = os.fstat(fd)
         for test, what in _KINDS:
             if test(info.st_mode):
-                raise RecipeLoadError(
-                    f"{render_name(file)}: cannot read the file: it is {what}, not a regular file", file=file
-                )
+                raise _unreadable(file, f"it is {what}, not a regular file")
         if not stat.S_ISREG(info.st_mode):
-            raise RecipeLoadError(f"{render_name(file)}: cannot read the file: not a regular file", file=file)
+            raise _unreadable(file, "not a regular file")
         if info.st_size > limits.file_bytes:
             raise _limit_error(file, f"the file has {info.st_size:,} bytes", f"{limits.file_bytes:,} bytes")
         chunks: list[bytes] = []
@@ -82,10 +81,7 @@ def read_text(path: Path, named_by: Path | None, limits: Limits) -> str:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        raise RecipeLoadError(
-            f"{render_name(file)}: cannot read the file: {render_name(why)}", file=file
-        ) from None
+        raise _unreadable(file, exc.strerror or type(exc).__name__) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)

@@ -54,6 +54,10 @@ class Context:
         """Report an error of the running rule (or of ``code``) at ``path``, with its ``fix`` when it has one."""
         self._report(path, value, message, "error", code, fix)
 
+    def error_at(self, path: str, message: str) -> None:
+        """Report an error of the running rule at ``path``, with the value read there."""
+        self.error(path, self.reader.value(path), message)
+
     def warning(self, path: str, value: object, message: str) -> None:
         """Report a warning of the running rule at ``path``."""
         self._report(path, value, message, "warning", None, None)
@@ -83,6 +87,12 @@ class Context:
                 severity="skipped",
             )
         )
+
+    def layout(self) -> ClusterSplit | None:
+        """The split P13/P25 computed; ``None``, reported as a skip of the running rule, when they could not."""
+        if self.split is None:
+            self.skip("needs the cluster layout, which P13/P25 could not compute")
+        return self.split
 
     def _report(
         self,

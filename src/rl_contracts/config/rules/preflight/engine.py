@@ -97,11 +97,8 @@ def preflight(
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
-    seen: set[tuple[str, str, str]] = set()
-    kept: list[Finding] = []
+    """``findings`` without repeats of a code, path and message (the first one kept)."""
+    kept: dict[tuple[str, str, str], Finding] = {}
     for finding in findings:
-        key = (finding.code, finding.path, finding.message)
-        if key not in seen:
-            seen.add(key)
-            kept.append(finding)
-    return kept
+        kept.setdefault((finding.code, finding.path, finding.message), finding)
+    return list(kept.values())

@@ -29,6 +29,7 @@ __all__ = [
     "routed_experts_enabled",
     "teachers",
     "train_parallel",
+    "vllm_parallel",
 ]
 
 GENERATION: Final = "policy.generation"
@@ -112,6 +113,13 @@ def routed_experts_enabled(reader: Reader) -> bool:
     return reader.flag("policy.router_replay.enabled") or reader.truthy(
         f"{VLLM_KWARGS}.enable_return_routed_experts"
     )
+
+
+def vllm_parallel(reader: Reader) -> tuple[int, int, int]:
+    """vLLM's TP, PP and EP sizes (``vllm_cfg.*_parallel_size``, each at least 1; 1 when absent)."""
+    sizes = ("tensor", "pipeline", "expert")
+    tp, pp, ep = (reader.count(f"{VLLM_CFG}.{name}_parallel_size") for name in sizes)
+    return tp, pp, ep
 
 
 class TrainParallel(NamedTuple):

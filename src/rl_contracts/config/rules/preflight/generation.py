@@ -19,8 +19,9 @@ from .facts import (
     is_vllm,
     megatron,
     routed_experts_enabled,
+    vllm_parallel,
 )
-from .reader import WrongShape
+from .reader import Reader, WrongShape
 
 __all__ = [
     "ENGINE_ARGUMENTS",
@@ -78,9 +79,8 @@ def check_fp8_generation(context: Context) -> None:
     kv = reader.text(f"{VLLM_CFG}.kv_cache_dtype")
     if precision == "fp8":
         if not reader.flag("loss_fn.use_importance_sampling_correction"):
-            context.error(
+            context.error_at(
                 "loss_fn.use_importance_sampling_correction",
-                reader.value("loss_fn.use_importance_sampling_correction"),
                 "policy.generation.vllm_cfg.precision='fp8' needs loss_fn.use_importance_sampling_correction=true "
                 "(FP8 rollouts drift from the training logprobs); enable it.",
             )
@@ -213,11 +213,8 @@ ENGINE_ARGUMENTS = (
 """The engine keyword arguments the trainer passes itself; the same key in ``vllm_kwargs`` is a TypeError."""
 
 
-def _executor_backend(context: Context) -> str | None:
-    reader = context.reader
-    tp = reader.count(f"{VLLM_CFG}.tensor_parallel_size")
-    pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
-    ep = reader.count(f"{VLLM_CFG}.expert_parallel_size")
+def _executor_backend(reader: Reader) -> str | None:
+    tp, pp, ep = vllm_parallel(reader)
     if tp * pp > 1:
         return "ray"
     if ep > tp:
@@ -272,7 +269,7 @@ def check_engine_arguments(context: Context) -> None:
                 f"{path} collides with the engine argument the trainer sets; remove it (use the vllm_cfg key).",
             )
     if "distributed_executor_backend" in keys:
-        derived = _executor_backend(context)
+        derived = _executor_backend(reader)
         context.warning(
             f"{VLLM_KWARGS}.distributed_executor_backend",
             keys["distributed_executor_backend"],
@@ -317,13 +314,10 @@ def check_vllm_placement(context: Context) -> None:
     reader = context.reader
     if not is_vllm(reader):
         return
-    if context.split is None:
-        context.skip("needs the cluster layout, which P13/P25 could not compute")
+    split = context.layout()
+    if split is None:
         return
-    split = context.split
-    tp = reader.count(f"{VLLM_CFG}.tensor_parallel_size")
-    pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
-    ep = reader.count(f"{VLLM_CFG}.expert_parallel_size")
+    tp, pp, ep = vllm_parallel(reader)
     mp = tp * pp
     world = split.gen_nodes * split.gen_gpn
     arithmetic = f"{split.gen_nodes} x {split.gen_gpn} = {world} generation GPUs, TP({tp}) x PP({pp}) = {mp}"
@@ -537,81 +531,62 @@ def check_nccl_reshard(context: Context) -> None:
     fix = "; fix it or choose another refit_transport."
     prefix = "refit_transport='nccl_reshard' needs "
 
-    def fail(path: str, value: object, need: str) -> None:
-        context.error(path, value, f"{prefix}{need}, got {render(value)}{fix}")
+    def fail(path: str, need: str, value: object = ABSENT) -> None:
+        """The error at ``path`` whose ``value`` (by default the one written there) does not meet ``need``."""
+        shown = reader.value(path) if value is ABSENT else value
+        context.error(path, shown, f"{prefix}{need}, got {render(shown)}{fix}")
 
     if reader.flag(f"{GENERATION}.colocated.enabled"):
-        fail(f"{GENERATION}.colocated.enabled", True, "non-colocated generation")
+        fail(f"{GENERATION}.colocated.enabled", "non-colocated generation")
     if not is_vllm(reader):
-        fail(f"{GENERATION}.backend", reader.value(f"{GENERATION}.backend"), "backend 'vllm'")
+        fail(f"{GENERATION}.backend", "backend 'vllm'")
     if reader.truthy(f"{VLLM_KWARGS}.enable_eplb"):
-        fail(
-            f"{VLLM_KWARGS}.enable_eplb",
-            reader.value(f"{VLLM_KWARGS}.enable_eplb"),
-            "vllm_kwargs.enable_eplb off",
-        )
+        fail(f"{VLLM_KWARGS}.enable_eplb", "vllm_kwargs.enable_eplb off")
     if reader.truthy(f"{GENERATION}.real_quant"):
-        fail(f"{GENERATION}.real_quant", reader.value(f"{GENERATION}.real_quant"), "real_quant off")
+        fail(f"{GENERATION}.real_quant", "real_quant off")
     mega = megatron(reader)
     if not mega:
-        fail("policy.megatron_cfg.enabled", False, "Megatron training")
+        fail("policy.megatron_cfg.enabled", "Megatron training", False)
     if dtensor(reader):
-        fail("policy.dtensor_cfg.enabled", True, "DTensor disabled")
+        fail("policy.dtensor_cfg.enabled", "DTensor disabled")
     mc = "policy.megatron_cfg"
     if mega:
-        etp = reader.opt_integer(f"{mc}.expert_tensor_parallel_size")
-        if etp not in (None, 1):
-            fail(f"{mc}.expert_tensor_parallel_size", etp, "expert_tensor_parallel_size 1 or null")
-        layout = reader.value(f"{mc}.pipeline_model_parallel_layout")
-        if layout is not None and reader.present(f"{mc}.pipeline_model_parallel_layout"):
-            fail(f"{mc}.pipeline_model_parallel_layout", layout, "pipeline_model_parallel_layout null")
-        vpp = reader.opt_integer(f"{mc}.virtual_pipeline_model_parallel_size")
-        if vpp not in (None, 1):
+        if reader.opt_integer(f"{mc}.expert_tensor_parallel_size") not in (None, 1):
+            fail(f"{mc}.expert_tensor_parallel_size", "expert_tensor_parallel_size 1 or null")
+        layout = f"{mc}.pipeline_model_parallel_layout"
+        if reader.value(layout) is not None and reader.present(layout):
+            fail(layout, "pipeline_model_parallel_layout null")
+        if reader.opt_integer(f"{mc}.virtual_pipeline_model_parallel_size") not in (None, 1):
             fail(
-                f"{mc}.virtual_pipeline_model_parallel_size",
-                vpp,
-                "virtual_pipeline_model_parallel_size 1 or null",
+                f"{mc}.virtual_pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size 1 or null"
             )
         for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
             if reader.flag(f"{mc}.{name}"):
-                fail(f"{mc}.{name}", True, f"{name} false")
+                fail(f"{mc}.{name}", f"{name} false")
     precision = reader.value(f"{VLLM_CFG}.precision")
     if precision not in _RESHARD_PRECISIONS:
-        fail(f"{VLLM_CFG}.precision", precision, "generation precision null, auto, bf16, bfloat16 or fp8")
+        fail(f"{VLLM_CFG}.precision", "generation precision null, auto, bf16, bfloat16 or fp8")
     fp8_param = reader.flag(f"{mc}.fp8_cfg.fp8_param")
     is_mx = reader.truthy(f"{VLLM_CFG}.is_mx")
-    if precision == "fp8":
-        if fp8_param:
-            if is_mx:
-                fail(f"{VLLM_CFG}.is_mx", True, "is_mx false with fp8_cfg.fp8_param")
-            recipe = reader.value(f"{mc}.fp8_cfg.fp8_recipe")
-            if recipe != "blockwise":
-                fail(f"{mc}.fp8_cfg.fp8_recipe", recipe, "fp8_recipe 'blockwise' with fp8_cfg.fp8_param")
-        else:
-            if not is_mx:
-                fail(
-                    f"{VLLM_CFG}.is_mx",
-                    reader.value(f"{VLLM_CFG}.is_mx"),
-                    "is_mx true for fp8 without fp8_cfg.fp8_param",
-                )
-            policy_precision = reader.value("policy.precision")
-            if policy_precision != "bfloat16":
-                fail(
-                    "policy.precision",
-                    policy_precision,
-                    "policy.precision 'bfloat16' for fp8 without fp8_param",
-                )
+    if precision == "fp8" and fp8_param:
+        if is_mx:
+            fail(f"{VLLM_CFG}.is_mx", "is_mx false with fp8_cfg.fp8_param", True)
+        if reader.value(f"{mc}.fp8_cfg.fp8_recipe") != "blockwise":
+            fail(f"{mc}.fp8_cfg.fp8_recipe", "fp8_recipe 'blockwise' with fp8_cfg.fp8_param")
+    elif precision == "fp8":
+        if not is_mx:
+            fail(f"{VLLM_CFG}.is_mx", "is_mx true for fp8 without fp8_cfg.fp8_param")
+        if reader.value("policy.precision") != "bfloat16":
+            fail("policy.precision", "policy.precision 'bfloat16' for fp8 without fp8_param")
     elif fp8_param:
-        fail(
-            f"{mc}.fp8_cfg.fp8_param", True, "fp8_cfg.fp8_param false unless the generation precision is fp8"
-        )
+        fail(f"{mc}.fp8_cfg.fp8_param", "fp8_cfg.fp8_param false unless the generation precision is fp8")
     tp = reader.count(f"{VLLM_CFG}.tensor_parallel_size")
     ep = reader.count(f"{VLLM_CFG}.expert_parallel_size")
     pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
     if ep not in (1, tp):
-        fail(f"{VLLM_CFG}.expert_parallel_size", ep, f"vLLM expert_parallel_size 1 or TP ({tp})")
+        fail(f"{VLLM_CFG}.expert_parallel_size", f"vLLM expert_parallel_size 1 or TP ({tp})")
     if pp != 1:
-        fail(f"{VLLM_CFG}.pipeline_parallel_size", pp, "vLLM pipeline_parallel_size 1")
+        fail(f"{VLLM_CFG}.pipeline_parallel_size", "vLLM pipeline_parallel_size 1")
 
 
 W1 = Rule(

@@ -201,9 +201,8 @@ def check_prompt_batching(context: Context) -> None:
         n, d = scaled
         scale = f" (both scaled by grpo.batch_multiplier={render(multiplier)})"
     if d <= 0 or n % d != 0:
-        context.error(
+        context.error_at(
             "data.num_prompts_per_dataloader",
-            reader.value("data.num_prompts_per_dataloader"),
             f"grpo.num_prompts_per_step={n} is not a positive multiple of data.num_prompts_per_dataloader={d}"
             f"{scale}; make num_prompts_per_step a multiple of num_prompts_per_dataloader.",
         )
@@ -409,16 +408,14 @@ def check_gym_prerequisites(context: Context) -> None:
     if not on_gym or context.entrypoint == "grpo-gym":
         return
     if not is_async(reader):
-        context.error(
+        context.error_at(
             f"{VLLM_CFG}.async_engine",
-            reader.value(f"{VLLM_CFG}.async_engine"),
             "env.should_use_nemo_gym=true needs async rollouts; set policy.generation.vllm_cfg.async_engine=true "
             "(or launch with examples/nemo_gym/run_grpo_nemo_gym.py).",
         )
     if is_vllm(reader) and not reader.flag(f"{VLLM_CFG}.expose_http_server"):
-        context.error(
+        context.error_at(
             f"{VLLM_CFG}.expose_http_server",
-            reader.value(f"{VLLM_CFG}.expose_http_server"),
             "env.should_use_nemo_gym=true needs the vLLM HTTP server; set "
             "policy.generation.vllm_cfg.expose_http_server=true.",
         )

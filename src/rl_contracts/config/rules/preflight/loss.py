@@ -129,9 +129,8 @@ def _check_cispo(context: Context, *, sequence_level: bool, token_level: bool, c
             "option): set ratio_clip_c: null, or turn use_cispo off.",
         )
     if not token_level:
-        context.error(
+        context.error_at(
             f"{LOSS}.token_level_loss",
-            reader.value(f"{LOSS}.token_level_loss"),
             f"{LOSS}.use_cispo=true needs {LOSS}.token_level_loss=true (absent reads as false): set "
             "token_level_loss: true, or turn use_cispo off.",
         )
@@ -145,9 +144,8 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
         return
     shown = render(kind)
     if not reader.flag(f"{LOSS}.use_importance_sampling_correction"):
-        context.error(
+        context.error_at(
             f"{LOSS}.use_importance_sampling_correction",
-            reader.value(f"{LOSS}.use_importance_sampling_correction"),
             f"{LOSS}.truncated_importance_sampling_type={shown} needs "
             f"{LOSS}.use_importance_sampling_correction=true (it truncates the correction's weights): turn the "
             "correction on, or set the type to null.",

@@ -238,10 +238,9 @@ def check_training_placement(context: Context) -> None:
     parallel = train_parallel(context.reader)
     if parallel is None:
         return
-    if context.split is None:
-        context.skip("needs the cluster layout, which P13/P25 could not compute")
+    split = context.layout()
+    if split is None:
         return
-    split = context.split
     world = split.train_nodes * split.train_gpn
     mp = parallel.pp * parallel.cp * parallel.tp
     if mp < 1 or world < mp or world % mp != 0:
@@ -335,9 +334,8 @@ def check_router_replay_policy(context: Context) -> None:
     if not reader.flag("policy.router_replay.enabled"):
         return
     if not is_vllm(reader):
-        context.error(
+        context.error_at(
             "policy.generation.backend",
-            reader.value("policy.generation.backend"),
             f"policy.router_replay.enabled=true needs policy.generation.backend='vllm', got "
             f"{render(reader.value('policy.generation.backend'))}; use vLLM or disable router replay.",
         )

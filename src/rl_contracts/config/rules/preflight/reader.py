@@ -74,30 +74,29 @@ TRAINER_DEFAULTS: Final[Mapping[str, object]] = {
 false.  OPD teacher defaults are applied where teachers are read (:mod:`.facts`)."""
 
 
-class Unresolved(Exception):
-    """A rule read ``path``, which is (or is above or below) a leaf that failed resolution."""
+class _Signal(Exception):
+    """A read's signal about ``path``."""
 
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self.path = path
 
 
-class WrongShape(Exception):
+class Unresolved(_Signal):
+    """A rule read ``path``, which is (or is above or below) a leaf that failed resolution."""
+
+
+class WrongShape(_Signal):
     """The value at ``path`` is not ``expected``."""
 
     def __init__(self, path: str, value: object, expected: str) -> None:
         super().__init__(path)
-        self.path = path
         self.value = value
         self.expected = expected
 
 
-class MissingKey(Exception):
+class MissingKey(_Signal):
     """``path`` is absent, but the trainer indexes it directly (a KeyError at start-up)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path)
-        self.path = path
 
 
 _IN_RANGE = "within the signed 64-bit range (at most 2**63 - 1 in magnitude)"
@@ -218,9 +217,7 @@ class Reader:
     def opt_integer(self, path: str) -> int | None:
         """An int (as :meth:`integer`) or null; absent reads as null."""
         found = self._get(path, None)
-        if found is None:
-            return None
-        return _checked_int(path, found, "an int or null")
+        return None if found is None else _checked_int(path, found, "an int or null")
 
     def count(self, path: str, default: int | Required = REQUIRED, *, minimum: int = 1) -> int:
         """A size or count: an int (as :meth:`integer`) of at least ``minimum``, checked on its own so that no
@@ -244,9 +241,7 @@ class Reader:
     def opt_number(self, path: str) -> float | None:
         """A number (as :meth:`number`) or null; absent reads as null."""
         found = self._get(path, None)
-        if found is None:
-            return None
-        return _checked_number(path, found, "a number or null")
+        return None if found is None else _checked_number(path, found, "a number or null")
 
     def text(self, path: str, default: str | Required = REQUIRED) -> str:
         """A string."""

@@ -65,15 +65,13 @@ def check_legacy_async(context: Context) -> None:
             "change the backend or disable async GRPO.",
         )
     if name == "vllm" and not reader.flag(f"{VLLM_CFG}.async_engine"):
-        context.error(
+        context.error_at(
             f"{VLLM_CFG}.async_engine",
-            reader.value(f"{VLLM_CFG}.async_engine"),
             "grpo.async_grpo.enabled=true needs policy.generation.vllm_cfg.async_engine=true; enable it.",
         )
     if not reader.flag("loss_fn.use_importance_sampling_correction"):
-        context.error(
+        context.error_at(
             "loss_fn.use_importance_sampling_correction",
-            reader.value("loss_fn.use_importance_sampling_correction"),
             "grpo.async_grpo.enabled=true needs loss_fn.use_importance_sampling_correction=true (rollouts are "
             "off-policy); enable it.",
         )
@@ -145,9 +143,8 @@ def check_single_controller_gates(context: Context) -> None:
     """(grpo-sc) the data plane on, validation and multiple dataloaders off, backend vllm or sglang."""
     reader = context.reader
     if not reader.flag("data_plane.enabled"):
-        context.error(
+        context.error_at(
             "data_plane.enabled",
-            reader.value("data_plane.enabled"),
             "the single-controller path needs the TransferQueue data plane; set data_plane.enabled=true.",
         )
     period = reader.integer("grpo.val_period")
@@ -226,9 +223,8 @@ def check_single_controller_batch(context: Context) -> None:
         )
     if reader.text("async_rl.sampler.name") == "ready_first":
         if not reader.flag("loss_fn.use_importance_sampling_correction"):
-            context.error(
+            context.error_at(
                 "loss_fn.use_importance_sampling_correction",
-                reader.value("loss_fn.use_importance_sampling_correction"),
                 "async_rl.sampler.name='ready_first' needs loss_fn.use_importance_sampling_correction=true; "
                 "enable it.",
             )
@@ -283,9 +279,8 @@ def check_gym_script(context: Context) -> None:
     """(grpo-gym) gym on, ``grpo.max_val_samples`` null, and with ``vllm_cfg.video`` a video limit mapping."""
     reader = context.reader
     if not gym(reader):
-        context.error(
+        context.error_at(
             "env.should_use_nemo_gym",
-            reader.value("env.should_use_nemo_gym"),
             "the NeMo-Gym script needs env.should_use_nemo_gym=true; set it or use examples/run_grpo.py.",
         )
     samples = reader.value("grpo.max_val_samples")
