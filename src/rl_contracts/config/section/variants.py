@@ -1,7 +1,7 @@
 """The building blocks every whole-recipe section model shares: :class:`SectionModel`, keys that may be omitted but
 never null, enabled/disabled variants of a section, and open mappings.
 
-- :class:`SectionModel` is :class:`~rl_contracts.config._internal.base.ConfigModel` (extra keys kept, to be
+- :class:`SectionModel` is :class:`~rl_contracts._internal.config_base.ConfigModel` (extra keys kept, to be
   classified) with :attr:`SectionModel.open_keys`: ``True`` where the section is an open mapping whose other keys
   belong to someone else (a dataset, a pass-through), so an undeclared key there is not reported as unknown.
 - :data:`Omittable` ``[T]``: a key NeMo RL declares optional (``NotRequired``) but not nullable: absent is fine,

