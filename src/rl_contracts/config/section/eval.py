@@ -4,7 +4,7 @@ pass-through environment config), ``data`` (:data:`EvalDataConfig`: one of eight
 :class:`~rl_contracts.config.VllmConfig`."""
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from ..._internal.config_scalars import AtLeastOne, ConfigInt, ConfigStr, StrictStr, StrList
 from .algorithm import Algorithm, RecipeModel
@@ -91,7 +91,7 @@ class EvalDataBase(SectionModel):
     """File holding the system prompt; null for none."""
 
 
-MMLU_NAMES: tuple[str, ...] = (
+MMLUName = Literal[
     "mmlu",
     "mmlu_AR-XY",
     "mmlu_BN-BD",
@@ -108,33 +108,16 @@ MMLU_NAMES: tuple[str, ...] = (
     "mmlu_ZH-CN",
     "mmlu_SW-KE",
     "mmlu_YO-NG",
-)
+]
+"""MMLU and its translations, as NeMo RL's evaluation names them."""
+
+MMLU_NAMES: tuple[str, ...] = get_args(MMLUName)
 
 
 class MMLUEvalDataConfig(EvalDataBase):
     """``data`` of an MMLU evaluation."""
 
-    dataset_name: Annotated[
-        Literal[
-            "mmlu",
-            "mmlu_AR-XY",
-            "mmlu_BN-BD",
-            "mmlu_DE-DE",
-            "mmlu_EN-US",
-            "mmlu_ES-LA",
-            "mmlu_FR-FR",
-            "mmlu_HI-IN",
-            "mmlu_ID-ID",
-            "mmlu_IT-IT",
-            "mmlu_JA-JP",
-            "mmlu_KO-KR",
-            "mmlu_PT-BR",
-            "mmlu_ZH-CN",
-            "mmlu_SW-KE",
-            "mmlu_YO-NG",
-        ],
-        StrictStr,
-    ]
+    dataset_name: Annotated[MMLUName, StrictStr]
     """MMLU or one of its translations. Required."""
 
 
