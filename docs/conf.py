@@ -58,8 +58,7 @@ autodoc2_docstring_parser_regexes = [(r".*", "google_docstrings")]
 # autodoc2.all_resolve: autodoc2 cannot resolve two names of an __all__ statically: vllm_utils'
 # G_ROUTED_EXPERTS_RANGE_CHECKED (a module global of routed_experts it re-binds) and testing.strategies'
 # hostile_recipes (a module and its function of one name); both are documented in their own module.
-# ref.python: cli.validate's docstring names :mod:`report`, which matches cli.report and preflight.report.
-suppress_warnings = ["autodoc2.all_resolve", "ref.python"]
+suppress_warnings = ["autodoc2.all_resolve"]
 nitpicky = True
 # Names of other projects the reference cannot link: no inventory of theirs is reachable from the build (no
 # network), so they render as text.  Names of rl_contracts are never listed here (api_references.py resolves

@@ -5,10 +5,10 @@
 [--model-config CONFIG.json] [--gpu-capability MAJOR.MINOR] [--select CODES] [--ignore CODES] [--root DIR]
 [--fix] [--unsafe-fixes] [--diff] [--baseline FILE] [--write-baseline FILE]`` loads every
 recipe in argument order with :func:`~rl_contracts.config.load_recipe` (composition, schema, cross-field,
-reload-refit and preflight rules) and reports each one in the chosen format (:mod:`.report`, :mod:`.sarif`);
-``--fix``/``--diff`` are :mod:`.fixing`'s, ``--baseline``/``--write-baseline`` :mod:`.baselines`'.  Exit status: 2 when
-any file could not be read or the arguments are invalid (a usage error, never a traceback), else 1 when any file is
-invalid, else 0; warnings and skipped rules never fail the run.
+reload-refit and preflight rules) and reports each one in the chosen format (:mod:`rl_contracts.cli.report`,
+:mod:`rl_contracts.cli.sarif`); ``--fix``/``--diff`` are :mod:`.fixing`'s, ``--baseline``/``--write-baseline``
+:mod:`.baselines`'.  Exit status: 2 when any file could not be read or the arguments are invalid (a usage error,
+never a traceback), else 1 when any file is invalid, else 0; warnings and skipped rules never fail the run.
 
 Building the parser imports no recipe code (``rl-contracts --help`` and ``--version`` stay fast, SPEC §0.2): the
 loader, the catalogue and the report (rich) are imported when an argument is checked or the command runs.

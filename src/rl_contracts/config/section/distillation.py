@@ -1,7 +1,7 @@
 """Distillation sections: ``distillation`` of on-policy distillation (``DistillationConfig``) and of cross-tokenizer
 off-policy distillation (``OffPolicyDistillationConfig``), the latter's ``teachers`` list (``TeacherConfig``), and
 the whole recipes of both distillation algorithms.  Distillation's ``teacher`` is a :class:`~.policy.PolicyConfig`;
-GRPO's ``on_policy_distillation`` is in :mod:`.grpo`."""
+GRPO's ``on_policy_distillation`` is in :mod:`rl_contracts.config.section.grpo`."""
 
 from typing import ClassVar
 

@@ -3,8 +3,9 @@ is for (:func:`~.algorithm.detect_algorithm`).
 
 Each ``examples/run_*.py`` of NeMo RL validates the composed, resolved recipe as its algorithm's ``MasterConfig``
 before Ray starts; :data:`RECIPE_MODELS` holds the model of each (stricter, see :mod:`.variants`).  Each model lives
-beside its algorithm's own section (:class:`~.grpo.GRPORecipe` in :mod:`.grpo`, ...) and its module is imported
-on the first lookup, so that checking a recipe creates the models of its algorithm only.
+beside its algorithm's own section (:class:`~rl_contracts.config.section.grpo.GRPORecipe` in
+:mod:`rl_contracts.config.section.grpo`, ...) and its module is imported on the first lookup, so that checking a
+recipe creates the models of its algorithm only.
 
 The generation section (``policy.generation``, or the top-level ``generation`` of an evaluation) is declared open
 in the models: it is validated on its own as :class:`~rl_contracts.config.VllmConfig`.
