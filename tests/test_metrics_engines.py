@@ -14,6 +14,7 @@ import socket
 from types import SimpleNamespace as NS
 from typing import Any
 
+import numpy as np
 import pydantic
 import pytest
 
@@ -385,6 +386,10 @@ def test_labels_of_unkept_series_and_outcome_labels_are_not_identity() -> None:
         ({"process": 1}, "non-empty str"),
         ({"process": "p", "labels": "ab"}, "(name, value) pairs"),
         ({"process": "p", "labels": {"a": "b"}}, "(name, value) pairs"),
+        (
+            {"process": "p", "labels": np.array(1)},
+            "(name, value) pairs",
+        ),  # 0-d: iterating it raises TypeError
         ({"process": "p", "labels": [("a", 1)]}, "(str, str) pair"),
         ({"process": "p", "labels": [("a", "b", "c")]}, "(str, str) pair"),
     ],

@@ -29,12 +29,14 @@ from ._internal.sampled_logprobs import LogprobFault, sampled_token_logprobs
 from .chat import VLLM_LOGPROB_FLOOR
 from .checks import (
     int_or_none,
+    is_collection,
     is_sequence,
     require_bool,
     require_collection,
     require_float,
     require_int,
     require_sequence,
+    require_str_collection,
     token_ids,
 )
 from .errors import (
@@ -671,20 +673,14 @@ def _positive(value: object, argument: str) -> int:
 
 
 def _finish_reasons(value: object) -> frozenset[str]:
-    if isinstance(value, str | bytes) or not isinstance(value, Collection):
-        raise ContractTypeError.for_value(
-            "finish_reasons", "a collection of finish-reason strings (not a bare str)", value
-        )
-    odd = [reason for reason in value if not isinstance(reason, str)]
-    if odd:
-        raise ContractTypeError.for_value("finish_reasons", "a collection of str", odd[0])
-    return frozenset(value)
+    expected = "a collection of finish-reason strings (not a bare str)"
+    return frozenset(require_str_collection(value, "finish_reasons", expected))
 
 
 def _allowed(value: object) -> Collection[str] | Callable[[str], bool] | None:
     if value is None or callable(value):
         return value
-    if isinstance(value, str | bytes) or not isinstance(value, Collection):
+    if not (is_collection(value) and isinstance(value, Collection)):  # not text, an iterator or a 0-d array
         raise ContractTypeError.for_value(
             "allowed_versions", "a collection of str labels (not a bare str), a callable or None", value
         )

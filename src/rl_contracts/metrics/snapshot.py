@@ -37,7 +37,7 @@ from .._internal.messages import render, shorten, type_name
 from .._internal.prometheus_text import read_prometheus_text
 from .._internal.vllm_metric_objects import read_vllm_metrics
 from .._internal.worker_dicts import read_worker_dict
-from ..checks import real_or_none
+from ..checks import is_collection, real_or_none
 from ..errors import ContractTypeError, CounterSnapshotError
 from ..protocols import MetricLike
 from .names import ENGINE_LABEL, WorkerCounters
@@ -83,7 +83,7 @@ class EngineIdentity(BaseModel):
     @field_validator("labels", mode="before")
     @classmethod
     def _validate_labels(cls, value: object) -> tuple[tuple[str, str], ...]:
-        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        if isinstance(value, Mapping) or not is_collection(value):  # not text, not a 0-d array
             raise ValueError(f"labels must be (name, value) pairs, got {type_name(value)}")
         pairs: set[tuple[str, str]] = set()
         for pair in value:
