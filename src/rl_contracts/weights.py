@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
+from ._internal.config_paths import value_at
 from ._internal.messages import render, render_list, render_name, type_name
 from .checks import ContractInt, int_or_none, is_collection, is_sequence, require_bool, require_int, token_ids
 from .errors import ConfigContractError, ContractTypeError, WeightVersionError
@@ -510,17 +511,8 @@ _SAMPLERS_WITH_STALENESS = ("windowed", "ready_first", "weight_fifo")
 """``async_rl.sampler`` names whose ``max_staleness_versions`` (default 1) bounds the lag (single controller)."""
 
 
-def _lookup(document: Mapping[Any, Any], dotted: str) -> object:
-    node: object = document
-    for key in dotted.split("."):
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 def _recipe_int(document: Mapping[Any, Any], dotted: str, default: int) -> int:
-    value = _lookup(document, dotted)
+    value = value_at(document, dotted)
     if value is None:
         return default
     number = int_or_none(value)
@@ -562,17 +554,17 @@ def max_staleness_from_recipe(recipe: Mapping[str, Any] | object) -> int | None:
             "recipe", "a recipe mapping, or a LoadedRecipe (whose .document is one)", recipe
         )
     for section, switch, bound in RECIPE_STALENESS_KEYS:
-        enabled = _lookup(document, f"{section}.{switch}")
+        enabled = value_at(document, f"{section}.{switch}")
         if enabled is not None and not isinstance(enabled, bool):
             raise ConfigContractError(
                 f"{section}.{switch}={render(enabled)} is not a bool; resolve the recipe's interpolations first"
             )
         if enabled:
             return _recipe_int(document, f"{section}.{bound}", 1)
-    sampler = _lookup(document, "async_rl.sampler")
+    sampler = value_at(document, "async_rl.sampler")
     if sampler is None:
         return None
-    name = _lookup(document, "async_rl.sampler.name") if isinstance(sampler, Mapping) else sampler
+    name = value_at(document, "async_rl.sampler.name") if isinstance(sampler, Mapping) else sampler
     if name in _SAMPLERS_WITH_STALENESS:
         return _recipe_int(document, "async_rl.sampler.max_staleness_versions", 1)
     raise ConfigContractError(

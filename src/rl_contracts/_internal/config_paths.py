@@ -16,7 +16,18 @@ from pydantic import BaseModel
 
 from .messages import render_name
 
-__all__ = ["Keys", "Loc", "dotted", "dotted_path", "is_under", "join", "keys_in", "lookup", "split_path"]
+__all__ = [
+    "Keys",
+    "Loc",
+    "dotted",
+    "dotted_path",
+    "is_under",
+    "join",
+    "keys_in",
+    "lookup",
+    "split_path",
+    "value_at",
+]
 
 Keys = tuple[Any, ...]
 """A path from the document root: mapping keys and list indices."""
@@ -130,3 +141,14 @@ def keys_in(path: str, data: object) -> Keys:
 def is_under(path: str, roots: Iterable[str]) -> bool:
     """Whether ``path`` is one of ``roots`` or below one of them."""
     return any(path == root or path.startswith((root + ".", root + "[")) for root in roots)
+
+
+def value_at(document: Mapping[Any, Any], dotted: str) -> object:
+    """The value at ``dotted`` (str keys split on ``.``, through any ``Mapping``), or None where a key is absent or
+    a value on the way is no mapping."""
+    node: object = document
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node

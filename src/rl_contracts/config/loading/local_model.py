@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from ..._internal.config_paths import value_at
 from .compose import find_root
 
 __all__ = ["MAX_CONFIG_BYTES", "local_model_config", "served_model_name"]
@@ -21,15 +22,6 @@ MAX_CONFIG_BYTES: Final = 4 * 1024 * 1024
 _POLICY_GENERATION: Final = "policy.generation"
 
 
-def _lookup(document: Mapping[Any, Any], dotted: str) -> object:
-    node: object = document
-    for key in dotted.split("."):
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 def served_model_name(document: Mapping[Any, Any], section: str) -> str | None:
     """The model the generation ``section`` of the resolved ``document`` serves, as the trainer sets it: for
     ``policy.generation``, ``policy.model_name`` (``grpo.setup`` overwrites the section's own with it), else the
@@ -38,7 +30,7 @@ def served_model_name(document: Mapping[Any, Any], section: str) -> str | None:
     if section == _POLICY_GENERATION:
         candidates.insert(0, "policy.model_name")
     for dotted in candidates:
-        value = _lookup(document, dotted)
+        value = value_at(document, dotted)
         if isinstance(value, str) and value:
             return value
     return None
