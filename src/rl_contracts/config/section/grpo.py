@@ -16,6 +16,7 @@ from .variants import FloatList, IntList, Omittable, OpenMapping, SectionModel
 __all__ = [
     "AdvEstimatorConfig",
     "AsyncGRPOConfig",
+    "GAEOptions",
     "GRPOConfig",
     "GRPORecipe",
     "NonColocatedTeachersConfig",
@@ -73,19 +74,10 @@ class RewardScalingConfig(SectionModel):
     """Reward ``source_max`` maps to."""
 
 
-class AdvEstimatorConfig(SectionModel):
-    """``grpo.adv_estimator``: how advantages are estimated."""
+class GAEOptions(SectionModel):
+    """The generalised-advantage-estimation keys an advantage estimator reads (``grpo.adv_estimator``,
+    ``ppo.adv_estimator``)."""
 
-    name: ConfigStr = "grpo"
-    """Estimator (``"grpo"``, ``"reinforce_plus_plus"``, ``"gdpo"``, ...)."""
-    normalize_rewards: ConfigBool = True
-    """Divide advantages by the group's reward standard deviation."""
-    use_leave_one_out_baseline: ConfigBool = True
-    """Leave the sample out of its group's baseline."""
-    reward_weights: FloatList | None = None
-    """Weights of multiple rewards; null for one reward."""
-    minus_baseline: ConfigBool = True
-    """Subtract the baseline."""
     gae_lambda: Omittable[ConfigFloat] = None
     """GAE λ."""
     gae_gamma: Omittable[ConfigFloat] = None
@@ -98,6 +90,21 @@ class AdvEstimatorConfig(SectionModel):
     """GAE λ of the policy advantages."""
     length_adaptive_alpha: Omittable[ConfigFloat] = None
     """α of length-adaptive GAE."""
+
+
+class AdvEstimatorConfig(GAEOptions):
+    """``grpo.adv_estimator``: how advantages are estimated."""
+
+    name: ConfigStr = "grpo"
+    """Estimator (``"grpo"``, ``"reinforce_plus_plus"``, ``"gdpo"``, ...)."""
+    normalize_rewards: ConfigBool = True
+    """Divide advantages by the group's reward standard deviation."""
+    use_leave_one_out_baseline: ConfigBool = True
+    """Leave the sample out of its group's baseline."""
+    reward_weights: FloatList | None = None
+    """Weights of multiple rewards; null for one reward."""
+    minus_baseline: ConfigBool = True
+    """Subtract the baseline."""
 
 
 class GRPOConfig(SectionModel):

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from ..._internal.config_scalars import AtLeastOne, ConfigBool, ConfigFloat, ConfigInt, ConfigStr, NonNegative
 from .algorithm import Algorithm
-from .grpo import RewardScalingConfig, RewardShapingConfig
+from .grpo import GAEOptions, RewardScalingConfig, RewardShapingConfig
 from .logger import RLLoggerConfig
 from .loss_fn import ClippedPGLossConfig, MseValueLossConfig
 from .policy import ValueConfig
@@ -16,23 +16,11 @@ from .variants import Omittable, OpenMapping, SectionModel
 __all__ = ["AsyncPPOConfig", "PPOAdvEstimatorConfig", "PPOConfig", "PPORecipe"]
 
 
-class PPOAdvEstimatorConfig(SectionModel):
+class PPOAdvEstimatorConfig(GAEOptions):
     """``ppo.adv_estimator``: generalised advantage estimation."""
 
     name: ConfigStr
     """Estimator (e.g. ``"gae"``). Required."""
-    gae_lambda: Omittable[ConfigFloat] = None
-    """GAE λ."""
-    gae_gamma: Omittable[ConfigFloat] = None
-    """GAE γ (discount)."""
-    normalize_advantages: Omittable[ConfigBool] = None
-    """Normalise advantages over the batch."""
-    gae_lambda_value: ConfigFloat | None = None
-    """GAE λ of the value targets."""
-    gae_lambda_policy: ConfigFloat | None = None
-    """GAE λ of the policy advantages."""
-    length_adaptive_alpha: Omittable[ConfigFloat] = None
-    """α of length-adaptive GAE."""
 
 
 class AsyncPPOConfig(SectionModel):
