@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rl_contracts.config import load_recipe
+from rl_contracts.config.loading.check_recipe import choose_algorithm
 from rl_contracts.config.loading.load_recipe import LoadedRecipe
 from rl_contracts.config.section.recipe import ALGORITHMS, Algorithm
 from rl_contracts.errors import ContractTypeError, RecipeError
@@ -162,6 +163,8 @@ def test_the_algorithm_can_be_named(tmp_path: Path) -> None:
     assert {("V8", "dpo", "error"), ("K2", "sft", "warning")} <= findings(path, algorithm="dpo")
     with pytest.raises(ContractTypeError, match="algorithm"):
         load_recipe(path, algorithm="sftt")
+    with pytest.raises(ContractTypeError, match="algorithm must be one of grpo"):
+        choose_algorithm({}, "sftt")  # called directly, not through load_recipe
 
 
 def test_a_recipe_without_an_algorithm_section_keeps_the_generation_check_only(tmp_path: Path) -> None:

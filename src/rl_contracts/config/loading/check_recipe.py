@@ -14,6 +14,7 @@ A recipe checked as no algorithm's (a fragment) gets the skipped note N8, declar
 from __future__ import annotations
 
 from ..._internal.config_paths import is_under, keys_in, split_path
+from ...errors import ContractTypeError
 from ..finding import Finding
 from ..rule import Rule, checks
 from ..rules.preflight.sampling import distillation_scoring_findings
@@ -24,7 +25,14 @@ from ..section.recipe import ALGORITHMS, RECIPE_MODELS, Algorithm, detect_algori
 from .issues import IssueReport
 from .resolve import V2, Resolution
 
-__all__ = ["N8", "algorithm_not_detected", "check_recipe", "choose_algorithm", "required_sections"]
+__all__ = [
+    "N8",
+    "algorithm_not_detected",
+    "algorithm_or_none",
+    "check_recipe",
+    "choose_algorithm",
+    "required_sections",
+]
 
 N8 = Rule(
     "N8",
@@ -70,8 +78,19 @@ policy:
 )
 
 
+def algorithm_or_none(value: object) -> Algorithm | None:
+    """``value`` as an :data:`~..section.recipe.Algorithm` (``None`` stays ``None``); ``ContractTypeError`` naming
+    ``algorithm`` for anything else."""
+    for name in ALGORITHMS:
+        if value == name:
+            return name
+    if value is None:
+        return None
+    raise ContractTypeError.for_value("algorithm", f"one of {', '.join(ALGORITHMS)} or None", value)
+
+
 def choose_algorithm(document: dict[object, object], algorithm: str | None) -> Algorithm | None:
-    """``algorithm`` when given (one of :data:`~..section.recipe.ALGORITHMS`), else the one the recipe's top-level
+    """``algorithm`` when given (:func:`algorithm_or_none`), else the one the recipe's top-level
     sections name (:func:`~..section.recipe.detect_algorithm`) when the recipe is whole, else ``None``.
 
     A recipe that names an algorithm but lacks one of its required top-level sections (``logger``, ``cluster``,
@@ -79,7 +98,7 @@ def choose_algorithm(document: dict[object, object], algorithm: str | None) -> A
     and preflight) unless ``algorithm`` is given.
     """
     if algorithm is not None:
-        return next(name for name in ALGORITHMS if name == algorithm)
+        return algorithm_or_none(algorithm)
     detected = detect_algorithm(document)
     if detected is None or any(section not in document for section in required_sections(detected)):
         return None

@@ -18,8 +18,7 @@ from ..rules.preflight import Entrypoint, PreflightOptions, SkippedRule
 from ..rules.registry import check_patterns, code_selected
 from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
-from ..section.recipe import ALGORITHMS
-from .check_recipe import algorithm_not_detected, check_recipe, choose_algorithm
+from .check_recipe import algorithm_not_detected, algorithm_or_none, check_recipe, choose_algorithm
 from .check_section import DEFAULT_SECTION, check_section, default_section
 from .compose import V6, build_tree, compose
 from .expansion import analyse
@@ -96,7 +95,8 @@ def load_recipe(
     ``select``/``ignore``; a recipe of a NeMo RL algorithm (``algorithm``, else the one its sections name) is also
     checked whole.  The steps and every option: docs/development/config-core.md ("load_recipe").
 
-    Raises ``RecipeError`` for any error finding (``.issues`` every finding, sorted by path then message; ``.algorithm``),
+    Raises ``RecipeError`` for any error finding (``.issues`` every finding, sorted by path then message;
+    ``.algorithm``),
     ``RecipeLoadError`` when the file or an override cannot be read (V1, V6 beyond ``limits``, V7 a parent
     outside ``root``), ``ContractTypeError`` for an argument of the wrong type, ``ConfigContractError`` for a
     ``select``/``ignore`` pattern that names no code.
@@ -105,8 +105,7 @@ def load_recipe(
         raise ContractTypeError.for_value("path", "a str or os.PathLike", path)
     if section is not None and not isinstance(section, str):
         raise ContractTypeError.for_value("section", "a str or None", section)
-    if algorithm is not None and algorithm not in ALGORITHMS:
-        raise ContractTypeError.for_value("algorithm", f"one of {', '.join(ALGORITHMS)} or None", algorithm)
+    algorithm_or_none(algorithm)
     require_bool(strict, "strict")
     require_bool(run_preflight, "run_preflight")
     texts = tuple(require_str_collection(overrides, "overrides", "a collection of 'key=value' strings"))
