@@ -74,8 +74,8 @@ class Accumulator:
         pairs = identity_labels(labels, where, key)
         self.labels.update(pairs)
         engine = dict(pairs).get(ENGINE_LABEL)
-        if self.parts is not None:
-            self._part(engine).labels.update(pairs)
+        if (part := self._part(engine)) is not None:
+            part.labels.update(pairs)
         return engine
 
     def engine_parts(self) -> tuple[EnginePart, ...]:
@@ -85,8 +85,10 @@ class Accumulator:
             return ()
         return tuple(EnginePart(part.identity_labels(), part.result()) for part in self.parts.values())
 
-    def _part(self, engine: str | None) -> Accumulator:
-        assert self.parts is not None
+    def _part(self, engine: str | None) -> Accumulator | None:
+        """The accumulator of ``engine``'s series, made on first use; None when the series are not split."""
+        if self.parts is None:
+            return None
         part = self.parts.get(engine)
         if part is None:
             part = self.parts[engine] = Accumulator(self.where, split=False)
@@ -101,8 +103,8 @@ class Accumulator:
         number = counter_value(value, key, self.where)
         self._claim(key, self.vectors)
         self.scalars[key] = self.scalars.get(key, 0.0) + number
-        if self.parts is not None:
-            self._part(engine).add_scalar(key, number)
+        if (part := self._part(engine)) is not None:
+            part.add_scalar(key, number)
 
     def add_position(self, key: str, position: int, value: object, engine: str | None = None) -> None:
         """Add one element (0-based ``position``) of the vector under ``key`` (and to the part of ``engine``)."""
@@ -110,8 +112,8 @@ class Accumulator:
         self._claim(key, self.scalars)
         slots = self.vectors.setdefault(key, {})
         slots[position] = slots.get(position, 0.0) + number
-        if self.parts is not None:
-            self._part(engine).add_position(key, position, number)
+        if (part := self._part(engine)) is not None:
+            part.add_position(key, position, number)
 
     def add_vector(self, key: str, values: Sequence[object], engine: str | None = None) -> None:
         """Add a whole vector under ``key``, element-wise (the shorter one is padded with zeros)."""
@@ -120,8 +122,8 @@ class Accumulator:
         slots = self.vectors.setdefault(key, {})
         for position, number in enumerate(numbers):
             slots[position] = slots.get(position, 0.0) + number
-        if self.parts is not None:
-            self._part(engine).add_vector(key, numbers)
+        if (part := self._part(engine)) is not None:
+            part.add_vector(key, numbers)
 
     def result(self) -> FrozenCounters:
         """The summed values: scalars as floats, vectors as tuples whose missing positions are 0."""
