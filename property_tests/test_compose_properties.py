@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML (an omegaconf dependency), no stubs installed
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from omegaconf import OmegaConf

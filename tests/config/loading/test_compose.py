@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rl_contracts.cli import main
 from rl_contracts.config import load_recipe
@@ -55,8 +55,9 @@ def omegaconf_composition(path: Path) -> Any:
     """The document NeMo RL's loader makes of a recipe without markers: each file read by ``OmegaConf.load``, its
     ``defaults`` merged onto each other in order, then the file itself (``OmegaConf.merge``)."""
     tree = OmegaConf.load(path)
+    assert isinstance(tree, DictConfig)
     parents = tree.pop("defaults", None)
-    merged = OmegaConf.create()
+    merged: Any = OmegaConf.create()
     for parent in [parents] if isinstance(parents, str) else parents or []:
         merged = OmegaConf.merge(merged, omegaconf_composition(path.parent / parent))
     return OmegaConf.merge(merged, tree)
