@@ -15,7 +15,7 @@ from rl_contracts.cli import main
 from rl_contracts.config import load_recipe
 from rl_contracts.config.loading import compose as compose_module
 from rl_contracts.config.loading.compose import compose, find_root
-from rl_contracts.config.loading.resolve import register_resolvers
+from rl_contracts.config.loading.resolve import register_resolvers, resolve_document
 from rl_contracts.errors import RecipeError, RecipeLoadError
 
 
@@ -259,3 +259,31 @@ def test_cli_refuses_an_outside_parent_unless_root_widens_it(
         assert "V7" in out
     assert main(["validate", "--format", form, "--root", str(tmp_path), str(recipe)]) == 0
     capsys.readouterr()
+
+
+def test_a_recipe_without_interpolations_builds_no_omegaconf_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to resolve, nothing built: composing and resolving a two-file chain of literal values creates no
+    OmegaConf tree; the same chain with one interpolation builds exactly one (the composed document)."""
+    register_resolvers()
+    (tmp_path / "base.yaml").write_text("a: {x: 16, y: [1, 2]}\n", encoding="utf-8")
+    top = tmp_path / "top.yaml"
+    top.write_text("defaults: base.yaml\na: {z: 1.0}\n", encoding="utf-8")
+    created: list[object] = []
+    real_create = OmegaConf.create
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        created.append(args[0] if args else None)
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(OmegaConf, "create", counting)
+    document = compose(top).document
+    resolution = resolve_document(document, str(top))
+    assert (resolution.document, resolution.failures) == ({"a": {"x": 16, "y": [1, 2], "z": 1.0}}, ())
+    assert resolution.document["a"] is not document["a"]
+    assert created == []
+    top.write_text("defaults: base.yaml\na: {z: '${.x}'}\n", encoding="utf-8")
+    document = compose(top).document
+    assert resolve_document(document, str(top)).document == {"a": {"x": 16, "y": [1, 2], "z": 16}}
+    assert created == [document]

@@ -8,6 +8,7 @@ never raised; in a list its place keeps :data:`UNRESOLVED` so later indices keep
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
@@ -263,14 +264,6 @@ def _literal(value: Any) -> bool:
     return not isinstance(value, str) or ("${" not in value and value != "???")
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value
-
-
 @checks(V2)
 def resolve_document(
     document: dict[Any, Any], file: str, refused: Mapping[Keys, str] | None = None
@@ -285,7 +278,7 @@ def resolve_document(
     the document, and ``MemoryError``.
     """
     if not refused and _literal(document):
-        return Resolution(_copy(document), ())
+        return Resolution(copy.deepcopy(document), ())
     tree = build_tree(document, file, "the composed document")
     try:
         if refused:
