@@ -387,8 +387,9 @@ def test_conflict_between_two_parents_names_the_second_parent(tmp_path: Path) ->
 
 
 def test_failed_merge_reports_the_omegaconf_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(tmp_path, "p.yaml", "a: 1\n")
-    file = write(tmp_path, "r.yaml", "defaults: p.yaml\nb: 2\n")
+    """A mapping meeting an inherited interpolation is merged by OmegaConf; its refusal is V1 naming the file."""
+    write(tmp_path, "p.yaml", "a: ${b}\nb: {x: 1}\n")
+    file = write(tmp_path, "r.yaml", "defaults: p.yaml\na: {y: 2}\n")
 
     def refuse(*configs: object) -> object:
         raise ValueError("merge refused\nfull_key: a")
@@ -474,8 +475,9 @@ def test_parser_errors_without_positions(
     line: int | None,
     column: int | None,
 ) -> None:
-    """A YAML error without marks, problem or context, a keyless interpolation error, an OS error without text."""
-    file = write(tmp_path, "r.yaml", "a: 1\n")
+    """A YAML error without marks, problem or context, a keyless interpolation error, an OS error without text,
+    raised by ``OmegaConf.load`` (which reads a file holding a value only OmegaConf can judge, here bytes)."""
+    file = write(tmp_path, "r.yaml", "a: !!binary aGk=\n")
     monkeypatch.setattr(OmegaConf, "load", _raising_load(exc))
     error = load_error(file)
     assert error.message == f"{file}: {message}"

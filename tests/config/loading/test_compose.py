@@ -1,8 +1,9 @@
-"""Tests for composition (config/loading/compose.py): each defaults file composed once, each file's OmegaConf tree
-built once and handed on, parents confined to the root (V7)."""
+"""Tests for composition (config/loading/compose.py): each defaults file composed once, as OmegaConf loads and
+merges it but without building its trees, parents confined to the root (V7)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from rl_contracts.cli import main
 from rl_contracts.config import load_recipe
 from rl_contracts.config.loading import compose as compose_module
 from rl_contracts.config.loading.compose import compose, find_root
-from rl_contracts.config.loading.resolve import register_resolvers
+from rl_contracts.config.loading.resolve import register_resolvers, resolve_document
 from rl_contracts.errors import RecipeError, RecipeLoadError
 
 
@@ -33,7 +34,7 @@ def test_each_file_of_a_diamond_graph_is_read_once(tmp_path: Path, monkeypatch: 
     reads: list[Path] = []
     real_read = compose_module._read
 
-    def counting(path: Path, named_by: Path | None, limits: Any) -> DictConfig:
+    def counting(path: Path, named_by: Path | None, limits: Any) -> dict[Any, Any]:
         reads.append(path.resolve())
         return real_read(path, named_by, limits)
 
@@ -50,25 +51,51 @@ def test_each_file_of_a_diamond_graph_is_read_once(tmp_path: Path, monkeypatch: 
 RECIPES = Path(__file__).parents[2] / "data" / "recipes"
 
 
-@pytest.mark.parametrize("name", ["grpo_qwen3_8b.yaml", "router_replay.yaml", "grpo_base.yaml"])
-def test_the_composed_tree_is_the_document(name: str) -> None:
-    """``Composition.config`` holds the composed document, unresolved and resolved alike, and no marker."""
+def omegaconf_composition(path: Path) -> Any:
+    """The document NeMo RL's loader makes of a recipe without markers: each file read by ``OmegaConf.load``, its
+    ``defaults`` merged onto each other in order, then the file itself (``OmegaConf.merge``)."""
+    tree = OmegaConf.load(path)
+    assert isinstance(tree, DictConfig)
+    parents = tree.pop("defaults", None)
+    merged: Any = OmegaConf.create()
+    for parent in [parents] if isinstance(parents, str) else parents or []:
+        merged = OmegaConf.merge(merged, omegaconf_composition(path.parent / parent))
+    return OmegaConf.merge(merged, tree)
+
+
+def assert_composed_as_omegaconf_does(path: Path, root: Path) -> None:
     register_resolvers()
-    composition = compose(RECIPES / name)
-    assert OmegaConf.to_container(composition.config) == composition.document
-    rebuilt = OmegaConf.create(composition.document)
-    assert OmegaConf.to_container(composition.config, resolve=True) == OmegaConf.to_container(
-        rebuilt, resolve=True
-    )
-    assert "_override_" not in json.dumps(composition.document)
+    composition = compose(path, root=root)
+    reference = omegaconf_composition(path)
+    assert composition.document == OmegaConf.to_container(reference)
+    assert OmegaConf.to_container(
+        OmegaConf.create(composition.document), resolve=True
+    ) == OmegaConf.to_container(reference, resolve=True)
 
 
-def test_a_chain_builds_no_tree_beyond_the_loaded_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A two-file chain with ``_override_`` markers merges the two trees ``OmegaConf.load`` built (one
-    ``OmegaConf.create`` each, of the file as written): none is built from plain containers again, and the markers
-    and the replaced inherited keys are gone from the tree."""
+@pytest.mark.parametrize(
+    "name",
+    [
+        "grpo_base.yaml",
+        "router_replay.yaml",
+        "sft_llama.yaml",
+        "broken/typo_key.yaml",
+        "broken/schema_errors.yaml",
+    ],
+)
+def test_the_document_is_what_omegaconf_composes(name: str) -> None:
+    """The plain document equals OmegaConf's own load and merge of the chain, unresolved and resolved."""
+    assert_composed_as_omegaconf_does(RECIPES / name, RECIPES)
+
+
+def test_a_corpus_recipe_is_composed_as_omegaconf_composes(corpus_recipe: Path, recipe_corpus: Path) -> None:
+    """Each real recipe (they have no ``_override_`` markers) composes to what OmegaConf's load and merge make."""
+    assert_composed_as_omegaconf_does(corpus_recipe, recipe_corpus)
+
+
+def test_a_plain_chain_builds_no_omegaconf_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A two-file chain of plain values with ``_override_`` markers is read and merged without one
+    ``OmegaConf.create``; the markers and the replaced inherited keys are gone."""
     (tmp_path / "base.yaml").write_text("a: {x: 1, y: 2}\nb: ${a.x}\nlist: [1, 2]\n", encoding="utf-8")
     top = tmp_path / "top.yaml"
     top.write_text(
@@ -84,26 +111,66 @@ def test_a_chain_builds_no_tree_beyond_the_loaded_ones(
 
     monkeypatch.setattr(OmegaConf, "create", counting)
     composition = compose(top)
-    assert created == [  # the file is read before its defaults
-        {"defaults": "base.yaml", "a": {"_override_": True, "z": 3}, "list": [{"_override_": False, "k": 1}]},
-        {"a": {"x": 1, "y": 2}, "b": "${a.x}", "list": [1, 2]},
-    ]
-    expected = {"a": {"z": 3}, "b": "${a.x}", "list": [{"k": 1}]}
-    assert composition.document == expected
-    assert OmegaConf.to_container(composition.config) == expected
+    assert created == []
+    assert composition.document == {"a": {"z": 3}, "b": "${a.x}", "list": [{"k": 1}]}
 
 
-def test_a_file_reached_twice_gets_a_fresh_tree(tmp_path: Path) -> None:
-    """The second use of a shared parent does not see what the first merge did to its tree: the later parent's
-    inherited ``a.x`` (1) wins over the earlier parent's own (5), as OmegaConf merges them."""
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("a: !!binary aGk=\n", "a bytes value"),
+        ("a: {1.5: x}\n", "a float key"),
+        ("a: 1\na: 2\n", "a repeated key"),
+        ("a: &a {x: 1}\nb: {<<: *a}\n", "a merge key"),
+        ("a: ${oops\n", "an interpolation that does not parse"),
+        ("- 1\n", "a list root"),
+    ],
+)
+def test_a_file_only_omegaconf_can_judge_is_read_by_omegaconf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, why: str
+) -> None:
+    """A file holding something OmegaConf might convert or refuse is read by ``OmegaConf.load`` itself."""
+    file = tmp_path / "r.yaml"
+    file.write_text(text, encoding="utf-8")
+    loads: list[object] = []
+    real_load = OmegaConf.load
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        loads.append(args)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(OmegaConf, "load", counting)
+    with contextlib.suppress(RecipeLoadError):
+        compose(file)
+    assert len(loads) == 1, why
+
+
+def test_an_interpolation_meeting_a_mapping_merges_as_omegaconf_does(tmp_path: Path) -> None:
+    """An inherited ``${b}`` met by a mapping is merged by OmegaConf: into a copy of what it points at."""
+    (tmp_path / "base.yaml").write_text("a: ${b}\nb: {x: 1}\n", encoding="utf-8")
+    top = tmp_path / "top.yaml"
+    top.write_text("defaults: base.yaml\na: {y: 2}\n", encoding="utf-8")
+    assert compose(top).document == {"a": {"x": 1, "y": 2}, "b": {"x": 1}}
+
+
+def test_a_file_reached_twice_is_merged_unchanged(tmp_path: Path) -> None:
+    """The second use of a shared parent does not see what the first merge did: the later parent's inherited
+    ``a.x`` (1) wins over the earlier parent's own (5), as OmegaConf merges them."""
     (tmp_path / "shared.yaml").write_text("a: {x: 1}\n", encoding="utf-8")
     (tmp_path / "left.yaml").write_text("defaults: shared.yaml\na: {x: 5, left: 1}\n", encoding="utf-8")
     (tmp_path / "right.yaml").write_text("defaults: shared.yaml\nb: 2\n", encoding="utf-8")
     top = tmp_path / "top.yaml"
     top.write_text("defaults: [left.yaml, right.yaml]\n", encoding="utf-8")
-    composition = compose(top)
-    assert composition.document == {"a": {"x": 1, "left": 1}, "b": 2}
-    assert OmegaConf.to_container(composition.config) == composition.document
+    assert compose(top).document == {"a": {"x": 1, "left": 1}, "b": 2}
+
+
+def test_yaml_aliases_share_nothing_in_the_document(tmp_path: Path) -> None:
+    """An anchored mapping used twice becomes two mappings, as OmegaConf copies it: changing one leaves the other."""
+    file = tmp_path / "r.yaml"
+    file.write_text("a: &m {x: [1]}\nb: *m\n", encoding="utf-8")
+    document = compose(file).document
+    document["a"]["x"].append(2)
+    assert document["b"] == {"x": [1]}
 
 
 def test_a_diamond_keeps_provenance_of_the_last_file(tmp_path: Path) -> None:
@@ -192,3 +259,31 @@ def test_cli_refuses_an_outside_parent_unless_root_widens_it(
         assert "V7" in out
     assert main(["validate", "--format", form, "--root", str(tmp_path), str(recipe)]) == 0
     capsys.readouterr()
+
+
+def test_a_recipe_without_interpolations_builds_no_omegaconf_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to resolve, nothing built: composing and resolving a two-file chain of literal values creates no
+    OmegaConf tree; the same chain with one interpolation builds exactly one (the composed document)."""
+    register_resolvers()
+    (tmp_path / "base.yaml").write_text("a: {x: 16, y: [1, 2]}\n", encoding="utf-8")
+    top = tmp_path / "top.yaml"
+    top.write_text("defaults: base.yaml\na: {z: 1.0}\n", encoding="utf-8")
+    created: list[object] = []
+    real_create = OmegaConf.create
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        created.append(args[0] if args else None)
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(OmegaConf, "create", counting)
+    document = compose(top).document
+    resolution = resolve_document(document, str(top))
+    assert (resolution.document, resolution.failures) == ({"a": {"x": 16, "y": [1, 2], "z": 1.0}}, ())
+    assert resolution.document["a"] is not document["a"]
+    assert created == []
+    top.write_text("defaults: base.yaml\na: {z: '${.x}'}\n", encoding="utf-8")
+    document = compose(top).document
+    assert resolve_document(document, str(top)).document == {"a": {"x": 16, "y": [1, 2], "z": 16}}
+    assert created == [document]

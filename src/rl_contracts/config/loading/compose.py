@@ -1,10 +1,11 @@
 """Composition of a NeMo RL-style recipe: ``defaults:`` inheritance and ``_override_`` markers (SPEC §1.8).
 
-Each file is read by :mod:`.reading` within :class:`~.limits.Limits`, then parsed with ``OmegaConf.load``; its
-``defaults`` load depth-first and merge left to right, the file itself last.  Each file of the graph is composed
-once (by real path), every parent must lie under the root (else V7), and a mapping marked ``_override_: true``
-replaces the inherited value at any depth (the reference honours it on top-level sections only); every marker
-is removed.
+Each file is read by :mod:`.reading` within :class:`~.limits.Limits` and becomes plain containers exactly as
+``OmegaConf.load`` would make them; its ``defaults`` load depth-first and merge left to right, the file itself last,
+as ``OmegaConf.merge`` merges them.  Each file of the graph is composed once (by real path), every parent must lie
+under the root (else V7), and a mapping marked ``_override_: true`` replaces the inherited value at any depth (the
+reference honours it on top-level sections only); every marker is removed.  No OmegaConf tree is built unless a
+file or a merge needs OmegaConf's own judgement (see :func:`_plain_file` and :func:`_merged`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import omegaconf
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import AnyNode, DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 
 from ..._internal.config_paths import dotted_path
@@ -29,7 +30,7 @@ from ..._internal.messages import render, render_list, render_name, type_name
 from ...errors import RecipeLoadError
 from ..rule import Rule, checks
 from .limits import DEFAULT_LIMITS, Limits
-from .parsing import kind, reason
+from .parsing import RecipeLoader, kind, reason
 from .reading import compose_checked, read_text
 
 _yaml: Any = importlib.import_module("yaml")  # PyYAML (OmegaConf's parser) ships no type stubs
@@ -99,6 +100,7 @@ V7 = Rule(
 )
 
 _MARKER = "_override_"
+_MISSING = "???"
 # OmegaConf >= 2.4 caps alias expansion at 10,000 nodes and reports it as a YAML error at line 1; reading.py
 # bounds every file itself (Limits.nodes) before this call, on every OmegaConf version, so the cap is lifted here.
 _UNCAPPED: dict[str, Any] = (
@@ -107,16 +109,16 @@ _UNCAPPED: dict[str, Any] = (
     else {}
 )
 _DEFAULTS = "defaults"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class Composition(NamedTuple):
-    """A composed recipe: the ``document`` as plain containers (unresolved; shared, never mutated), the files of its
-    ``defaults`` chain in merge order (``chain[-1]`` is the file itself), and ``config``, the same document as an
-    OmegaConf tree (owned by whoever receives it)."""
+    """A composed recipe: the ``document`` as plain containers (unresolved; owned by whoever receives it) and the
+    files of its ``defaults`` chain in merge order (``chain[-1]`` is the file itself)."""
 
     document: dict[Any, Any]
     chain: tuple[Path, ...]
-    config: DictConfig
 
 
 def plain(node: omegaconf.Container) -> Any:
@@ -124,13 +126,71 @@ def plain(node: omegaconf.Container) -> Any:
     return OmegaConf.to_container(node)
 
 
-def _read(path: Path, named_by: Path | None, limits: Limits) -> DictConfig:
-    """Parse one recipe file with ``OmegaConf.load`` (interpolations unresolved), after :mod:`.reading`'s checks."""
+class _NeedsOmegaConf(Exception):
+    """A file holds something whose reading only OmegaConf itself can judge."""
+
+
+class _Constructor(RecipeLoader):
+    """Builds values from a checked node graph; a mapping repeating a plain key (which OmegaConf refuses) or
+    holding a ``<<`` merge key (which OmegaConf orders its own way) is left to OmegaConf."""
+
+    def flatten_mapping(self, node: Any) -> None:
+        tags = [key.tag for key, _ in node.value]
+        keys = [key.value for key, _ in node.value if key.tag == _STR_TAG]
+        if _MERGE_TAG in tags or len(keys) != len(set(keys)):
+            raise _NeedsOmegaConf
+        super().flatten_mapping(node)
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a constructed YAML value sharing nothing (aliases copied), as ``OmegaConf.create`` would keep it;
+    raises :class:`_NeedsOmegaConf` for any key or value OmegaConf might convert or refuse."""
+    if isinstance(value, dict):
+        if not all(type(key) in (str, int) for key in value):
+            raise _NeedsOmegaConf
+        return {key: _fresh(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fresh(item) for item in value]
+    if type(value) not in (str, int, float, bool, type(None)):
+        raise _NeedsOmegaConf
+    if isinstance(value, str) and "${" in value:
+        try:
+            AnyNode(value)  # how OmegaConf.create checks an interpolation's grammar
+        except OmegaConfBaseException:
+            raise _NeedsOmegaConf from None
+    return value
+
+
+def _plain_file(root: Any) -> dict[Any, Any] | None:
+    """The plain containers ``OmegaConf.load`` makes of a mapping file with the node graph ``root``, built
+    without an OmegaConf tree; ``None`` when the file is not a plain mapping of plain values (OmegaConf judges it)."""
+    if root is None:
+        return {}
+    constructor = _Constructor("")
+    try:
+        value = constructor.construct_document(root)
+        return _fresh(value) if isinstance(value, dict) else None
+    except (_NeedsOmegaConf, _yaml.YAMLError):
+        return None
+    finally:
+        constructor.dispose()
+
+
+def _read(path: Path, named_by: Path | None, limits: Limits) -> dict[Any, Any]:
+    """One recipe file as plain containers, as ``OmegaConf.load`` reads it, after :mod:`.reading`'s checks."""
     file = os.fspath(path)
     text = read_text(path, named_by, limits)
     try:
-        compose_checked(text, file, limits)
-        loaded = OmegaConf.load(io.StringIO(text), **_UNCAPPED)
+        loaded = _plain_file(compose_checked(text, file, limits))
+        if loaded is None:
+            tree = OmegaConf.load(io.StringIO(text), **_UNCAPPED)
+            if not isinstance(tree, DictConfig):
+                raise RecipeLoadError(
+                    f"{render_name(file)}: the recipe root must be a mapping, got a {kind(tree)}",
+                    file=file,
+                    value=kind(tree),
+                )
+            loaded = plain(tree)
     except (RecursionError, MemoryError):
         raise
     except RecipeLoadError:
@@ -171,12 +231,6 @@ def _read(path: Path, named_by: Path | None, limits: Limits) -> DictConfig:
         raise RecipeLoadError(
             f"{render_name(file)}: cannot parse the file: {reason(exc)}", file=file
         ) from None
-    if not isinstance(loaded, DictConfig):
-        raise RecipeLoadError(
-            f"{render_name(file)}: the recipe root must be a mapping, got a {kind(loaded)}",
-            file=file,
-            value=kind(loaded),
-        )
     return loaded
 
 
@@ -232,41 +286,6 @@ def _merge_conflict(base: Any, over: Any, path: tuple[Any, ...]) -> tuple[tuple[
     return None
 
 
-def _marker_holders(value: Any, keys: tuple[Any, ...], found: list[tuple[Any, ...]]) -> None:
-    """Append the keys (list indices included) of every mapping in ``value`` holding an ``_override_`` key."""
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _marker_holders(item, (*keys, index), found)
-    elif isinstance(value, dict):
-        if _MARKER in value:
-            found.append(keys)
-        for key, item in value.items():
-            _marker_holders(item, (*keys, key), found)
-
-
-def _node(tree: DictConfig, keys: tuple[Any, ...]) -> Any:
-    """The container at ``keys`` of ``tree`` (containers all the way, so nothing is resolved)."""
-    node: Any = tree
-    for key in keys:
-        node = node[key]
-    return node
-
-
-def _own_part(
-    loaded: DictConfig, raw: dict[Any, Any], file: Path
-) -> tuple[DictConfig, dict[Any, Any], list[tuple[Any, ...]]]:
-    """A file's own part without markers, as its tree (changed in place) and plain, and the paths it replaces."""
-    holders: list[tuple[Any, ...]] = []
-    _marker_holders(raw, (), holders)
-    replaced: list[tuple[Any, ...]] = []
-    if not holders:
-        return loaded, raw, replaced
-    clean = _strip_markers(raw, file, (), replaced)
-    for keys in holders:
-        del _node(loaded, keys)[_MARKER]
-    return loaded, clean, replaced
-
-
 @contextmanager
 def _omegaconf_refusal(file: str | Path, doing: str) -> Iterator[None]:
     """Turn OmegaConf refusing what ``doing`` does into ``RecipeLoadError`` (V1) naming ``file``."""
@@ -288,11 +307,8 @@ def build_tree(document: dict[Any, Any], file: str | Path, what: str = "the docu
     return tree
 
 
-def _drop_replaced(
-    tree: DictConfig, document: dict[Any, Any], replaced: list[tuple[Any, ...]]
-) -> dict[Any, Any]:
-    """Delete the values at the ``replaced`` paths from ``tree`` (in place) and from a returned copy of
-    ``document``."""
+def _without(document: dict[Any, Any], replaced: list[tuple[Any, ...]]) -> dict[Any, Any]:
+    """A copy of ``document`` without the values at the ``replaced`` paths."""
     document = copy.deepcopy(document)
     for path in replaced:
         if not path:
@@ -300,30 +316,42 @@ def _drop_replaced(
         holder: Any = document
         for key in path[:-1]:
             holder = holder.get(key) if isinstance(holder, dict) else None
-        if isinstance(holder, dict) and path[-1] in holder:
-            del holder[path[-1]]
-            del _node(tree, path[:-1])[path[-1]]
+        if isinstance(holder, dict):
+            holder.pop(path[-1], None)
     return document
 
 
+def _merged(base: dict[Any, Any], over: dict[Any, Any]) -> dict[Any, Any] | None:
+    """``over`` merged onto ``base`` as ``OmegaConf.merge`` merges untyped trees (mappings merge key by key, any
+    other value replaces, a ``???`` keeps what it meets), neither changed; ``None`` where an inherited
+    interpolation meets a mapping, a list or ``???`` (OmegaConf then copies what the interpolation points at)."""
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        missing = isinstance(value, str) and value == _MISSING
+        if key not in out:
+            out[key] = value
+        elif isinstance(old, dict) and isinstance(value, dict):
+            inner = _merged(old, value)
+            if inner is None:
+                return None
+            out[key] = inner
+        elif isinstance(old, str) and "${" in old and (missing or isinstance(value, dict | list)):
+            return None
+        elif not missing:
+            out[key] = value
+    return out
+
+
 def _merge(
-    base: Composition | None,
-    over: DictConfig,
-    clean: dict[Any, Any],
-    replaced: list[tuple[Any, ...]],
-    file: Path,
-) -> tuple[DictConfig, dict[Any, Any]]:
-    """OmegaConf's merge of ``over`` (plain: ``clean``) onto ``base`` (in place), the ``replaced`` paths dropped
-    first; the merged tree and its plain containers."""
+    base: dict[Any, Any] | None, over: dict[Any, Any], replaced: list[tuple[Any, ...]], file: Path
+) -> dict[Any, Any]:
+    """``over`` (the part of ``file``) merged onto ``base``, the ``replaced`` paths dropped from ``base`` first."""
     if base is None:
-        return over, clean
-    tree, document = base.config, base.document
+        return over
     if replaced:
-        document = _drop_replaced(tree, document, replaced)
-    # onto nothing, a merge changes nothing (OmegaConf keeps ??? and interpolations as written)
-    if not document:
-        return over, clean
-    conflict = _merge_conflict(document, clean, ())
+        base = _without(base, replaced)
+    conflict = _merge_conflict(base, over, ())
     if conflict is not None:
         where, was, now = conflict
         remedy = f"; mark the mapping with {_MARKER}: true to replace the list" if now == "mapping" else ""
@@ -333,10 +361,12 @@ def _merge(
             file=os.fspath(file),
             path=dotted_path(where),
         )
+    merged = _merged(base, over)
+    if merged is not None:
+        return merged
     with _omegaconf_refusal(file, "merge onto its defaults"):
-        merged = OmegaConf.unsafe_merge(tree, over)  # both trees are owned here
-        merged_plain: dict[Any, Any] = plain(merged)
-    return cast(DictConfig, merged), merged_plain
+        result: dict[Any, Any] = plain(OmegaConf.unsafe_merge(OmegaConf.create(base), OmegaConf.create(over)))
+    return result
 
 
 def find_root(recipe: Path) -> Path:
@@ -381,7 +411,8 @@ class _Composer:
         )
 
     def compose(self, path: Path, ancestry: tuple[Path, ...], named_by: Path | None) -> Composition:
-        """``path`` composed with its ``defaults``, depth-first (a file reached again gets a fresh tree)."""
+        """``path`` composed with its ``defaults``, depth-first; a file reached again reuses its composition (merges
+        never change the documents they read)."""
         try:
             real = path.resolve()
         except RecursionError:
@@ -404,25 +435,19 @@ class _Composer:
         if named_by is not None and not real.is_relative_to(self.root):
             raise self._outside(path, real, named_by)
         if real in self.done:
-            seen = self.done[real]
-            return Composition(seen.document, seen.chain, build_tree(seen.document, path))
-        loaded = _read(path, named_by, self.limits)
-        raw: dict[Any, Any] = plain(loaded)
-        parents: list[Path] = []
-        if _DEFAULTS in raw:
-            parents = _parent_paths(raw.pop(_DEFAULTS), path)
-            del loaded[_DEFAULTS]
-        composed: Composition | None = None
+            return self.done[real]
+        raw = _read(path, named_by, self.limits)
+        parents = _parent_paths(raw.pop(_DEFAULTS), path) if _DEFAULTS in raw else []
+        composed: dict[Any, Any] | None = None
         chain: list[Path] = []
         for parent in parents:  # a composed parent holds no markers any more
             inherited = self.compose(parent, (*ancestry, real), path)
-            tree, document = _merge(composed, inherited.config, inherited.document, [], parent)
-            composed = Composition(document, (), tree)
+            composed = _merge(composed, inherited.document, [], parent)
             chain.extend(inherited.chain)
         chain.append(path)
-        own, clean, replaced = _own_part(loaded, raw, path)
-        tree, document = _merge(composed, own, clean, replaced, path)
-        result = Composition(document, _last_places(chain), tree)
+        replaced: list[tuple[Any, ...]] = []
+        own = _strip_markers(raw, path, (), replaced)
+        result = Composition(_merge(composed, own, replaced, path), _last_places(chain))
         self.done[real] = result
         return result
 

@@ -20,7 +20,7 @@ from ..rules.unknown_keys import K1
 from ..section.generation import VllmConfig
 from .check_recipe import algorithm_not_detected, algorithm_or_none, check_recipe, choose_algorithm
 from .check_section import DEFAULT_SECTION, check_section, default_section
-from .compose import V6, build_tree, compose
+from .compose import V6, compose
 from .expansion import analyse
 from .issues import ConfigIssue, IssueReport
 from .limits import DEFAULT_LIMITS, Limits, budget_scope
@@ -156,10 +156,8 @@ def _load(
     composition = compose(Path(file), limits=limits, root=None if root is None else Path(root))
     composed = composition.document
     overridden, unapplied = apply_overrides(composed, texts, file, limits)
-    # --set values changed the plain document only: they need a tree of their own
-    document = build_tree(composed, file, "the composed document") if texts else composition.config
     analysis = analyse(composed, limits)
-    resolution = resolve_document(document, analysis.refused)
+    resolution = resolve_document(composed, file, analysis.refused)
     report = IssueReport(
         composed,
         Provenance(composition.chain, (*overridden, *(missing.keys for missing in unapplied))),

@@ -8,6 +8,7 @@ never raised; in a list its place keeps :data:`UNRESOLVED` so later indices keep
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
@@ -17,6 +18,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from ..._internal.config_paths import Keys, dotted_path, is_under
 from ..finding import Finding
 from ..rule import Rule, checks
+from .compose import build_tree
 from .limits import active_budget
 from .parsing import reason
 
@@ -253,24 +255,40 @@ def _limit_cause(exc: BaseException) -> str | None:
     return None
 
 
-@checks(V2)
-def resolve_document(document: DictConfig, refused: Mapping[Keys, str] | None = None) -> Resolution:
-    """Resolve every leaf of ``document``; never raises for a leaf that fails (it is recorded instead).
+def _literal(value: Any) -> bool:
+    """Whether ``value`` holds no interpolation and no ``???``: resolving it changes nothing."""
+    if isinstance(value, dict):
+        return all(_literal(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_literal(item) for item in value)
+    return not isinstance(value, str) or ("${" not in value and value != "???")
 
-    A document without failures resolves in one OmegaConf pass; otherwise each leaf is resolved on its own.  A
-    leaf at a key of ``refused`` (keys -> reason, :func:`~.expansion.analyse`) is not resolved: it fails with
-    code V6, as does a leaf whose resolver call goes beyond the active :class:`~.limits.Budget`.
-    Raises only ``MemoryError``.
+
+@checks(V2)
+def resolve_document(
+    document: dict[Any, Any], file: str, refused: Mapping[Keys, str] | None = None
+) -> Resolution:
+    """Resolve every leaf of the composed ``document`` of ``file`` (plain containers, not changed); never raises
+    for a leaf that fails (it is recorded instead).
+
+    A document without interpolations or ``???`` is copied as is; one without failures resolves in one OmegaConf
+    pass; otherwise each leaf is resolved on its own.  A leaf at a key of ``refused`` (keys -> reason,
+    :func:`~.expansion.analyse`) is not resolved: it fails with code V6, as does a leaf whose resolver call goes
+    beyond the active :class:`~.limits.Budget`.  Raises ``RecipeLoadError`` (V1) when OmegaConf refuses to build
+    the document, and ``MemoryError``.
     """
+    if not refused and _literal(document):
+        return Resolution(copy.deepcopy(document), ())
+    tree = build_tree(document, file, "the composed document")
     try:
         if refused:
             raise LookupError("refused values resolve leaf by leaf")
-        resolved = OmegaConf.to_container(document, resolve=True, throw_on_missing=True)
+        resolved = OmegaConf.to_container(tree, resolve=True, throw_on_missing=True)
     except MemoryError:
         raise
     except Exception:
         active_budget().resolver_chars_used = 0  # the leaf-by-leaf pass resolves again
         walk = _Walk(refused or {})
-        plain = walk.container(document, (), "", (id(document),))
+        plain = walk.container(tree, (), "", (id(tree),))
         return Resolution(plain, tuple(walk.failures))
     return Resolution(resolved, ())  # type: ignore[arg-type]
