@@ -50,9 +50,16 @@ class Context:
         *,
         code: str | None = None,
         fix: SuggestedFix | None = None,
+        severity: Literal["error", "warning"] = "error",
     ) -> None:
-        """Report an error of the running rule (or of ``code``) at ``path``, with its ``fix`` when it has one."""
-        self._report(path, value, message, "error", code, fix)
+        """Report an error (or a ``severity`` warning) of the running rule (or of ``code``) at ``path``, with its
+        ``fix`` when it has one."""
+        message = shorten(message, MAX_MESSAGE_CHARS)
+        self.findings.append(
+            Finding(
+                code=code or self.code, path=path, value=value, message=message, severity=severity, fix=fix
+            )
+        )
 
     def error_at(self, path: str, message: str) -> None:
         """Report an error of the running rule at ``path``, with the value read there."""
@@ -60,7 +67,7 @@ class Context:
 
     def warning(self, path: str, value: object, message: str) -> None:
         """Report a warning of the running rule at ``path``."""
-        self._report(path, value, message, "warning", None, None)
+        self.error(path, value, message, severity="warning")
 
     def once(self, path: str, value: object, message: str, *, code: str | None = None) -> None:
         """Report an error at ``path`` unless :meth:`once` already reported one there (for any rule)."""
@@ -93,23 +100,3 @@ class Context:
         if self.split is None:
             self.skip("needs the cluster layout, which P13/P25 could not compute")
         return self.split
-
-    def _report(
-        self,
-        path: str,
-        value: object,
-        message: str,
-        severity: Literal["error", "warning"],
-        code: str | None,
-        fix: SuggestedFix | None,
-    ) -> None:
-        self.findings.append(
-            Finding(
-                code=code or self.code,
-                path=path,
-                value=value,
-                message=shorten(message, MAX_MESSAGE_CHARS),
-                severity=severity,
-                fix=fix,
-            )
-        )
