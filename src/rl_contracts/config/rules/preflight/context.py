@@ -52,8 +52,8 @@ class Context:
         fix: SuggestedFix | None = None,
         severity: Literal["error", "warning"] = "error",
     ) -> None:
-        """Report an error (or a ``severity`` warning) of the running rule (or of ``code``) at ``path``, with its
-        ``fix`` when it has one."""
+        """Report an error (or a ``severity`` warning) of the running rule (or of ``code``) at ``path``, with
+        its ``fix`` when it has one."""
         message = shorten(message, MAX_MESSAGE_CHARS)
         self.findings.append(
             Finding(

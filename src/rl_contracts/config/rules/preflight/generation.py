@@ -50,8 +50,8 @@ P14 = Rule(
     summary="FP8 generation or an FP8 KV cache with settings that cannot run",
     reference="algorithms/grpo.py ~1321-1338, vllm/quantization/fp8.py:init_fp8 ~199 (S2/S3)",
     what_it_checks=(
-        "That FP8 generation (`vllm_cfg.precision: fp8`) has importance-sampling correction and a compatible KV "
-        "cache, and an FP8 KV cache FP8 precision, DTensor off, no async engine and Megatron pipeline size 1."
+        "That FP8 generation (`vllm_cfg.precision: fp8`) has importance-sampling correction and a compatible "
+        "KV cache, and an FP8 KV cache FP8 precision, DTensor off, no async engine and Megatron PP 1."
     ),
     why_it_matters="An `AssertionError`/`ValueError` after the placement groups or at engine start (S2/S3).",
     example="""\
@@ -126,10 +126,10 @@ P15 = Rule(
     summary="sparse refit transport without its preconditions",
     reference="weight_sync/vllm_remote_sparse_weight_synchronizer.py:validate_vllm_remote_sparse_refit ~47 (S2)",
     what_it_checks=(
-        "That a sparse refit transport (`vllm_s3_sparse`, `vllm_zmq_sparse`) runs non-colocated, with Megatron, "
-        "without FP8 precision or KV cache, `quant_cfg` or `real_quant`, and (S3) with a storage bucket."
+        "That a sparse refit transport (`vllm_s3_sparse`, `vllm_zmq_sparse`) runs non-colocated, with "
+        "Megatron, without FP8 precision or KV cache, `quant_cfg` or `real_quant`, and (S3) with a bucket."
     ),
-    why_it_matters="`validate_vllm_remote_sparse_refit` raises a `ValueError` after the placement groups (S2).",
+    why_it_matters="The transport's validation raises a `ValueError` after the placement groups (S2).",
     example="""\
 policy:
   generation:
@@ -215,8 +215,8 @@ P16 = Rule(
         "silently overwrites (`distributed_executor_backend`, `hf_overrides`)."
     ),
     why_it_matters=(
-        "The engine is built with the trainer's keyword arguments plus `**vllm_kwargs`: a duplicate keyword is a "
-        "`TypeError` at engine start (S3); an overwritten one is silently lost."
+        "The engine is built with the trainer's keyword arguments plus `**vllm_kwargs`: a duplicate keyword "
+        "is a `TypeError` at engine start (S3); an overwritten one is silently lost."
     ),
     example="""\
 policy:
@@ -273,7 +273,7 @@ P17 = Rule(
         "That vLLM engines fit the generation GPUs: the generation world is a multiple of TP x PP, per-node "
         "placement divides the GPUs per node, and with EP > TP the engines form whole data-parallel groups."
     ),
-    why_it_matters="An assertion or data-parallel size check fails after spawning workers (S3), or engines hang.",
+    why_it_matters="An assertion or data-parallel size check fails after spawning workers (S3), or a hang.",
     example="""\
 policy:
   generation:
@@ -349,7 +349,7 @@ P21 = Rule(
     summary="routed experts (R3) with vLLM settings that vLLM rejects",
     reference="vLLM config/vllm.py (0.30 __post_init__ ~1280, 0.32 _verify_aux_output_compatibility ~1135) (S3)",
     what_it_checks=(
-        "That routed experts (router replay, or `vllm_kwargs.enable_return_routed_experts`) run with PP 1, no "
+        "That routed experts (router replay, `vllm_kwargs.enable_return_routed_experts`) run with PP 1, no "
         "decode/prefill context parallelism, and per vLLM version no KV connector (0.30) or no Nixl/MoRIIO/"
         "Mooncake connector, prefix caching on, Model Runner V2 and a compatible speculative method (0.32)."
     ),
@@ -467,8 +467,8 @@ P22 = Rule(
     reference="weight_sync/nccl_reshard_utils.py ~562, from algorithms/grpo.py ~1522 (S5)",
     what_it_checks=(
         "That `refit_transport: nccl_reshard` has every precondition of the reference's list: non-colocated "
-        "vLLM, Megatron (not DTensor), no EPLB or real quant, supported Megatron layout and pipeline settings, "
-        "precision and FP8 recipe, vLLM EP 1 or TP, and vLLM PP 1."
+        "vLLM, Megatron (not DTensor), no EPLB or real quant, supported Megatron layout and pipeline "
+        "settings, precision and FP8 recipe, vLLM EP 1 or TP, and vLLM PP 1."
     ),
     why_it_matters="The reshard setup raises a `ValueError` after every worker loaded its model (S5).",
     example="""\
@@ -555,8 +555,8 @@ W1 = Rule(
     severity="warning",
     what_it_checks="Whether `policy.max_total_sequence_length` exceeds `vllm_cfg.max_model_len` (a warning).",
     why_it_matters=(
-        "Rollouts longer than the engine's context are truncated: NeMo-Gym warns at the first rollout (S6), the "
-        "other paths cut them silently."
+        "Rollouts longer than the engine's context are truncated: NeMo-Gym warns at the first rollout (S6), "
+        "the other paths cut them silently."
     ),
     example="""\
 policy:
