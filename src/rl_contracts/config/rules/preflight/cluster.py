@@ -254,9 +254,8 @@ def check_single_controller_accounting(context: Context) -> None:
         return
     ok = True
     if backend(reader) == "megatron":
-        context.error(
+        context.error_at(
             f"{GENERATION}.backend",
-            "megatron",
             "the single-controller path cannot run megatron generation non-colocated; set "
             "policy.generation.colocated.enabled=true or use backend vllm.",
         )

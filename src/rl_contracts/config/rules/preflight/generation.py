@@ -169,9 +169,8 @@ def check_sparse_refit(context: Context) -> None:
                 "policy.generation.refit_cfg.sparse.storage.s3_bucket must be a non-blank bucket name"
             )
     if failed:
-        context.error(
+        context.error_at(
             f"{GENERATION}.refit_transport",
-            transport,
             f"refit_transport={render(transport)} cannot run: {'; '.join(failed)}; fix these or choose another "
             "refit_transport.",
         )
@@ -413,9 +412,8 @@ def check_routed_experts(context: Context) -> None:
             "(offloading/LMCache connectors are allowed).",
         )
     if reader.value(f"{VLLM_CFG}.enable_prefix_caching") is False:
-        context.error(
+        context.error_at(
             f"{VLLM_CFG}.enable_prefix_caching",
-            False,
             f"{shown} rejects routed experts with enable_prefix_caching=false; set "
             "policy.generation.vllm_cfg.enable_prefix_caching to true or null.",
         )
@@ -437,16 +435,14 @@ def _check_speculative(context: Context, shown: str) -> None:
     base = f"{VLLM_KWARGS}.speculative_config"
     method = spec.get("method")
     if spec.get("num_speculative_tokens") != 0 and method in _V1_METHODS:
-        context.error(
+        context.error_at(
             f"{base}.method",
-            method,
             f"{shown}: speculative method {render(method)} runs only on Model Runner V1, which rejects routed "
             "experts; use another method or disable speculative decoding.",
         )
     if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
-        context.error(
+        context.error_at(
             f"{base}.parallel_drafting",
-            spec.get("parallel_drafting"),
             f"{shown}: parallel_drafting with method {render(method)} falls back to Model Runner V1, which "
             "rejects routed experts; remove parallel_drafting or use dflash/dspark.",
         )

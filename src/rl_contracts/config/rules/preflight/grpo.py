@@ -72,9 +72,8 @@ def check_validation_sampling(context: Context) -> None:
         return
     shown = ", ".join(f"val_{name}={render(val)} vs {name}={render(train)}" for name, val, train in pairs)
     if not (is_vllm(reader) and gym(reader)):
-        context.error(
+        context.error_at(
             f"{GENERATION}.val_{pairs[0][0]}",
-            pairs[0][1],
             f"validation sampling differs from training ({shown}); only the vLLM NeMo-Gym path honours it: make "
             "val_* equal to the training keys or use backend vllm with env.should_use_nemo_gym=true.",
         )

@@ -71,17 +71,15 @@ def check_loss_options(context: Context) -> None:
     if clip_c is not None:
         number = real_or_none(clip_c)
         if number is None or not number > 1:
-            context.error(
+            context.error_at(
                 f"{LOSS}.ratio_clip_c",
-                clip_c,
                 f"{LOSS}.ratio_clip_c={render(clip_c)} must be null or a number > 1 (the dual-clip bound); the "
                 "loss asserts it at the first training step: set it above 1 (3.0 is usual) or to null.",
             )
     kl_type = reader.value(f"{LOSS}.reference_policy_kl_type")
     if kl_type is not ABSENT and kl_type not in KL_TYPES:
-        context.error(
+        context.error_at(
             f"{LOSS}.reference_policy_kl_type",
-            kl_type,
             f"{LOSS}.reference_policy_kl_type={render(kl_type)} must be one of 'k1', 'k2', 'k3' (the loss computes "
             "its KL metric with it at every step, whatever the penalty): set one of them (the default is 'k3').",
         )
@@ -90,9 +88,8 @@ def check_loss_options(context: Context) -> None:
 def _check_sequence_level(context: Context, *, sequence_level: bool, token_level: bool) -> None:
     """(a) sequence-level importance ratios need a sequence-level loss."""
     if sequence_level and token_level:
-        context.error(
+        context.error_at(
             f"{LOSS}.token_level_loss",
-            True,
             f"{LOSS}.sequence_level_importance_ratios=true needs {LOSS}.token_level_loss=false (GSPO-style "
             "ratios weight whole sequences): set token_level_loss: false, or turn the sequence-level ratios off.",
         )
@@ -108,23 +105,20 @@ def _check_cispo(context: Context, *, sequence_level: bool, token_level: bool, c
         ("force_on_policy_ratio", "CISPO clips the off-policy ratio"),
     ):
         if reader.flag(f"{LOSS}.{name}"):
-            context.error(
+            context.error_at(
                 f"{LOSS}.{name}",
-                True,
                 f"{LOSS}.use_cispo=true excludes {LOSS}.{name}=true ({reason}): set {name}: false, or turn "
                 "use_cispo off.",
             )
     if sequence_level:
-        context.error(
+        context.error_at(
             f"{LOSS}.sequence_level_importance_ratios",
-            True,
             f"{LOSS}.use_cispo=true excludes {LOSS}.sequence_level_importance_ratios=true (CISPO clips token "
             "ratios): set sequence_level_importance_ratios: false, or turn use_cispo off.",
         )
     if clip_c is not None:
-        context.error(
+        context.error_at(
             f"{LOSS}.ratio_clip_c",
-            clip_c,
             f"{LOSS}.use_cispo=true excludes {LOSS}.ratio_clip_c={render(clip_c)} (dual clipping is a PPO-clip "
             "option): set ratio_clip_c: null, or turn use_cispo off.",
         )
@@ -151,9 +145,8 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
             "correction on, or set the type to null.",
         )
     if kind not in TRUNCATED_IS_TYPES:
-        context.error(
+        context.error_at(
             f"{LOSS}.truncated_importance_sampling_type",
-            kind,
             f"{LOSS}.truncated_importance_sampling_type={shown} must be null or one of 'tis', 'icepop', "
             "'seq-mask-tis': set one of them.",
         )
@@ -164,9 +157,8 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
     raw_ratio = reader.value(ratio_path)
     ratio = real_or_none(raw_ratio)
     if ratio is None or not 0 < ratio < math.inf:
-        context.error(
+        context.error_at(
             ratio_path,
-            raw_ratio,
             f"{ratio_path}={render(raw_ratio)} must be a finite number > 0 with truncated_importance_sampling_type="
             f"{shown} (the upper bound of the weights): set it (2.0 is usual).",
         )
@@ -174,25 +166,22 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
     raw_min = reader.value(min_path)
     if raw_min is ABSENT or raw_min is None:
         if kind in _NEEDS_MIN:
-            context.error(
+            context.error_at(
                 min_path,
-                raw_min,
                 f"truncated_importance_sampling_type={shown} needs {min_path} (the lower bound it masks "
                 "below), which is null: set a number no larger than the ratio (0.5 is usual).",
             )
     else:
         low = real_or_none(raw_min)
         if low is None or not 0 <= low < math.inf or (ratio is not None and low > ratio):
-            context.error(
+            context.error_at(
                 min_path,
-                raw_min,
                 f"{min_path}={render(raw_min)} must be a finite number >= 0 and <= {ratio_path}="
                 f"{render(raw_ratio)} (a bound below 0 can never bind): set it in that range.",
             )
     if kind == "seq-mask-tis" and sequence_level:
-        context.error(
+        context.error_at(
             f"{LOSS}.sequence_level_importance_ratios",
-            True,
             f"truncated_importance_sampling_type='seq-mask-tis' excludes {LOSS}.sequence_level_importance_ratios"
             "=true (it masks sequences by their token ratios): set sequence_level_importance_ratios: false, or use "
             "'tis' or 'icepop'.",

@@ -100,9 +100,8 @@ def check_truncated_support(context: Context) -> None:
     kept += [f"top_k={render(top_k)}"] if top_k is not None and top_k > 0 else []
     if not kept:
         return
-    context.error(
+    context.error_at(
         fused,
-        True,
         f"{GENERATION} samples with {', '.join(kept)} and vLLM returns processed logprobs, renormalised over the "
         "kept support (log(p/S)), while the fused linear logprobs give the learner's log p over the full "
         f"vocabulary: every importance weight of {_LOSS}.use_importance_sampling_correction carries log S < 0. "

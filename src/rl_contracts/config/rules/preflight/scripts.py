@@ -58,9 +58,8 @@ def check_legacy_async(context: Context) -> None:
         return
     name = backend(reader)
     if name not in _ASYNC_BACKENDS:
-        context.error(
+        context.error_at(
             f"{GENERATION}.backend",
-            name,
             f"grpo.async_grpo.enabled=true supports backends vllm, megatron, trtllm and dynamo, got {render(name)}; "
             "change the backend or disable async GRPO.",
         )
@@ -76,9 +75,8 @@ def check_legacy_async(context: Context) -> None:
             "off-policy); enable it.",
         )
     if name != "megatron" and reader.flag(f"{GENERATION}.colocated.enabled"):
-        context.error(
+        context.error_at(
             f"{GENERATION}.colocated.enabled",
-            True,
             f"grpo.async_grpo.enabled=true with backend {render(name)} needs non-colocated generation; set "
             "policy.generation.colocated.enabled=false and give generation its own resources.",
         )
@@ -89,13 +87,12 @@ def check_legacy_async(context: Context) -> None:
         "data.use_multiple_dataloader",
     ):
         if reader.flag(path):
-            context.error(
-                path, True, f"grpo.async_grpo.enabled=true does not support {path}=true; set it to false."
+            context.error_at(
+                path, f"grpo.async_grpo.enabled=true does not support {path}=true; set it to false."
             )
     if reader.flag("policy.router_replay.enabled") and reader.flag("data_plane.enabled"):
-        context.error(
+        context.error_at(
             "data_plane.enabled",
-            True,
             "grpo.async_grpo.enabled=true with policy.router_replay.enabled=true does not support "
             "data_plane.enabled=true; disable the data plane.",
         )
@@ -149,27 +146,24 @@ def check_single_controller_gates(context: Context) -> None:
         )
     period = reader.integer("grpo.val_period")
     if period > 0:
-        context.error(
+        context.error_at(
             "grpo.val_period",
-            period,
             f"the single-controller path does not support validation, but grpo.val_period={period}; set it to 0.",
         )
     for path in ("grpo.val_at_start", "grpo.val_at_end", "data.use_multiple_dataloader"):
         if reader.flag(path):
-            context.error(
-                path, True, f"the single-controller path does not support {path}=true; set it to false."
+            context.error_at(
+                path, f"the single-controller path does not support {path}=true; set it to false."
             )
     name = backend(reader)
     if name not in ("vllm", "sglang"):
-        context.error(
+        context.error_at(
             f"{GENERATION}.backend",
-            name,
             f"the single-controller path supports backends vllm and sglang, got {render(name)}; change it.",
         )
     elif gym(reader) and name != "vllm":
-        context.error(
+        context.error_at(
             f"{GENERATION}.backend",
-            name,
             "env.should_use_nemo_gym=true on the single-controller path needs backend 'vllm'; change it.",
         )
 
@@ -207,17 +201,15 @@ def check_single_controller_batch(context: Context) -> None:
     g = reader.count("grpo.num_generations_per_prompt")
     groups = reader.count("async_rl.min_groups_for_streaming_train")
     if n < groups:
-        context.error(
+        context.error_at(
             "grpo.num_prompts_per_step",
-            n,
             f"grpo.num_prompts_per_step={n} < async_rl.min_groups_for_streaming_train={groups} (the default is "
             "32): the streaming trainer would never start a batch; raise num_prompts_per_step or lower it.",
         )
     gbs = reader.integer("policy.train_global_batch_size")
     if n * g != gbs:
-        context.error(
+        context.error_at(
             "policy.train_global_batch_size",
-            gbs,
             f"the single-controller path needs policy.train_global_batch_size == {n} x {g} = {n * g}, got {gbs}; "
             f"set it to {n * g}.",
         )
@@ -229,26 +221,23 @@ def check_single_controller_batch(context: Context) -> None:
                 "enable it.",
             )
         if reader.flag("loss_fn.force_on_policy_ratio"):
-            context.error(
+            context.error_at(
                 "loss_fn.force_on_policy_ratio",
-                True,
                 "async_rl.sampler.name='ready_first' is off-policy and excludes loss_fn.force_on_policy_ratio=true; "
                 "set it to false.",
             )
     if reader.flag("checkpointing.enabled"):
         metric = reader.opt_text("checkpointing.metric_name")
         if metric is not None and not metric.startswith("train:"):
-            context.error(
+            context.error_at(
                 "checkpointing.metric_name",
-                metric,
                 f"checkpointing.metric_name={render(metric)}: the single-controller path has no validation, so the "
                 "metric must start with 'train:'; use a train: metric or set it to null.",
             )
     penalty = reader.number("loss_fn.reference_policy_kl_penalty")
     if penalty != 0 and reader.flag("grpo.skip_reference_policy_logprobs_calculation"):
-        context.error(
+        context.error_at(
             "loss_fn.reference_policy_kl_penalty",
-            penalty,
             f"loss_fn.reference_policy_kl_penalty={render(penalty)} (the default is 0.01) needs reference "
             "logprobs, but grpo.skip_reference_policy_logprobs_calculation=true; set the penalty to 0 or compute "
             "them.",
@@ -285,9 +274,8 @@ def check_gym_script(context: Context) -> None:
         )
     samples = reader.value("grpo.max_val_samples")
     if samples is not None:
-        context.error(
+        context.error_at(
             "grpo.max_val_samples",
-            samples,
             f"the NeMo-Gym script rejects grpo.max_val_samples={render(samples)} (absent means 256); set it to "
             "null.",
         )
@@ -298,9 +286,8 @@ def check_gym_script(context: Context) -> None:
     ):
         limit = reader.value(f"{VLLM_KWARGS}.limit_mm_per_prompt.video")
         if not isinstance(limit, Mapping):
-            context.error(
+            context.error_at(
                 f"{VLLM_KWARGS}.limit_mm_per_prompt.video",
-                limit,
                 f"vllm_cfg.video is set, so {VLLM_KWARGS}.limit_mm_per_prompt.video must be a mapping (e.g. "
                 f"{{count: 1, num_frames: 32}}), got {render(limit)}; set it.",
             )
