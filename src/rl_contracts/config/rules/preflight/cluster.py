@@ -33,14 +33,10 @@ P13 = Rule(
     summary="the cluster leaves no GPUs for training or generation (legacy accounting)",
     reference="algorithms/grpo.py:setup ~760-915 (S1)",
     what_it_checks=(
-        "The legacy split of `cluster` (N nodes of G GPUs) into training and generation GPUs, reward-model "
-        "and non-colocated OPD teacher resources subtracted: every part gets at least one node and one GPU, "
-        "and a non-colocated generation asks for a shape the split can give."
+        "The legacy split of `cluster` into training and generation GPUs, reward-model and non-colocated OPD "
+        "teacher resources subtracted: every part gets a node and a GPU, in a shape the split can give."
     ),
-    why_it_matters=(
-        "`grpo.py:setup` (~760-915) fails an assertion, or crashes with a `TypeError` for a null node count, "
-        "at start-up (S1), after Ray connected."
-    ),
+    why_it_matters="`grpo.py:setup` fails an assertion (a `TypeError` for a null node count) after Ray (S1).",
     example="""\
 policy:
   generation:
@@ -56,8 +52,7 @@ policy:
 
 @checks(P13, entries=frozenset({"grpo", "grpo-gym"}))
 def check_cluster_accounting(context: Context) -> None:
-    """The legacy split of ``cluster`` into training and generation (PREFLIGHT.md P13): the reward model's and
-    the non-colocated teachers' nodes are taken first, then colocated or non-colocated generation's share."""
+    """:data:`P13`: the reward model's and the teachers' nodes are taken first, then generation's share."""
     reader = context.reader
     cluster = _cluster(context)
     if cluster is None:
@@ -192,9 +187,8 @@ P25 = Rule(
     summary="the cluster leaves no GPUs for training or generation (single-controller accounting)",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
     what_it_checks=(
-        "The single-controller split of `cluster` into training and generation GPUs: colocated uses every GPU "
-        "for both; otherwise generation takes `colocated.resources` and training must keep at least one "
-        "GPU/node."
+        "The single-controller split of `cluster`: colocated uses every GPU for both; otherwise generation "
+        "takes `colocated.resources` and training must keep at least one GPU/node."
     ),
     why_it_matters="`single_controller_utils/setup.py` fails an assertion or raises a `ValueError` at start-up (S1).",
     example="""\
@@ -218,8 +212,7 @@ policy:
 
 @checks(P25, entries=frozenset({"grpo-sc"}))
 def check_single_controller_accounting(context: Context) -> None:
-    """The single-controller split (PREFLIGHT.md P25): colocated shares every GPU, non-colocated generation takes
-    ``colocated.resources`` (not megatron) and training must keep a GPU or a node."""
+    """:data:`P25`: colocated shares every GPU, else generation takes ``colocated.resources``."""
     reader = context.reader
     cluster = _cluster(context)
     if cluster is None:
@@ -228,14 +221,13 @@ def check_single_controller_accounting(context: Context) -> None:
     if _colocated(reader):
         context.split = ClusterSplit(nodes, node_gpus, nodes, node_gpus)
         return
-    ok = True
-    if backend(reader) == "megatron":
+    ok = backend(reader) != "megatron"
+    if not ok:
         context.error_at(
             f"{GENERATION}.backend",
             "the single-controller path cannot run megatron generation non-colocated; set "
             "policy.generation.colocated.enabled=true or use backend vllm.",
         )
-        ok = False
     gen_node_gpus = reader.opt_integer(f"{_RES}.gpus_per_node")
     gen_nodes = reader.opt_count(f"{_RES}.num_nodes", minimum=0) or 1
     if gen_node_gpus is None or gen_node_gpus <= 0:
@@ -247,9 +239,8 @@ def check_single_controller_accounting(context: Context) -> None:
         return
     if nodes == 1:
         if node_gpus - gen_node_gpus <= 0:
-            context.error(
+            context.error_at(
                 f"{_RES}.gpus_per_node",
-                gen_node_gpus,
                 f"no GPUs left for training: cluster.gpus_per_node - generation gpus_per_node = {node_gpus} - {gen_node_gpus} = "
                 f"{node_gpus - gen_node_gpus}; lower {_RES}.gpus_per_node or raise cluster.gpus_per_node.",
             )
@@ -257,9 +248,8 @@ def check_single_controller_accounting(context: Context) -> None:
             context.split = ClusterSplit(1, node_gpus - gen_node_gpus, gen_nodes, gen_node_gpus)
         return
     if nodes - gen_nodes <= 0:
-        context.error(
+        context.error_at(
             f"{_RES}.num_nodes",
-            gen_nodes,
             f"no nodes left for training: cluster.num_nodes - generation num_nodes = {nodes} - {gen_nodes} = {nodes - gen_nodes}; lower "
             f"{_RES}.num_nodes or raise cluster.num_nodes.",
         )
