@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render
 from ...rule import Rule, checks
 from .context import LEGACY_ENTRIES, Context
@@ -36,10 +37,7 @@ P23 = Rule(
         "vLLM with the async engine (or megatron, trtllm, dynamo), importance-sampling correction, no "
         "colocation except with megatron, no dynamic sampling, reward scaling or shaping, one dataloader."
     ),
-    why_it_matters=(
-        "`grpo.py:async_grpo_train` (~4114-4180) fails an assertion or raises `NotImplementedError` only "
-        "after every model is loaded (S5)."
-    ),
+    why_it_matters="`async_grpo_train` fails an assertion or raises after every model is loaded (S5).",
     example="""\
 grpo:
   async_grpo:
@@ -51,8 +49,7 @@ grpo:
 
 @checks(P23, entries=LEGACY_ENTRIES)
 def check_legacy_async(context: Context) -> None:
-    """With ``grpo.async_grpo.enabled``: the preconditions of :data:`P23`, and a warning for
-    ``max_trajectory_age_steps > 1`` without ``in_flight_weight_updates``."""
+    """:data:`P23`; a warning for ``max_trajectory_age_steps > 1`` without in-flight weight updates."""
     reader = context.reader
     if not reader.flag("grpo.async_grpo.enabled"):
         return
@@ -118,10 +115,7 @@ P24 = Rule(
         "That the single-controller path (`examples/run_grpo_single_controller.py`) has the data plane on, "
         "validation off, one dataloader, and a vLLM or SGLang backend (vLLM with NeMo-Gym)."
     ),
-    why_it_matters=(
-        "`single_controller_utils/setup.py` (~129-199, ~505-560) raises a `ValueError`/`NotImplementedError` "
-        "at config load or start-up (S0-S1)."
-    ),
+    why_it_matters="A `ValueError`/`NotImplementedError` at config load or start-up (S0-S1).",
     example="""\
 grpo:
   async_grpo: null
@@ -179,17 +173,14 @@ P26 = Rule(
         "`ready_first` sampler with importance sampling and without forced on-policy ratio, a `train:` "
         "checkpoint metric, and reference logprobs when the KL penalty is on."
     ),
-    why_it_matters="`single_controller_utils/config.py` (~678) and `setup.py` raise a `ValueError` at start-up (S1).",
+    why_it_matters="The single-controller config and setup raise a `ValueError` at start-up (S1).",
     example="""\
 grpo:
   async_grpo: null
 data_plane:
   enabled: true
 """,
-    fix=(
-        "Raise `num_prompts_per_step` or lower `async_rl.min_groups_for_streaming_train` (default 32), or "
-        "meet the condition named."
-    ),
+    fix="Raise `num_prompts_per_step` to `async_rl.min_groups_for_streaming_train`, or as the finding says.",
 )
 
 
@@ -250,11 +241,10 @@ P27 = Rule(
     summary="the NeMo-Gym script needs gym, no max_val_samples and a video limit mapping",
     reference="examples/nemo_gym/run_grpo_nemo_gym.py ~148-210 (S1, before Ray)",
     what_it_checks=(
-        "That the NeMo-Gym script (`examples/nemo_gym/run_grpo_nemo_gym.py`) runs with NeMo-Gym on, "
-        "`grpo.max_val_samples: null` and, with `vllm_cfg.video`, a `vllm_kwargs.limit_mm_per_prompt.video` "
-        "mapping."
+        "That the NeMo-Gym script runs with NeMo-Gym on, `grpo.max_val_samples: null` and, with "
+        "`vllm_cfg.video`, a `vllm_kwargs.limit_mm_per_prompt.video` mapping."
     ),
-    why_it_matters="The script fails an assertion or raises a `ValueError` before Ray starts (S1, ~148-210).",
+    why_it_matters="The script fails an assertion or raises a `ValueError` before Ray starts (S1).",
     example="""\
 env:
   should_use_nemo_gym: true
@@ -279,11 +269,7 @@ def check_gym_script(context: Context) -> None:
             f"the NeMo-Gym script rejects grpo.max_val_samples={render(samples)} (absent means 256); set it to "
             "null.",
         )
-    if (
-        is_vllm(reader)
-        and reader.value(f"{VLLM_CFG}.video") not in (None, False)
-        and reader.present(f"{VLLM_CFG}.video")
-    ):
+    if is_vllm(reader) and reader.value(f"{VLLM_CFG}.video") not in (None, False, ABSENT):
         limit = reader.value(f"{VLLM_KWARGS}.limit_mm_per_prompt.video")
         if not isinstance(limit, Mapping):
             context.error_at(
