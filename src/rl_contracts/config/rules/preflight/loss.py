@@ -1,9 +1,5 @@
-"""Preflight rule of the policy-gradient loss options (P29): what ``ClippedPGLossFn`` asserts of ``loss_fn``.
-
-NeMo RL builds the loss in ``grpo.setup`` (``nemo_rl/algorithms/loss/loss_functions.py`` ``ClippedPGLossFn.__init__``
-~236-330) after Ray and the workers are up; ``ratio_clip_c`` and ``reference_policy_kl_type`` are read only in
-``__call__``, at the first training step.  P29 checks the same options from the recipe alone.
-"""
+"""Preflight rule of the policy-gradient loss options (P29): what ``ClippedPGLossFn`` asserts of ``loss_fn``
+once Ray and the workers are up (``ratio_clip_c``, the KL type: at the first step), from the recipe alone."""
 
 from __future__ import annotations
 
@@ -33,10 +29,9 @@ P29 = Rule(
     what_it_checks=(
         "That the `loss_fn` options agree as `ClippedPGLossFn` asserts: sequence-level importance ratios with "
         "`token_level_loss: false`; `use_cispo` without `disable_ppo_ratio`, `force_on_policy_ratio`, "
-        "sequence-level ratios or `ratio_clip_c`, and with `token_level_loss: true`; a truncated importance "
-        "sampling type (`tis`, `icepop`, `seq-mask-tis`) with `use_importance_sampling_correction`, a finite "
-        "ratio > 0, a finite `_ratio_min` >= 0 (required for icepop and seq-mask-tis) no larger than it (a bound "
-        "that can never bind is a mistake, as `truncated_importance_weights` refuses it), and seq-mask-tis without "
+        "sequence-level ratios or `ratio_clip_c`, with `token_level_loss: true`; a truncated IS type (`tis`, "
+        "`icepop`, `seq-mask-tis`) with `use_importance_sampling_correction`, a finite ratio > 0, a finite "
+        "`_ratio_min` in [0, ratio] (required for icepop and seq-mask-tis), seq-mask-tis without "
         "sequence-level ratios; `ratio_clip_c` null or > 1; `reference_policy_kl_type` one of k1, k2, k3."
     ),
     why_it_matters=(
@@ -49,9 +44,8 @@ loss_fn:
   token_level_loss: false
 """,
     fix=(
-        "Change the key the finding names as its message says (for CISPO: `token_level_loss: true`, no PPO-ratio "
-        "switches, `ratio_clip_c: null`; for truncated IS: turn on `use_importance_sampling_correction` and give "
-        "the ratio bounds)."
+        "Change the key the finding names as it says (CISPO: `token_level_loss: true`, no PPO-ratio "
+        "switches, `ratio_clip_c: null`; truncated IS: the correction on, the ratio bounds given)."
     ),
 )
 
@@ -65,7 +59,12 @@ def check_loss_options(context: Context) -> None:
     token_level = reader.flag(f"{LOSS}.token_level_loss")
     clip_c = reader.value(f"{LOSS}.ratio_clip_c")
     clip_c = None if clip_c is ABSENT else clip_c
-    _check_sequence_level(context, sequence_level=sequence_level, token_level=token_level)
+    if sequence_level and token_level:  # (a) sequence-level importance ratios need a sequence-level loss
+        context.error_at(
+            f"{LOSS}.token_level_loss",
+            f"{LOSS}.sequence_level_importance_ratios=true needs {LOSS}.token_level_loss=false (GSPO-style "
+            "ratios weight whole sequences): set token_level_loss: false, or turn the sequence-level ratios off.",
+        )
     _check_cispo(context, sequence_level=sequence_level, token_level=token_level, clip_c=clip_c)
     _check_truncated_is(context, sequence_level=sequence_level)
     if clip_c is not None:
@@ -82,16 +81,6 @@ def check_loss_options(context: Context) -> None:
             f"{LOSS}.reference_policy_kl_type",
             f"{LOSS}.reference_policy_kl_type={render(kl_type)} must be one of 'k1', 'k2', 'k3' (the loss computes "
             "its KL metric with it at every step, whatever the penalty): set one of them (the default is 'k3').",
-        )
-
-
-def _check_sequence_level(context: Context, *, sequence_level: bool, token_level: bool) -> None:
-    """(a) sequence-level importance ratios need a sequence-level loss."""
-    if sequence_level and token_level:
-        context.error_at(
-            f"{LOSS}.token_level_loss",
-            f"{LOSS}.sequence_level_importance_ratios=true needs {LOSS}.token_level_loss=false (GSPO-style "
-            "ratios weight whole sequences): set token_level_loss: false, or turn the sequence-level ratios off.",
         )
 
 
@@ -150,10 +139,8 @@ def _check_truncated_is(context: Context, *, sequence_level: bool) -> None:
             f"{LOSS}.truncated_importance_sampling_type={shown} must be null or one of 'tis', 'icepop', "
             "'seq-mask-tis': set one of them.",
         )
-    ratio_path, min_path = (
-        f"{LOSS}.truncated_importance_sampling_ratio",
-        f"{LOSS}.truncated_importance_sampling_ratio_min",
-    )
+    ratio_path = f"{LOSS}.truncated_importance_sampling_ratio"
+    min_path = f"{ratio_path}_min"
     raw_ratio = reader.value(ratio_path)
     ratio = real_or_none(raw_ratio)
     if ratio is None or not 0 < ratio < math.inf:

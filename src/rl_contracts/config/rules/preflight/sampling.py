@@ -1,11 +1,5 @@
 """Preflight rules of sampling agreement: a truncated support no learner renormalises over (P30) and a
-distillation teacher that scores at other sampling parameters than the student generates with (P31).
-
-NeMo RL's learner rebuilds vLLM's top-k/top-p support before its log-softmax, except with Megatron's fused linear
-logprobs, which ``grpo.setup`` refuses with top-k/top-p (P8) but the single-controller path never checks: there,
-processed logprobs bias every importance weight (P30).  The student's and the teacher's workers scale by their own
-``generation`` parameters (P31).
-"""
+distillation teacher that scores at other sampling parameters than the student generates with (P31)."""
 
 from __future__ import annotations
 
@@ -29,8 +23,6 @@ __all__ = [
     "distillation_scoring_findings",
 ]
 
-_LOSS: Final = "loss_fn"
-_PROCESSED: Final = "processed_logprobs"
 _SAMPLING: Final = ("temperature", "top_p", "top_k")
 _UNSET_SAMPLING: Final[dict[str, object]] = {"temperature": 1.0, "top_p": 1.0, "top_k": None}
 """How a worker without a ``generation`` section scores: no temperature, no filter."""
@@ -43,11 +35,8 @@ P30 = Rule(
     what_it_checks=(
         "That a single-controller recipe sampling with a top-p/top-k filter (`policy.generation.top_p` < 1 or "
         "`top_k` > 0) and returning processed logprobs (`vllm_cfg.logprobs_mode: processed_logprobs`) does not "
-        "apply importance-sampling correction (`loss_fn.use_importance_sampling_correction`) with Megatron's "
-        "fused linear logprobs (`megatron_cfg.use_fused_linear_logprobs`), which compute the learner's logprobs "
-        "from unfiltered logits. NeMo RL's other learner paths rebuild the filter from `policy.generation` and "
-        "renormalise over it; `grpo.setup` refuses the fused path with a filter (P8), but the single-controller "
-        "script never calls it."
+        "apply importance-sampling correction with Megatron's fused linear logprobs, which use unfiltered "
+        "logits (the other learner paths renormalise over the filter; `grpo.setup`'s P8 never runs here)."
     ),
     why_it_matters=(
         "vLLM's processed logprobs are renormalised over the kept support, log(p/S); the fused learner gives "
@@ -85,12 +74,11 @@ loss_fn:
 
 @checks(P30, entries=frozenset({"grpo-sc"}))
 def check_truncated_support(context: Context) -> None:
-    """Processed logprobs under top-p/top-k with importance-sampling correction and fused linear logprobs: one
-    error at ``use_fused_linear_logprobs`` (an absent ``logprobs_mode`` is vLLM's ``raw_logprobs``)."""
+    """:data:`P30`: one error at ``use_fused_linear_logprobs`` (an absent ``logprobs_mode`` is raw)."""
     reader = context.reader
-    if not (is_vllm(reader) and reader.value(f"{VLLM_CFG}.logprobs_mode") == _PROCESSED):
+    if not (is_vllm(reader) and reader.value(f"{VLLM_CFG}.logprobs_mode") == "processed_logprobs"):
         return
-    if not reader.flag(f"{_LOSS}.use_importance_sampling_correction"):
+    if not reader.flag("loss_fn.use_importance_sampling_correction"):
         return
     fused = "policy.megatron_cfg.use_fused_linear_logprobs"
     if not (megatron(reader) and reader.flag(fused)):
@@ -104,7 +92,7 @@ def check_truncated_support(context: Context) -> None:
         fused,
         f"{GENERATION} samples with {', '.join(kept)} and vLLM returns processed logprobs, renormalised over the "
         "kept support (log(p/S)), while the fused linear logprobs give the learner's log p over the full "
-        f"vocabulary: every importance weight of {_LOSS}.use_importance_sampling_correction carries log S < 0. "
+        "vocabulary: every importance weight of loss_fn.use_importance_sampling_correction carries log S < 0. "
         "Turn use_fused_linear_logprobs off (the learner then renormalises over the support), sample without "
         "top-p/top-k, or set logprobs_mode: raw_logprobs.",
     )
