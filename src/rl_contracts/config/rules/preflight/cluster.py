@@ -58,7 +58,7 @@ def check_cluster_accounting(context: Context) -> None:
     if cluster is None:
         return
     nodes, node_gpus = cluster
-    _, reward_nodes, reward_gpus = reward_model(reader)
+    reward_nodes, reward_gpus = reward_model(reader)
     policy_nodes = nodes if nodes == 1 else nodes - reward_nodes
     if policy_nodes <= 0:
         context.error_at(
