@@ -158,8 +158,8 @@ def _uses_reward_model(reader: Reader) -> bool:
 
 def reward_model(reader: Reader) -> tuple[int, int]:
     """*RM*'s ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required, each >= 0) when an entry of
-    ``data.{train,validation,default}`` has ``env_name: reward_model`` (an unresolved one skips the rule), else
-    ``(0, 0)``."""
+    ``data.{train,validation,default}`` has ``env_name: reward_model`` (an unresolved one skips the rule),
+    else ``(0, 0)``."""
     if not _uses_reward_model(reader):
         return 0, 0
     base = "env.reward_model.resources"
