@@ -550,10 +550,7 @@ W1 = Rule(
     reference="experience/rollouts.py ~2354 (S6, gym only)",
     severity="warning",
     what_it_checks="Whether `policy.max_total_sequence_length` exceeds `vllm_cfg.max_model_len` (a warning).",
-    why_it_matters=(
-        "Rollouts longer than the engine's context are truncated: NeMo-Gym warns at the first rollout (S6), "
-        "the other paths cut them silently."
-    ),
+    why_it_matters="Longer rollouts are truncated: NeMo-Gym warns at the first one (S6), others silently.",
     example="""\
 policy:
   max_total_sequence_length: 2048

@@ -95,10 +95,7 @@ P2 = Rule(
     summary="exactly one training backend (megatron_cfg or dtensor_cfg) must be enabled",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
     what_it_checks="That exactly one of `policy.megatron_cfg.enabled` and `dtensor_cfg.enabled` is true.",
-    why_it_matters=(
-        "`Policy.__init__` raises a `ValueError` when the policy workers start (S4), after vLLM loaded the "
-        "model when colocated."
-    ),
+    why_it_matters="`Policy.__init__` raises a `ValueError` at worker start (S4), after colocated vLLM load.",
     example="""\
 policy:
   dtensor_cfg:
@@ -288,14 +285,8 @@ P20 = Rule(
     "router-replay-prerequisites",
     summary="router replay needs vLLM, Megatron and no virtual pipeline parallelism",
     reference="megatron/router_replay.py:validate_router_replay_config ~53 (S4 / never)",
-    what_it_checks=(
-        "That router replay (`policy.router_replay.enabled`) runs with vLLM generation, Megatron training and "
-        "no virtual pipeline parallelism."
-    ),
-    why_it_matters=(
-        "A `ValueError` when the policy workers start (S4); with DTensor the reference never checks, and "
-        "routes are captured but never replayed."
-    ),
+    what_it_checks="That router replay has vLLM generation, Megatron training, no virtual pipeline stages.",
+    why_it_matters="A `ValueError` at worker start (S4); DTensor is never checked and never replays.",
     example="""\
 policy:
   router_replay:

@@ -46,10 +46,7 @@ N1 = Rule(
     summary="validation is enabled but there may be no validation dataset",
     reference="algorithms/grpo.py:setup ~640 (S1)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "With validation on (`val_period` > 0 or `val_at_start`/`val_at_end`): that there is a validation "
-        "dataset, which only the dataset loader knows."
-    ),
+    what_it_checks="With validation on: that a validation dataset exists (only the dataset loader knows).",
     why_it_matters="`grpo.py:setup` fails at start-up (S1) when validation is on and no such dataset loads.",
     example="""\
 grpo:
@@ -101,10 +98,7 @@ N2 = Rule(
         "Input: `--model-config`, or the served model naming a local folder of the repository with a "
         "`config.json`."
     ),
-    why_it_matters=(
-        "vLLM 0.32 rejects routed experts for a dense model at engine config (S3); 0.30 fails at worker start "
-        "while binding the route capturer."
-    ),
+    why_it_matters="vLLM 0.32 rejects a dense model at engine config (S3); 0.30 fails at worker start.",
     example="""\
 policy:
   generation:
@@ -149,10 +143,7 @@ N3 = Rule(
         "On vLLM 0.32 with routed experts and `enable_prefix_caching` null: that the generation GPUs have "
         "compute capability 8 or more, where the trainer turns prefix caching on. Input: `--gpu-capability`."
     ),
-    why_it_matters=(
-        "The trainer leaves prefix caching off below capability 8, and vLLM 0.32 then rejects routed experts "
-        "at engine start (S3)."
-    ),
+    why_it_matters="Below capability 8 the trainer leaves prefix caching off, which vLLM 0.32 rejects (S3).",
     example="""\
 policy:
   generation:
@@ -259,10 +250,7 @@ N6 = Rule(
     summary="cluster.segment_size needs enough alive Ray nodes for training and generation",
     reference="algorithms/grpo.py:setup ~934 (S1)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "With `cluster.segment_size` set: that the Ray cluster has enough alive nodes per segment for "
-        "training and generation."
-    ),
+    what_it_checks="With `cluster.segment_size`: that Ray has enough alive nodes per segment for both roles.",
     why_it_matters="`grpo.py:setup` fails at start-up (S1) when too few nodes are alive.",
     example="""\
 cluster:

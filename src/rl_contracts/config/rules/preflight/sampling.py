@@ -121,8 +121,7 @@ teacher:
   generation:
     temperature: 1.0
 """,
-    fix="Give `teacher.generation` the student's `temperature`, `top_p` and `top_k` (a YAML anchor keeps them "
-    "equal), or generate with the teacher's.",
+    fix="Give `teacher.generation` the student's sampling keys (a YAML anchor), or use the teacher's.",
 )
 
 
