@@ -186,10 +186,7 @@ P25 = Rule(
     "cluster-accounting-single-controller",
     summary="the cluster leaves no GPUs for training or generation (single-controller accounting)",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
-    what_it_checks=(
-        "The single-controller split of `cluster`: colocated uses every GPU for both; otherwise generation "
-        "takes `colocated.resources` and training must keep at least one GPU/node."
-    ),
+    what_it_checks="The single-controller split: colocated shares every GPU, else training keeps a GPU/node.",
     why_it_matters="`single_controller_utils/setup.py` fails an assertion or raises a `ValueError` at start-up (S1).",
     example="""\
 grpo:

@@ -209,9 +209,8 @@ P16 = Rule(
     summary="a vllm_kwargs key collides with an engine argument the trainer sets",
     reference="vllm/vllm_worker.py:_load_model ~570-596, algorithms/grpo.py ~1345 (S3)",
     what_it_checks=(
-        "That `vllm_kwargs` holds no engine argument the trainer already passes (`model`, `seed`, "
-        "`tensor_parallel_size`, `gpu_memory_utilization`, `max_model_len`, ...), and warns about the keys it "
-        "silently overwrites (`distributed_executor_backend`, `hf_overrides`)."
+        "That `vllm_kwargs` holds no engine argument the trainer passes (`model`, `seed`, `max_model_len`, "
+        "...), with a warning for the keys it overwrites (`distributed_executor_backend`, `hf_overrides`)."
     ),
     why_it_matters=(
         "The engine is built with the trainer's keyword arguments plus `**vllm_kwargs`: a duplicate keyword "
@@ -462,9 +461,8 @@ P22 = Rule(
     summary="nccl_reshard refit transport without its preconditions",
     reference="weight_sync/nccl_reshard_utils.py ~562, from algorithms/grpo.py ~1522 (S5)",
     what_it_checks=(
-        "That `refit_transport: nccl_reshard` has every precondition of the reference's list: non-colocated "
-        "vLLM, Megatron (not DTensor), no EPLB or real quant, supported Megatron layout and pipeline "
-        "settings, precision and FP8 recipe, vLLM EP 1 or TP, and vLLM PP 1."
+        "That `nccl_reshard` refit has its preconditions: non-colocated vLLM, Megatron (not DTensor), no "
+        "EPLB or real quant, a supported Megatron layout, precision and FP8 recipe, vLLM EP 1 or TP, PP 1."
     ),
     why_it_matters="The reshard setup raises a `ValueError` after every worker loaded its model (S5).",
     example="""\

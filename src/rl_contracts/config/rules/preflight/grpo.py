@@ -91,10 +91,7 @@ P6 = Rule(
     "validation-counts-inconsistent",
     summary="validation generations and early-stop settings are inconsistent",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That `grpo.val_num_generations_per_prompt` is at least 1 (more than 1 for the `pass_k` early-stop "
-        "metric) and that a `stop_at_validation_metric` has a `stop_at_validation_threshold`."
-    ),
+    what_it_checks="That validation generations are >= 1 (> 1 for `pass_k`), a stop metric with a threshold.",
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
 grpo:
@@ -203,10 +200,7 @@ P8 = Rule(
     "fused-logprobs-conflict",
     summary="fused linear logprobs need sequence packing off and no top-k/top-p filter",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That Megatron's fused linear logprobs (`megatron_cfg.use_fused_linear_logprobs`) run with sequence "
-        "packing present and off and no top-k/top-p filter in generation."
-    ),
+    what_it_checks="That fused linear logprobs run with sequence packing present and off and no top-k/top-p.",
     why_it_matters="`grpo.py:setup` fails an assertion (S1): the fused kernel uses the full vocabulary.",
     example="""\
 policy:
@@ -259,10 +253,7 @@ P9 = Rule(
     "force-on-policy-ratio-batch-mismatch",
     summary="force_on_policy_ratio needs train_global_batch_size == prompts x generations",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That `loss_fn.force_on_policy_ratio` comes with `policy.train_global_batch_size` == "
-        "`num_prompts_per_step` x `num_generations_per_prompt` (one optimizer step per rollout batch)."
-    ),
+    what_it_checks="That `force_on_policy_ratio` has `train_global_batch_size` == prompts x generations.",
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
 loss_fn:

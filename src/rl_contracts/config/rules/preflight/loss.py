@@ -27,12 +27,12 @@ P29 = Rule(
     summary="loss_fn options the policy-gradient loss rejects (CISPO, sequence-level ratios, truncated IS, KL type)",
     reference="algorithms/loss/loss_functions.py:ClippedPGLossFn ~236-330 (S1; ratio_clip_c, KL type: first step)",
     what_it_checks=(
-        "That the `loss_fn` options agree as `ClippedPGLossFn` asserts: sequence-level importance ratios with "
-        "`token_level_loss: false`; `use_cispo` without `disable_ppo_ratio`, `force_on_policy_ratio`, "
-        "sequence-level ratios or `ratio_clip_c`, with `token_level_loss: true`; a truncated IS type (`tis`, "
-        "`icepop`, `seq-mask-tis`) with `use_importance_sampling_correction`, a finite ratio > 0, a finite "
-        "`_ratio_min` in [0, ratio] (required for icepop and seq-mask-tis), seq-mask-tis without "
-        "sequence-level ratios; `ratio_clip_c` null or > 1; `reference_policy_kl_type` one of k1, k2, k3."
+        "That `loss_fn` agrees as `ClippedPGLossFn` asserts: sequence-level ratios with `token_level_loss: "
+        "false`; `use_cispo` without `disable_ppo_ratio`, `force_on_policy_ratio`, sequence-level ratios or "
+        "`ratio_clip_c`, with `token_level_loss: true`; a truncated IS type (tis, icepop, seq-mask-tis) with "
+        "IS correction, a finite ratio > 0, a finite `_ratio_min` in [0, ratio] (icepop, seq-mask-tis need "
+        "it), seq-mask-tis without sequence-level ratios; `ratio_clip_c` null or > 1; "
+        "`reference_policy_kl_type` k1, k2 or k3."
     ),
     why_it_matters=(
         "The loss is built in `grpo.setup` after Ray, the data and every worker are up, and it fails an "

@@ -159,10 +159,7 @@ P4 = Rule(
     "dtensor-v1-unsupported-feature",
     summary="DTensor v1 supports neither LoRA nor dp_replicate_size > 1",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
-    what_it_checks=(
-        "That DTensor v1 (`dtensor_cfg._v2` not true, without Megatron) is not asked for LoRA "
-        "(`lora_cfg.enabled`) or `dp_replicate_size` > 1, which only DTensor v2 supports."
-    ),
+    what_it_checks="That DTensor v1 (`_v2` not true) is asked for neither LoRA nor `dp_replicate_size` > 1.",
     why_it_matters="`Policy.__init__` fails with an `AssertionError`/`ValueError` when the policy workers start (S4).",
     example="""\
 policy:

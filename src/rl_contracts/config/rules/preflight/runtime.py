@@ -94,9 +94,8 @@ N2 = Rule(
     reference="vLLM (0.32 engine config; 0.30 worker start)",
     severity=_SEVERITY,
     what_it_checks=(
-        "That router replay runs on a mixture-of-experts model (the model's `config.json` has experts). "
-        "Input: `--model-config`, or the served model naming a local folder of the repository with a "
-        "`config.json`."
+        "That router replay runs on a mixture-of-experts model (its `config.json` has experts). Input: "
+        "`--model-config`, or the served model naming a local folder of the repository with a `config.json`."
     ),
     why_it_matters="vLLM 0.32 rejects a dense model at engine config (S3); 0.30 fails at worker start.",
     example="""\
@@ -191,10 +190,7 @@ N4 = Rule(
     summary="vLLM 0.32 routed experts need Model Runner V2 in the launch environment",
     reference="vLLM config (S3)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "On vLLM 0.32 with routed experts: that the vLLM workers run Model Runner V2 "
-        "(`VLLM_USE_V2_MODEL_RUNNER`, Triton), which only the launch environment shows."
-    ),
+    what_it_checks="With routed experts on vLLM 0.32: that the workers run Model Runner V2 (with Triton).",
     why_it_matters="vLLM 0.32 rejects routed experts without Model Runner V2 at engine start (S3).",
     example="""\
 policy:

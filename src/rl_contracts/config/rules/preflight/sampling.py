@@ -33,15 +33,13 @@ P30 = Rule(
     summary="processed logprobs under top-p/top-k against a learner that does not renormalise, with IS correction",
     reference="algorithms/loss/utils.py:prepare_loss_input, algorithms/grpo.py:setup ~682 (never; single controller)",
     what_it_checks=(
-        "That a single-controller recipe sampling with a top-p/top-k filter (`policy.generation.top_p` < 1 or "
-        "`top_k` > 0) and returning processed logprobs (`vllm_cfg.logprobs_mode: processed_logprobs`) does not "
-        "apply importance-sampling correction with Megatron's fused linear logprobs, which use unfiltered "
-        "logits (the other learner paths renormalise over the filter; `grpo.setup`'s P8 never runs here)."
+        "That a single-controller recipe sampling with top-p < 1 or top-k > 0 and returning processed "
+        "logprobs does not apply importance-sampling correction with Megatron's fused linear logprobs, which "
+        "use unfiltered logits (other learner paths renormalise over the filter; P8 never runs here)."
     ),
     why_it_matters=(
-        "vLLM's processed logprobs are renormalised over the kept support, log(p/S); the fused learner gives "
-        "log p. Every importance weight carries log S < 0 (top_p 0.95: about -0.04), a small signed bias that "
-        "passes mult_prob_error < 1.05 and silently reweights training (never reported)."
+        "Processed logprobs are log(p/S) over the kept support, the fused learner's log p: each importance "
+        "weight carries log S < 0 (top_p 0.95: about -0.04), a silent bias within mult_prob_error's bound."
     ),
     example="""\
 grpo:
@@ -65,10 +63,7 @@ policy:
 loss_fn:
   use_importance_sampling_correction: true
 """,
-    fix=(
-        "Turn `use_fused_linear_logprobs` off (the learner then renormalises over the top-p/top-k support), "
-        "sample without a filter, or return raw logprobs (`logprobs_mode: raw_logprobs`)."
-    ),
+    fix="Turn `use_fused_linear_logprobs` off, drop the top-p/top-k filter, or return raw logprobs.",
 )
 
 
@@ -108,9 +103,8 @@ P31 = Rule(
         "`generation` section scores at temperature 1 without a filter, so the student must generate that way."
     ),
     why_it_matters=(
-        "The student's logits are scaled and filtered by `policy.generation`, the teacher's by its own section: "
-        "the distillation loss then matches two distributions taken at different temperatures or supports, a "
-        "silent bias nothing reports (slime #2085)."
+        "Each side scales and filters by its own `generation` section: the distillation loss then compares "
+        "distributions taken at different temperatures or supports, a silent bias (slime #2085)."
     ),
     example="""\
 policy:

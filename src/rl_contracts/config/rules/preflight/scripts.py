@@ -168,10 +168,9 @@ P26 = Rule(
     summary="single-controller batch, sampler, checkpoint metric or KL settings that cannot run",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
     what_it_checks=(
-        "That the single-controller batch settings can run: `num_prompts_per_step` at least "
-        "`async_rl.min_groups_for_streaming_train`, prompts x generations == `train_global_batch_size`, the "
-        "`ready_first` sampler with importance sampling and without forced on-policy ratio, a `train:` "
-        "checkpoint metric, and reference logprobs when the KL penalty is on."
+        "That `num_prompts_per_step` >= `async_rl.min_groups_for_streaming_train`, prompts x generations == "
+        "`train_global_batch_size`, `ready_first` sampling with IS correction and no forced on-policy ratio, "
+        "a `train:` checkpoint metric, and reference logprobs for a KL penalty."
     ),
     why_it_matters="The single-controller config and setup raise a `ValueError` at start-up (S1).",
     example="""\
@@ -240,10 +239,7 @@ P27 = Rule(
     "gym-script-prerequisites",
     summary="the NeMo-Gym script needs gym, no max_val_samples and a video limit mapping",
     reference="examples/nemo_gym/run_grpo_nemo_gym.py ~148-210 (S1, before Ray)",
-    what_it_checks=(
-        "That the NeMo-Gym script runs with NeMo-Gym on, `grpo.max_val_samples: null` and, with "
-        "`vllm_cfg.video`, a `vllm_kwargs.limit_mm_per_prompt.video` mapping."
-    ),
+    what_it_checks="That the NeMo-Gym script has gym on, `max_val_samples: null` and a video limit mapping.",
     why_it_matters="The script fails an assertion or raises a `ValueError` before Ray starts (S1).",
     example="""\
 env:
