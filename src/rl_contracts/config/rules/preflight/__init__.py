@@ -14,8 +14,7 @@ PREFLIGHT_CODES = PREFLIGHT_RULES
 """The rules preflight runs (P1-P27, P29-P31, W1, N1-N7) in code order: an alias of :data:`.engine.PREFLIGHT_RULES`."""
 
 SkippedRule = Finding
-"""A rule that could not run is a :class:`~rl_contracts.config.finding.Finding` of severity ``skipped`` (its
-``message``, also read as ``reason``, says why); this name is that class."""
+"""A rule that could not run: a :class:`~rl_contracts.config.finding.Finding` of severity ``skipped``."""
 
 __all__ = [
     "ABSENT",

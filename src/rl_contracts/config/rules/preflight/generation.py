@@ -228,8 +228,7 @@ policy:
 
 @checks(P16, entries=ALL_ENTRIES)
 def check_engine_arguments(context: Context) -> None:
-    """(vLLM) a key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` is an error, even unresolved; the keys the
-    trainer overwrites (``distributed_executor_backend``, ``hf_overrides``) are warnings."""
+    """(vLLM) :data:`P16`: a key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` errs, even unresolved."""
     reader = context.reader
     if not is_vllm(reader):
         return
@@ -366,8 +365,7 @@ policy:
 
 @checks(P21, entries=ALL_ENTRIES)
 def check_routed_experts(context: Context) -> None:
-    """(vLLM and R3) :data:`P21`; its version-dependent part is skipped without a vLLM version, and a version
-    takes the nearest lower one's rules."""
+    """(vLLM, R3) :data:`P21`; a version takes the nearest lower one's rules, none skips their part."""
     reader = context.reader
     if not (is_vllm(reader) and routed_experts_enabled(reader)):
         return

@@ -52,8 +52,7 @@ loss_fn:
 
 @checks(P29, entries=ALL_ENTRIES)
 def check_loss_options(context: Context) -> None:
-    """The clauses (a)-(e) of PREFLIGHT.md P29, one finding per violated clause at the key that must change;
-    absent keys read as ``ClippedPGLossConfig``'s defaults."""
+    """The clauses (a)-(e) of :data:`P29`, one finding per violated clause at the key that must change."""
     reader = context.reader
     sequence_level = reader.flag(f"{LOSS}.sequence_level_importance_ratios")
     token_level = reader.flag(f"{LOSS}.token_level_loss")

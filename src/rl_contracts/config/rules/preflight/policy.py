@@ -253,8 +253,7 @@ policy:
 
 @checks(P19, entries=ALL_ENTRIES)
 def check_tp_batch_variance(context: Context) -> None:
-    """:data:`P19` for a present ``logprob_batch_size`` (null included); on grpo-sc ``force_on_policy_ratio``
-    does not bypass it."""
+    """:data:`P19` for a present ``logprob_batch_size``; ``force_on_policy_ratio`` bypasses it off grpo-sc."""
     reader = context.reader
     parallel = train_parallel(reader)
     if parallel is None or parallel.tp < 4:

@@ -295,8 +295,7 @@ policy:
 
 @checks(N7, entries=ALL_ENTRIES)
 def check_quantized_load_format(context: Context) -> None:
-    """(vLLM) :data:`N7`; an unset load format is the trainer's: ``auto`` for sparse refit transports, else
-    ``dummy``."""
+    """(vLLM) :data:`N7`; unset, the load format is ``auto`` for sparse refit transports, else ``dummy``."""
     reader = context.reader
     if not is_vllm(reader):
         return

@@ -121,8 +121,7 @@ teacher:
 
 @checks(P31, entries=ALL_ENTRIES)
 def check_distillation_scoring(context: Context) -> None:
-    """With a ``teacher`` mapping: one error, at the teacher's path, per sampling key of ``teacher.generation``
-    that differs from ``policy.generation``'s (both read as ``_sampling_value`` reads them)."""
+    """:data:`P31` with a ``teacher`` mapping: one error per differing sampling key, at the teacher's path."""
     reader = context.reader
     if reader.mapping("teacher") is None or reader.mapping(GENERATION) is None:
         return
