@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...._internal.messages import render
 from ...rule import Rule, checks
-from .context import ClusterSplit, Context
+from .context import LEGACY_ENTRIES, SC_ENTRIES, ClusterSplit, Context
 from .facts import GENERATION, backend, is_async, reward_model, teachers
 from .reader import Reader
 
@@ -50,7 +50,7 @@ policy:
 )
 
 
-@checks(P13, entries=frozenset({"grpo", "grpo-gym"}))
+@checks(P13, entries=LEGACY_ENTRIES)
 def check_cluster_accounting(context: Context) -> None:
     """:data:`P13`: the reward model's and the teachers' nodes are taken first, then generation's share."""
     reader = context.reader
@@ -207,7 +207,7 @@ policy:
 )
 
 
-@checks(P25, entries=frozenset({"grpo-sc"}))
+@checks(P25, entries=SC_ENTRIES)
 def check_single_controller_accounting(context: Context) -> None:
     """:data:`P25`: colocated shares every GPU, else generation takes ``colocated.resources``."""
     reader = context.reader

@@ -12,11 +12,12 @@ from ...finding import Finding, SuggestedFix
 from .reader import Reader
 from .report import Entrypoint, PreflightOptions
 
-__all__ = ["ALL_ENTRIES", "LEGACY_ENTRIES", "ClusterSplit", "Context"]
+__all__ = ["ALL_ENTRIES", "LEGACY_ENTRIES", "SC_ENTRIES", "ClusterSplit", "Context"]
 
 ALL_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo", "grpo-gym", "grpo-sc"})
 LEGACY_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo", "grpo-gym"})
 """The entrypoints that call ``grpo.setup`` (the single-controller path never does)."""
+SC_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo-sc"})
 
 
 class ClusterSplit(NamedTuple):

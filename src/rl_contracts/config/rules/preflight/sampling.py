@@ -10,7 +10,7 @@ from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render
 from ...finding import Finding
 from ...rule import Rule, checks
-from .context import ALL_ENTRIES, Context
+from .context import ALL_ENTRIES, SC_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, is_vllm, megatron
 from .reader import MissingKey, Reader, Unresolved, WrongShape
 from .report import PreflightOptions
@@ -67,7 +67,7 @@ loss_fn:
 )
 
 
-@checks(P30, entries=frozenset({"grpo-sc"}))
+@checks(P30, entries=SC_ENTRIES)
 def check_truncated_support(context: Context) -> None:
     """:data:`P30`: one error at ``use_fused_linear_logprobs`` (an absent ``logprobs_mode`` is raw)."""
     reader = context.reader

@@ -8,9 +8,8 @@ from collections.abc import Mapping
 from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render
 from ...rule import Rule, checks
-from .context import LEGACY_ENTRIES, Context
+from .context import LEGACY_ENTRIES, SC_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, backend, gym, is_vllm
-from .report import Entrypoint
 
 __all__ = [
     "P23",
@@ -23,7 +22,6 @@ __all__ = [
     "check_single_controller_gates",
 ]
 
-_GYM: frozenset[Entrypoint] = frozenset({"grpo-gym"})
 _ASYNC_BACKENDS = ("vllm", "megatron", "trtllm", "dynamo")
 
 
@@ -103,9 +101,6 @@ def check_legacy_async(context: Context) -> None:
         )
 
 
-_SC: frozenset[Entrypoint] = frozenset({"grpo-sc"})
-
-
 P24 = Rule(
     "P24",
     "single-controller-prerequisites",
@@ -129,7 +124,7 @@ async_rl:
 )
 
 
-@checks(P24, entries=_SC)
+@checks(P24, entries=SC_ENTRIES)
 def check_single_controller_gates(context: Context) -> None:
     """(grpo-sc) the data plane on, validation and multiple dataloaders off, backend vllm or sglang."""
     reader = context.reader
@@ -183,7 +178,7 @@ data_plane:
 )
 
 
-@checks(P26, entries=_SC)
+@checks(P26, entries=SC_ENTRIES)
 def check_single_controller_batch(context: Context) -> None:
     """(grpo-sc) the batch, sampler, checkpoint-metric and KL-reference conditions of :data:`P26`."""
     reader = context.reader
@@ -249,7 +244,7 @@ env:
 )
 
 
-@checks(P27, entries=_GYM)
+@checks(P27, entries=frozenset({"grpo-gym"}))
 def check_gym_script(context: Context) -> None:
     """(grpo-gym) gym on, ``grpo.max_val_samples`` null, and with ``vllm_cfg.video`` a video limit mapping."""
     reader = context.reader
