@@ -212,10 +212,7 @@ P16 = Rule(
         "That `vllm_kwargs` holds no engine argument the trainer passes (`model`, `seed`, `max_model_len`, "
         "...), with a warning for the keys it overwrites (`distributed_executor_backend`, `hf_overrides`)."
     ),
-    why_it_matters=(
-        "The engine is built with the trainer's keyword arguments plus `**vllm_kwargs`: a duplicate keyword "
-        "is a `TypeError` at engine start (S3); an overwritten one is silently lost."
-    ),
+    why_it_matters="A duplicate keyword is a `TypeError` at engine start (S3), an overwrite silently lost.",
     example="""\
 policy:
   generation:
@@ -388,8 +385,7 @@ def check_routed_experts(context: Context) -> None:
     if version is None:
         context.skip("the version-dependent checks need the vLLM version (--vllm-version X.Y)")
         return
-    transfer = reader.mapping(f"{VLLM_KWARGS}.kv_transfer_config") or {}
-    names = _connectors(transfer)
+    names = _connectors(reader.mapping(f"{VLLM_KWARGS}.kv_transfer_config") or {})
     shown = f"vLLM {version[0]}.{version[1]}"
     if version < (0, 32):
         if names:

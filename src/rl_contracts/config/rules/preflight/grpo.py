@@ -40,10 +40,7 @@ P5 = Rule(
     "validation-sampling-needs-gym",
     summary="validation sampling that differs from training needs vLLM with NeMo-Gym",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That validation sampling (`val_temperature`, `val_top_p`, `val_top_k`) differing from training runs "
-        "on vLLM with NeMo-Gym (the only path that honours it), with `val_top_k` null or 0."
-    ),
+    what_it_checks="That `val_*` sampling differs from training only on vLLM with gym, with `val_top_k` off.",
     why_it_matters="`grpo.py:setup` fails an assertion after Ray, the tokenizer and the data are up (S1).",
     example="""\
 policy:

@@ -34,10 +34,7 @@ P29 = Rule(
         "it), seq-mask-tis without sequence-level ratios; `ratio_clip_c` null or > 1; "
         "`reference_policy_kl_type` k1, k2 or k3."
     ),
-    why_it_matters=(
-        "The loss is built in `grpo.setup` after Ray, the data and every worker are up, and it fails an "
-        "assertion there (S1); `ratio_clip_c` and the KL type fail only at the first training step."
-    ),
+    why_it_matters="`grpo.setup` fails an assertion once every worker is up (S1), or at the first step.",
     example="""\
 loss_fn:
   use_cispo: true

@@ -62,10 +62,7 @@ P1 = Rule(
         "`vllm_cfg.precision`, `vllm_cfg.enforce_eager` and `vllm_cfg.kv_cache_dtype`; other rules report an "
         "absent key they must read as P1 too."
     ),
-    why_it_matters=(
-        "The trainer crashes with a `KeyError` after Ray and possibly the workers started (S1-S3); for an "
-        "absent `train_global_batch_size` only at the first training step."
-    ),
+    why_it_matters="A `KeyError` after Ray and maybe the workers started (S1-S3); batch size: first step.",
     example="""\
 cluster:
   _override_: true

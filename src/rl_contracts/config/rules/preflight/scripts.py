@@ -106,10 +106,7 @@ P24 = Rule(
     "single-controller-prerequisites",
     summary="the single-controller path needs the data plane, no validation, one dataloader and vLLM/SGLang",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S0-S1)",
-    what_it_checks=(
-        "That the single-controller path (`examples/run_grpo_single_controller.py`) has the data plane on, "
-        "validation off, one dataloader, and a vLLM or SGLang backend (vLLM with NeMo-Gym)."
-    ),
+    what_it_checks="That the single-controller path has the data plane on, no validation, one dataloader.",
     why_it_matters="A `ValueError`/`NotImplementedError` at config load or start-up (S0-S1).",
     example="""\
 grpo:
