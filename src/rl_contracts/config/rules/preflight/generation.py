@@ -21,7 +21,7 @@ from .facts import (
     routed_experts_enabled,
     vllm_parallel,
 )
-from .reader import Reader, WrongShape
+from .reader import WrongShape
 
 __all__ = [
     "ENGINE_ARGUMENTS",
@@ -198,11 +198,6 @@ ENGINE_ARGUMENTS = (
 """The engine keyword arguments the trainer passes itself; the same key in ``vllm_kwargs`` is a TypeError."""
 
 
-def _executor_backend(reader: Reader) -> str | None:
-    tp, pp, ep = vllm_parallel(reader)
-    return "ray" if tp * pp > 1 else "uni" if ep > tp else None
-
-
 P16 = Rule(
     "P16",
     "vllm-kwargs-collision",
@@ -243,7 +238,8 @@ def check_engine_arguments(context: Context) -> None:
                 f"{path} collides with the engine argument the trainer sets; remove it (use the vllm_cfg key).",
             )
     if "distributed_executor_backend" in keys:
-        derived = _executor_backend(reader)
+        tp, pp, ep = vllm_parallel(reader)
+        derived = "ray" if tp * pp > 1 else "uni" if ep > tp else None
         context.warning(
             f"{VLLM_KWARGS}.distributed_executor_backend",
             keys["distributed_executor_backend"],
@@ -320,17 +316,13 @@ def check_vllm_placement(context: Context) -> None:
 
 
 def _connectors(transfer: Mapping[object, object]) -> list[object]:
-    names: list[object] = []
-    name = transfer.get("kv_connector")
-    if name is not None:
-        names.append(name)
+    """The KV connector names of ``kv_transfer_config``: its own, then its multi-connector children's."""
     extra = transfer.get("kv_connector_extra_config")
     children = extra.get("connectors") if isinstance(extra, Mapping) else None
-    if isinstance(children, list):
-        for child in children:
-            if isinstance(child, Mapping) and child.get("kv_connector") is not None:
-                names.append(child["kv_connector"])
-    return names
+    configs = [transfer, *(children if isinstance(children, list) else [])]
+    return [
+        c["kv_connector"] for c in configs if isinstance(c, Mapping) and c.get("kv_connector") is not None
+    ]
 
 
 _BAD_CONNECTORS = ("Nixl", "MoRIIO", "Mooncake")

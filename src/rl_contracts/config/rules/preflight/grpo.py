@@ -142,17 +142,6 @@ grpo:
 )
 
 
-def _scaled(n: int, d: int, multiplier: float) -> tuple[int, int] | None:
-    """``(int(n * multiplier), int(d * multiplier))`` as the trainer computes them, or None for a multiplier
-    that is not positive or a product beyond the signed 64-bit range."""
-    if multiplier <= 0:
-        return None
-    products = (n * multiplier, d * multiplier)
-    if not all(math.isfinite(p) and abs(p) <= MAX_RECIPE_INT for p in products):
-        return None
-    return int(products[0]), int(products[1])
-
-
 @checks(P7, entries=LEGACY_ENTRIES)
 def check_prompt_batching(context: Context) -> None:
     """:data:`P7` (the prompts are scaled by the multiplier only under dynamic sampling)."""
@@ -173,8 +162,8 @@ def check_prompt_batching(context: Context) -> None:
     d = reader.integer("data.num_prompts_per_dataloader")
     scale = ""
     if dynamic:
-        scaled = _scaled(n, d, multiplier)
-        if scaled is None:
+        products = (n * multiplier, d * multiplier)  # the trainer scales both and truncates to ints
+        if multiplier <= 0 or not all(math.isfinite(p) and abs(p) <= MAX_RECIPE_INT for p in products):
             context.error_at(
                 "grpo.batch_multiplier",
                 f"grpo.batch_multiplier={render(multiplier)} scales num_prompts_per_step={n} and "
@@ -182,7 +171,7 @@ def check_prompt_batching(context: Context) -> None:
                 f"{MAX_RECIPE_INT}); lower it.",
             )
             return
-        n, d = scaled
+        n, d = int(products[0]), int(products[1])
         scale = f" (both scaled by grpo.batch_multiplier={render(multiplier)})"
     if d <= 0 or n % d != 0:
         context.error_at(
