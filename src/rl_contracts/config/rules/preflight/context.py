@@ -62,9 +62,9 @@ class Context:
             )
         )
 
-    def error_at(self, path: str, message: str) -> None:
-        """Report an error of the running rule at ``path``, with the value read there."""
-        self.error(path, self.reader.value(path), message)
+    def error_at(self, path: str, message: str, *, fix: SuggestedFix | None = None) -> None:
+        """Report an error of the running rule at ``path``, with the value read there (and ``fix``)."""
+        self.error(path, self.reader.value(path), message, fix=fix)
 
     def warning(self, path: str, value: object, message: str) -> None:
         """Report a warning of the running rule at ``path``."""

@@ -149,9 +149,8 @@ def check_prompt_batching(context: Context) -> None:
     dynamic = reader.flag("grpo.use_dynamic_sampling")
     multiplier = reader.number("grpo.batch_multiplier")
     if not dynamic and multiplier != 1:
-        context.error(
+        context.error_at(
             "grpo.batch_multiplier",
-            multiplier,
             f"grpo.batch_multiplier={render(multiplier)} needs grpo.use_dynamic_sampling=true; set "
             "batch_multiplier=1 or enable dynamic sampling.",
             fix=SuggestedFix(action="set", value=1, description="set grpo.batch_multiplier to 1"),
@@ -262,9 +261,8 @@ def check_forced_on_policy_ratio(context: Context) -> None:
     g = reader.count("grpo.num_generations_per_prompt")
     gbs = reader.integer("policy.train_global_batch_size")
     if gbs != n * g:
-        context.error(
+        context.error_at(
             "policy.train_global_batch_size",
-            gbs,
             f"loss_fn.force_on_policy_ratio=true needs policy.train_global_batch_size == {n} x {g} = {n * g}, "
             f"got {gbs}; set train_global_batch_size to {n * g} or force_on_policy_ratio=false.",
             fix=SuggestedFix(
