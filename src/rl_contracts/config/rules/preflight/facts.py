@@ -197,8 +197,7 @@ def teachers(reader: Reader) -> tuple[Teacher, ...]:
             continue
         seen_alias.add(alias)
         override_path = join(f"{base}.teacher_overrides", alias)
-        override = reader.mapping(override_path) or {}
-        merged = {**default, **override}
+        merged = {**default, **(reader.mapping(override_path) or {})}
         checkpoint = merged.get("model_name", alias)
         if dedup and checkpoint in seen_checkpoint:
             continue
