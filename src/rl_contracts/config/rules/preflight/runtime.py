@@ -93,10 +93,7 @@ N2 = Rule(
     summary="router replay needs a mixture-of-experts model",
     reference="vLLM (0.32 engine config; 0.30 worker start)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "That router replay runs on a mixture-of-experts model (its `config.json` has experts). Input: "
-        "`--model-config`, or the served model naming a local folder of the repository with a `config.json`."
-    ),
+    what_it_checks="That the model has routed experts. Input: `--model-config`, or a local model folder.",
     why_it_matters="vLLM 0.32 rejects a dense model at engine config (S3); 0.30 fails at worker start.",
     example="""\
 policy:
@@ -138,10 +135,7 @@ N3 = Rule(
     summary="vLLM 0.32 routed experts need prefix caching, which the trainer enables only on capability >= 8",
     reference="vllm/vllm_worker.py:_resolve_enable_prefix_caching ~84 (S3)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "On vLLM 0.32 with routed experts and `enable_prefix_caching` null: that the generation GPUs have "
-        "compute capability 8 or more, where the trainer turns prefix caching on. Input: `--gpu-capability`."
-    ),
+    what_it_checks="With `enable_prefix_caching` null: GPU capability 8 or more. Input: `--gpu-capability`.",
     why_it_matters="Below capability 8 the trainer leaves prefix caching off, which vLLM 0.32 rejects (S3).",
     example="""\
 policy:
@@ -272,10 +266,7 @@ N7 = Rule(
     summary="quantized GPT-OSS / Mistral3 checkpoints need load_format dummy",
     reference="vllm/vllm_worker.py ~497-560 (S3)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "With vLLM and a quantized GPT-OSS or Mistral3 checkpoint: that the engine loads with `load_format: "
-        "dummy` (the weights arrive by refit). Input: the model's `config.json`, as for N2."
-    ),
+    what_it_checks="That such a checkpoint loads with `load_format: dummy`. Input: `--model-config` (as N2).",
     why_it_matters="The vLLM worker fails loading the quantized checkpoint at engine start (S3).",
     example="""\
 policy:
