@@ -239,9 +239,9 @@ class Reader:
     def text(self, path: str, default: str | Required = REQUIRED) -> str:
         """A string."""
         found = self._get(path, default)
-        if isinstance(found, str):
-            return found
-        raise WrongShape(path, found, "a string")
+        if not isinstance(found, str):
+            raise WrongShape(path, found, "a string")
+        return found
 
     def opt_text(self, path: str) -> str | None:
         """A string or null; absent reads as null."""
