@@ -68,12 +68,6 @@ def check_validation_dataset(context: Context) -> None:
         context.skip("needs the dataset loader to know whether a validation dataset exists")
 
 
-def _r3_path(context: Context) -> str:
-    if context.reader.flag("policy.router_replay.enabled"):
-        return "policy.router_replay.enabled"
-    return f"{VLLM_KWARGS}.enable_return_routed_experts"
-
-
 def expert_count(model_config: Mapping[str, object]) -> int:
     """The routed-expert count of a Hugging Face config (0 for a dense model); looks into ``text_config``
     too (vision-language models)."""
@@ -120,7 +114,9 @@ def check_moe_model(context: Context) -> None:
         )
         return
     if expert_count(model) == 0:
-        path = _r3_path(context)
+        path = "policy.router_replay.enabled"
+        if not reader.flag(path):
+            path = f"{VLLM_KWARGS}.enable_return_routed_experts"
         context.error(
             path,
             True,
