@@ -335,9 +335,9 @@ P21 = Rule(
     summary="routed experts (R3) with vLLM settings that vLLM rejects",
     reference="vLLM config/vllm.py (0.30 __post_init__ ~1280, 0.32 _verify_aux_output_compatibility ~1135) (S3)",
     what_it_checks=(
-        "That routed experts (router replay, `vllm_kwargs.enable_return_routed_experts`) run with PP 1, no "
-        "decode/prefill context parallelism, and per vLLM version no KV connector (0.30) or no Nixl/MoRIIO/"
-        "Mooncake connector, prefix caching on, Model Runner V2 and a compatible speculative method (0.32)."
+        "That routed experts run with PP 1, no decode/prefill context parallelism, and per vLLM version no "
+        "KV connector (0.30) or no Nixl/MoRIIO/Mooncake connector, prefix caching on, Model Runner V2 and a "
+        "compatible speculative method (0.32)."
     ),
     why_it_matters="vLLM's config check raises a `ValueError` at engine start (S3).",
     example="""\

@@ -40,10 +40,7 @@ loss_fn:
   use_cispo: true
   token_level_loss: false
 """,
-    fix=(
-        "Change the key the finding names as it says (CISPO: `token_level_loss: true`, no PPO-ratio "
-        "switches, `ratio_clip_c: null`; truncated IS: the correction on, the ratio bounds given)."
-    ),
+    fix="Change the key the finding names as it says (CISPO: `token_level_loss: true`, no PPO-ratio keys).",
 )
 
 

@@ -59,8 +59,7 @@ P1 = Rule(
         "That the keys the trainer indexes directly are present: `cluster.num_nodes`, "
         "`cluster.gpus_per_node`, `policy.generation.colocated.enabled`, `data.use_multiple_dataloader`, "
         "`policy.train_global_batch_size`, `policy.draft.enabled` (grpo, grpo-sc), and for vLLM "
-        "`vllm_cfg.precision`, `vllm_cfg.enforce_eager` and `vllm_cfg.kv_cache_dtype`; other rules report an "
-        "absent key they must read as P1 too."
+        "`vllm_cfg.{precision, enforce_eager, kv_cache_dtype}` (other rules' absent keys are P1 too)."
     ),
     why_it_matters="A `KeyError` after Ray and maybe the workers started (S1-S3); batch size: first step.",
     example="""\

@@ -98,13 +98,9 @@ P31 = Rule(
     "teacher-scores-at-other-sampling",
     summary="a distillation teacher scores at other sampling parameters than the student generates with",
     reference="algorithms/distillation.py:setup (teacher Policy), policy workers get_topk_logits/train (never)",
-    what_it_checks=(
-        "That `teacher.generation.{temperature, top_p, top_k}` equal `policy.generation`'s; a teacher without a "
-        "`generation` section scores at temperature 1 without a filter, so the student must generate that way."
-    ),
+    what_it_checks="That the teacher samples like the student (no `generation`: temperature 1, no filter).",
     why_it_matters=(
-        "Each side scales and filters by its own `generation` section: the distillation loss then compares "
-        "distributions taken at different temperatures or supports, a silent bias (slime #2085)."
+        "Each side scales by its own section: a silent bias in the distillation loss (slime #2085)."
     ),
     example="""\
 policy:

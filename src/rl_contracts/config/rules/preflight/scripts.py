@@ -31,9 +31,8 @@ P23 = Rule(
     summary="legacy async GRPO with a backend or feature it excludes",
     reference="algorithms/grpo.py:async_grpo_train ~4114-4180, examples/run_grpo.py after setup (S5)",
     what_it_checks=(
-        "That legacy async GRPO (`grpo.async_grpo.enabled`) runs on a backend and with features it supports: "
-        "vLLM with the async engine (or megatron, trtllm, dynamo), importance-sampling correction, no "
-        "colocation except with megatron, no dynamic sampling, reward scaling or shaping, one dataloader."
+        "That legacy async GRPO has vLLM's async engine (or megatron, trtllm, dynamo), IS correction, no "
+        "colocation (bar megatron), no dynamic sampling, reward scaling or shaping, one dataloader."
     ),
     why_it_matters="`async_grpo_train` fails an assertion or raises after every model is loaded (S5).",
     example="""\
