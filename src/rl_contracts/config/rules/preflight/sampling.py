@@ -99,9 +99,7 @@ P31 = Rule(
     summary="a distillation teacher scores at other sampling parameters than the student generates with",
     reference="algorithms/distillation.py:setup (teacher Policy), policy workers get_topk_logits/train (never)",
     what_it_checks="That the teacher samples like the student (no `generation`: temperature 1, no filter).",
-    why_it_matters=(
-        "Each side scales by its own section: a silent bias in the distillation loss (slime #2085)."
-    ),
+    why_it_matters="Each side scales logits by its own section: the distillation loss is silently biased.",
     example="""\
 policy:
   generation:
