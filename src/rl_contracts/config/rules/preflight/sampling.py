@@ -126,9 +126,8 @@ def check_distillation_scoring(context: Context) -> None:
         teacher = _sampling_value(ABSENT if section is None else reader.value(path), name)
         if student == teacher:
             continue
-        where = path if section is not None else "teacher.generation"
         context.error(
-            where,
+            path if section is not None else "teacher.generation",
             teacher if section is not None else ABSENT,
             f"the teacher scores at {name}={render(teacher)} but the student generates at {GENERATION}.{name}="
             f"{render(student)}: the distillation loss compares distributions taken at different sampling "
