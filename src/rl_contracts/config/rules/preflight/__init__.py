@@ -1,8 +1,5 @@
-"""Preflight: the cross-section start-up rules of NeMo RL's GRPO trainers, checked from the recipe alone.
-
-:func:`preflight` runs every rule of PREFLIGHT.md that applies to the recipe's entrypoint and never raises on a
-malformed document; docs/development/index.md ("Package layout") lists the modules.
-"""
+"""Preflight: the cross-section start-up rules of NeMo RL's GRPO trainers, checked from the recipe alone by
+:func:`preflight`, which never raises on a malformed document; docs/development/index.md lists the modules."""
 
 from ...._internal.config_absent import ABSENT
 from ...finding import Finding
