@@ -1,6 +1,6 @@
 """Safe typed reads of a composed recipe for the preflight rules: defaults, forced values, unresolved leaves.
 A read raises only the signals the rule runner turns into results: :class:`Unresolved` (the rule is skipped),
-:class:`WrongShape` (a finding of the reading rule at that path) and :class:`MissingKey` (P1). Absent keys take
+:class:`WrongShape` (a finding of the reading rule at its path) and :class:`MissingKey` (P1). Absent keys take
 the trainer's defaults; a null parent reads as absent (``.get(...) or {}``)."""
 
 from __future__ import annotations
