@@ -23,10 +23,6 @@ def _cluster(context: Context) -> tuple[int, int] | None:
     return (nodes, node_gpus) if min(nodes, node_gpus) >= 1 else None
 
 
-def _colocated(reader: Reader) -> bool:
-    return reader.flag(f"{GENERATION}.colocated.enabled")
-
-
 P13 = Rule(
     "P13",
     "cluster-accounting-legacy",
@@ -95,7 +91,7 @@ def check_cluster_accounting(context: Context) -> None:
         if not ok:
             return
         policy_nodes -= teacher_nodes
-    if _colocated(reader):
+    if reader.flag(f"{GENERATION}.colocated.enabled"):
         policy_gpus = node_gpus - reward_gpus if nodes == 1 else node_gpus
         if policy_gpus <= 0:
             context.error_at(
@@ -215,7 +211,7 @@ def check_single_controller_accounting(context: Context) -> None:
     if cluster is None:
         return
     nodes, node_gpus = cluster
-    if _colocated(reader):
+    if reader.flag(f"{GENERATION}.colocated.enabled"):
         context.split = ClusterSplit(nodes, node_gpus, nodes, node_gpus)
         return
     ok = backend(reader) != "megatron"
