@@ -1,8 +1,5 @@
-"""Preflight: the cross-section start-up rules of NeMo RL's GRPO trainers, checked from the recipe alone.
-
-:func:`preflight` runs every rule of PREFLIGHT.md that applies to the recipe's entrypoint and never raises on a
-malformed document; docs/development/index.md ("Package layout") lists the modules.
-"""
+"""Preflight: the cross-section start-up rules of NeMo RL's GRPO trainers, checked from the recipe alone by
+:func:`preflight`, which never raises on a malformed document; docs/development/index.md lists the modules."""
 
 from ...._internal.config_absent import ABSENT
 from ...finding import Finding
@@ -14,8 +11,7 @@ PREFLIGHT_CODES = PREFLIGHT_RULES
 """The rules preflight runs (P1-P27, P29-P31, W1, N1-N7) in code order: an alias of :data:`.engine.PREFLIGHT_RULES`."""
 
 SkippedRule = Finding
-"""A rule that could not run is a :class:`~rl_contracts.config.finding.Finding` of severity ``skipped`` (its
-``message``, also read as ``reason``, says why); this name is that class."""
+"""A rule that could not run: a :class:`~rl_contracts.config.finding.Finding` of severity ``skipped``."""
 
 __all__ = [
     "ABSENT",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...._internal.messages import render
 from ...rule import Rule, checks
-from .context import ClusterSplit, Context
+from .context import LEGACY_ENTRIES, SC_ENTRIES, ClusterSplit, Context
 from .facts import GENERATION, backend, is_async, reward_model, teachers
 from .reader import Reader
 
@@ -15,19 +15,12 @@ _RES = f"{GENERATION}.colocated.resources"
 
 
 def _cluster(context: Context) -> tuple[int, int] | None:
-    reader = context.reader
-    nodes = reader.integer("cluster.num_nodes")
-    node_gpus = reader.integer("cluster.gpus_per_node")
-    ok = True
+    """``cluster.num_nodes`` and ``cluster.gpus_per_node``, or None with an error for each one below 1."""
+    nodes, node_gpus = (context.reader.integer(f"cluster.{name}") for name in ("num_nodes", "gpus_per_node"))
     for path, value in (("cluster.num_nodes", nodes), ("cluster.gpus_per_node", node_gpus)):
         if value < 1:
             context.error(path, value, f"{path}={value} must be >= 1; set the cluster size.")
-            ok = False
-    return (nodes, node_gpus) if ok else None
-
-
-def _colocated(reader: Reader) -> bool:
-    return reader.flag(f"{GENERATION}.colocated.enabled")
+    return (nodes, node_gpus) if min(nodes, node_gpus) >= 1 else None
 
 
 P13 = Rule(
@@ -36,14 +29,10 @@ P13 = Rule(
     summary="the cluster leaves no GPUs for training or generation (legacy accounting)",
     reference="algorithms/grpo.py:setup ~760-915 (S1)",
     what_it_checks=(
-        "The legacy split of `cluster` (N nodes of G GPUs) into training and generation GPUs, reward-model "
-        "and non-colocated OPD teacher resources subtracted: every part gets at least one node and one GPU, "
-        "and a non-colocated generation asks for a shape the split can give."
+        "The legacy split of `cluster` into training and generation GPUs, reward-model and non-colocated OPD "
+        "teacher resources subtracted: every part gets a node and a GPU, in a shape the split can give."
     ),
-    why_it_matters=(
-        "`grpo.py:setup` (~760-915) fails an assertion, or crashes with a `TypeError` for a null node count, "
-        "at start-up (S1), after Ray connected."
-    ),
+    why_it_matters="`grpo.py:setup` fails an assertion (a `TypeError` for a null node count) after Ray (S1).",
     example="""\
 policy:
   generation:
@@ -57,36 +46,32 @@ policy:
 )
 
 
-@checks(P13, entries=frozenset({"grpo", "grpo-gym"}))
+@checks(P13, entries=LEGACY_ENTRIES)
 def check_cluster_accounting(context: Context) -> None:
-    """The legacy split of ``cluster`` into training and generation (PREFLIGHT.md P13): the reward model's and
-    the non-colocated teachers' nodes are taken first, then colocated or non-colocated generation's share."""
+    """:data:`P13`: the reward model's and the teachers' nodes are taken first, then generation's share."""
     reader = context.reader
     cluster = _cluster(context)
     if cluster is None:
         return
     nodes, node_gpus = cluster
-    uses_reward_model, reward_nodes, reward_gpus = reward_model(reader)
+    reward_nodes, reward_gpus = reward_model(reader)
     policy_nodes = nodes if nodes == 1 else nodes - reward_nodes
     if policy_nodes <= 0:
-        context.error(
+        context.error_at(
             "cluster.num_nodes",
-            nodes,
             f"no nodes left for the policy: cluster.num_nodes - env.reward_model.resources.num_nodes = {nodes} - "
             f"{reward_nodes} = {policy_nodes}; add nodes or give the reward model fewer.",
         )
         return
     found = teachers(reader)
-    teacher_nodes = sum(t.num_nodes for t in found)
-    if teacher_nodes > 0:
-        ok = True
-        if not is_async(reader):
-            context.error(
+    if found:
+        teacher_nodes = sum(t.num_nodes for t in found)
+        ok = is_async(reader)
+        if not ok:
+            context.error_at(
                 "on_policy_distillation.non_colocated_teachers.enabled",
-                True,
                 "non-colocated teachers need async rollouts; set policy.generation.vllm_cfg.async_engine=true.",
             )
-            ok = False
         for teacher in found:
             if teacher.gpus_per_node > node_gpus:
                 context.error(
@@ -97,9 +82,8 @@ def check_cluster_accounting(context: Context) -> None:
                 )
                 ok = False
         if policy_nodes - teacher_nodes <= 0:
-            context.error(
+            context.error_at(
                 "cluster.num_nodes",
-                nodes,
                 f"no nodes left for the policy after the teachers: {policy_nodes} - {teacher_nodes} = "
                 f"{policy_nodes - teacher_nodes}; add nodes or give the teachers fewer.",
             )
@@ -107,55 +91,42 @@ def check_cluster_accounting(context: Context) -> None:
         if not ok:
             return
         policy_nodes -= teacher_nodes
-    if _colocated(reader):
+    if reader.flag(f"{GENERATION}.colocated.enabled"):
         policy_gpus = node_gpus - reward_gpus if nodes == 1 else node_gpus
         if policy_gpus <= 0:
-            context.error(
+            context.error_at(
                 "cluster.gpus_per_node",
-                node_gpus,
                 f"no GPUs left for the policy: cluster.gpus_per_node - env.reward_model.resources.gpus_per_node = "
                 f"{node_gpus} - {reward_gpus} = {policy_gpus}; add GPUs or give the reward model fewer.",
             )
             return
         context.split = ClusterSplit(policy_nodes, policy_gpus, policy_nodes, policy_gpus)
         return
-    gen_node_gpus = reader.opt_integer(f"{_RES}.gpus_per_node")
-    gen_nodes = reader.opt_integer(f"{_RES}.num_nodes")
     if policy_nodes == 1:
-        _one_policy_node(
-            context,
-            node_gpus=node_gpus,
-            gen_node_gpus=gen_node_gpus,
-            gen_nodes=gen_nodes,
-            reward_gpus=reward_gpus if nodes == 1 and uses_reward_model else 0,
-        )
+        _one_policy_node(context, node_gpus, reward_gpus if nodes == 1 else 0)
     else:
-        _many_policy_nodes(
-            context,
-            policy_nodes=policy_nodes,
-            node_gpus=node_gpus,
-            gen_node_gpus=gen_node_gpus,
-            gen_nodes=gen_nodes,
-        )
+        _many_policy_nodes(context, policy_nodes, node_gpus)
 
 
-def _one_policy_node(
-    context: Context, *, node_gpus: int, gen_node_gpus: int | None, gen_nodes: int | None, reward_gpus: int
-) -> None:
+def _generation_resources(reader: Reader) -> tuple[int | None, int | None]:
+    """Non-colocated generation's ``gpus_per_node`` and ``num_nodes`` (each an int or null)."""
+    return reader.opt_integer(f"{_RES}.gpus_per_node"), reader.opt_integer(f"{_RES}.num_nodes")
+
+
+def _one_policy_node(context: Context, node_gpus: int, reward_gpus: int) -> None:
     """Non-colocated generation on one policy node: generation and the reward model take GPUs, training the rest."""
-    ok = True
-    if gen_node_gpus is None or gen_node_gpus <= 0:
+    gen_node_gpus, gen_nodes = _generation_resources(context.reader)
+    ok = gen_node_gpus is not None and gen_node_gpus > 0
+    if not ok:
         context.error(
             f"{_RES}.gpus_per_node",
             gen_node_gpus,
             f"non-colocated generation on one policy node needs {_RES}.gpus_per_node > 0, got {render(gen_node_gpus)}; set "
             "the number of generation GPUs.",
         )
-        ok = False
-    if gen_nodes is not None and gen_nodes != 1:
-        context.error(
+    if gen_nodes not in (None, 1):
+        context.error_at(
             f"{_RES}.num_nodes",
-            gen_nodes,
             f"non-colocated generation on one policy node needs {_RES}.num_nodes null or 1, got {gen_nodes}; set it to 1 "
             "or add nodes to the cluster.",
         )
@@ -164,9 +135,8 @@ def _one_policy_node(
         return
     train_gpus = node_gpus - gen_node_gpus - reward_gpus
     if train_gpus <= 0:
-        context.error(
+        context.error_at(
             f"{_RES}.gpus_per_node",
-            gen_node_gpus,
             f"no GPUs left for training: cluster.gpus_per_node - generation gpus_per_node - reward-model "
             f"gpus_per_node = {node_gpus} - {gen_node_gpus} - {reward_gpus} = {train_gpus}; lower {_RES}.gpus_per_node or raise "
             "cluster.gpus_per_node.",
@@ -175,19 +145,17 @@ def _one_policy_node(
     context.split = ClusterSplit(1, train_gpus, 1, gen_node_gpus)
 
 
-def _many_policy_nodes(
-    context: Context, *, policy_nodes: int, node_gpus: int, gen_node_gpus: int | None, gen_nodes: int | None
-) -> None:
+def _many_policy_nodes(context: Context, policy_nodes: int, node_gpus: int) -> None:
     """Non-colocated generation on several policy nodes: it takes ``gen_nodes`` whole nodes, training the rest."""
-    ok = True
-    if gen_nodes is None or gen_nodes <= 0:
+    gen_node_gpus, gen_nodes = _generation_resources(context.reader)
+    ok = gen_nodes is not None and gen_nodes > 0
+    if not ok:
         context.error(
             f"{_RES}.num_nodes",
             gen_nodes,
             f"non-colocated generation on {policy_nodes} policy nodes needs {_RES}.num_nodes an int > 0, got "
             f"{render(gen_nodes)} (null crashes the trainer with a TypeError); set the number of generation nodes.",
         )
-        ok = False
     if gen_node_gpus != node_gpus:
         context.error(
             f"{_RES}.gpus_per_node",
@@ -200,9 +168,8 @@ def _many_policy_nodes(
         return
     train_nodes = policy_nodes - gen_nodes
     if train_nodes <= 0:
-        context.error(
+        context.error_at(
             f"{_RES}.num_nodes",
-            gen_nodes,
             f"no nodes left for training: policy nodes - generation nodes = {policy_nodes} - {gen_nodes} = {train_nodes}; "
             f"lower {_RES}.num_nodes or raise cluster.num_nodes.",
         )
@@ -215,11 +182,7 @@ P25 = Rule(
     "cluster-accounting-single-controller",
     summary="the cluster leaves no GPUs for training or generation (single-controller accounting)",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
-    what_it_checks=(
-        "The single-controller split of `cluster` into training and generation GPUs: colocated uses every GPU "
-        "for both; otherwise generation takes `colocated.resources` and training must keep at least one "
-        "GPU/node."
-    ),
+    what_it_checks="The single-controller split: colocated shares every GPU, else training keeps a GPU/node.",
     why_it_matters="`single_controller_utils/setup.py` fails an assertion or raises a `ValueError` at start-up (S1).",
     example="""\
 grpo:
@@ -240,27 +203,24 @@ policy:
 )
 
 
-@checks(P25, entries=frozenset({"grpo-sc"}))
+@checks(P25, entries=SC_ENTRIES)
 def check_single_controller_accounting(context: Context) -> None:
-    """The single-controller split (PREFLIGHT.md P25): colocated shares every GPU, non-colocated generation takes
-    ``colocated.resources`` (not megatron) and training must keep a GPU or a node."""
+    """:data:`P25`: colocated shares every GPU, else generation takes ``colocated.resources``."""
     reader = context.reader
     cluster = _cluster(context)
     if cluster is None:
         return
     nodes, node_gpus = cluster
-    if _colocated(reader):
+    if reader.flag(f"{GENERATION}.colocated.enabled"):
         context.split = ClusterSplit(nodes, node_gpus, nodes, node_gpus)
         return
-    ok = True
-    if backend(reader) == "megatron":
-        context.error(
+    ok = backend(reader) != "megatron"
+    if not ok:
+        context.error_at(
             f"{GENERATION}.backend",
-            "megatron",
             "the single-controller path cannot run megatron generation non-colocated; set "
             "policy.generation.colocated.enabled=true or use backend vllm.",
         )
-        ok = False
     gen_node_gpus = reader.opt_integer(f"{_RES}.gpus_per_node")
     gen_nodes = reader.opt_count(f"{_RES}.num_nodes", minimum=0) or 1
     if gen_node_gpus is None or gen_node_gpus <= 0:
@@ -272,9 +232,8 @@ def check_single_controller_accounting(context: Context) -> None:
         return
     if nodes == 1:
         if node_gpus - gen_node_gpus <= 0:
-            context.error(
+            context.error_at(
                 f"{_RES}.gpus_per_node",
-                gen_node_gpus,
                 f"no GPUs left for training: cluster.gpus_per_node - generation gpus_per_node = {node_gpus} - {gen_node_gpus} = "
                 f"{node_gpus - gen_node_gpus}; lower {_RES}.gpus_per_node or raise cluster.gpus_per_node.",
             )
@@ -282,9 +241,8 @@ def check_single_controller_accounting(context: Context) -> None:
             context.split = ClusterSplit(1, node_gpus - gen_node_gpus, gen_nodes, gen_node_gpus)
         return
     if nodes - gen_nodes <= 0:
-        context.error(
+        context.error_at(
             f"{_RES}.num_nodes",
-            gen_nodes,
             f"no nodes left for training: cluster.num_nodes - generation num_nodes = {nodes} - {gen_nodes} = {nodes - gen_nodes}; lower "
             f"{_RES}.num_nodes or raise cluster.num_nodes.",
         )

@@ -12,11 +12,12 @@ from ...finding import Finding, SuggestedFix
 from .reader import Reader
 from .report import Entrypoint, PreflightOptions
 
-__all__ = ["ALL_ENTRIES", "LEGACY_ENTRIES", "ClusterSplit", "Context"]
+__all__ = ["ALL_ENTRIES", "LEGACY_ENTRIES", "SC_ENTRIES", "ClusterSplit", "Context"]
 
 ALL_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo", "grpo-gym", "grpo-sc"})
 LEGACY_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo", "grpo-gym"})
 """The entrypoints that call ``grpo.setup`` (the single-controller path never does)."""
+SC_ENTRIES: Final[frozenset[Entrypoint]] = frozenset({"grpo-sc"})
 
 
 class ClusterSplit(NamedTuple):
@@ -50,17 +51,24 @@ class Context:
         *,
         code: str | None = None,
         fix: SuggestedFix | None = None,
+        severity: Literal["error", "warning"] = "error",
     ) -> None:
-        """Report an error of the running rule (or of ``code``) at ``path``, with its ``fix`` when it has one."""
-        self._report(path, value, message, "error", code, fix)
+        """Report an error (or a ``severity`` warning) of the running rule (or of ``code``) at ``path``, with
+        its ``fix`` when it has one."""
+        message = shorten(message, MAX_MESSAGE_CHARS)
+        self.findings.append(
+            Finding(
+                code=code or self.code, path=path, value=value, message=message, severity=severity, fix=fix
+            )
+        )
 
-    def error_at(self, path: str, message: str) -> None:
-        """Report an error of the running rule at ``path``, with the value read there."""
-        self.error(path, self.reader.value(path), message)
+    def error_at(self, path: str, message: str, *, fix: SuggestedFix | None = None) -> None:
+        """Report an error of the running rule at ``path``, with the value read there (and ``fix``)."""
+        self.error(path, self.reader.value(path), message, fix=fix)
 
     def warning(self, path: str, value: object, message: str) -> None:
         """Report a warning of the running rule at ``path``."""
-        self._report(path, value, message, "warning", None, None)
+        self.error(path, value, message, severity="warning")
 
     def once(self, path: str, value: object, message: str, *, code: str | None = None) -> None:
         """Report an error at ``path`` unless :meth:`once` already reported one there (for any rule)."""
@@ -93,23 +101,3 @@ class Context:
         if self.split is None:
             self.skip("needs the cluster layout, which P13/P25 could not compute")
         return self.split
-
-    def _report(
-        self,
-        path: str,
-        value: object,
-        message: str,
-        severity: Literal["error", "warning"],
-        code: str | None,
-        fix: SuggestedFix | None,
-    ) -> None:
-        self.findings.append(
-            Finding(
-                code=code or self.code,
-                path=path,
-                value=value,
-                message=shorten(message, MAX_MESSAGE_CHARS),
-                severity=severity,
-                fix=fix,
-            )
-        )

@@ -38,6 +38,7 @@ _EXECUTION: tuple[Check, ...] = tuple(
 )
 """The order checks run in: P1 (it claims the absent required keys), P13/P25 (the split P17/P18 read), the rest;
 findings are reported in code order."""
+_ORDER = {rule.code: index for index, rule in enumerate(PREFLIGHT_RULES)}
 
 
 def _shape_message(error: WrongShape) -> str:
@@ -74,10 +75,8 @@ def preflight(
     if not isinstance(document, Mapping) or not in_scope(document):
         return PreflightReport(False, None, (), ())
     entrypoint = options.entrypoint or detect_entrypoint(document)
-    forced = GYM_FORCED if entrypoint == "grpo-gym" else None
-    reader = Reader(document, unresolved=unresolved, forced=forced)
-    environ = os.environ if options.environ is None else options.environ
-    context = Context(reader, entrypoint, options, environ)
+    reader = Reader(document, unresolved=unresolved, forced=GYM_FORCED if entrypoint == "grpo-gym" else None)
+    context = Context(reader, entrypoint, options, os.environ if options.environ is None else options.environ)
     for registered in _EXECUTION:
         if registered.entries is None or entrypoint not in registered.entries:
             continue
@@ -90,15 +89,12 @@ def preflight(
             context.once(signal.path, signal.value, _shape_message(signal))
         except MissingKey as signal:
             context.missing(signal.path)
-    order = {rule.code: index for index, rule in enumerate(PREFLIGHT_RULES)}
-    findings = sorted(_unique(context.findings), key=lambda finding: order[finding.code])
-    skipped = sorted(_unique(context.skipped), key=lambda item: order[item.code])
-    return PreflightReport(True, entrypoint, tuple(findings), tuple(skipped))
+    return PreflightReport(True, entrypoint, _in_order(context.findings), _in_order(context.skipped))
 
 
-def _unique(findings: list[Finding]) -> list[Finding]:
-    """``findings`` without repeats of a code, path and message (the first one kept)."""
+def _in_order(findings: list[Finding]) -> tuple[Finding, ...]:
+    """``findings`` in code order, without repeats of a code, path and message (the first one kept)."""
     kept: dict[tuple[str, str, str], Finding] = {}
     for finding in findings:
         kept.setdefault((finding.code, finding.path, finding.message), finding)
-    return list(kept.values())
+    return tuple(sorted(kept.values(), key=lambda finding: _ORDER[finding.code]))

@@ -123,58 +123,47 @@ def vllm_parallel(reader: Reader) -> tuple[int, int, int]:
 
 
 class TrainParallel(NamedTuple):
-    """Training TP/PP/CP and the paths they were read from (for messages)."""
+    """Training TP/PP/CP and the path TP was read from (for messages)."""
 
     tp: int
     pp: int
     cp: int
     tp_path: str
-    pp_path: str
-    cp_path: str
 
 
 def train_parallel(reader: Reader) -> TrainParallel | None:
     """*train TP/PP/CP* of Megatron, else of DTensor (PP 1); ``None`` with neither.  Absent sizes read as 1."""
     if megatron(reader):
-        base = "policy.megatron_cfg"
-        names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
-        tp, pp, cp = (reader.count(f"{base}.{name}", 1) for name in names)
-        return TrainParallel(tp, pp, cp, *(f"{base}.{name}" for name in names))
+        names = ("tensor_model", "pipeline_model", "context")
+        tp, pp, cp = (reader.count(f"policy.megatron_cfg.{name}_parallel_size", 1) for name in names)
+        return TrainParallel(tp, pp, cp, "policy.megatron_cfg.tensor_model_parallel_size")
     if dtensor(reader):
-        base = "policy.dtensor_cfg"
-        tp = reader.count(f"{base}.tensor_parallel_size", 1)
-        cp = reader.count(f"{base}.context_parallel_size", 1)
-        return TrainParallel(tp, 1, cp, f"{base}.tensor_parallel_size", "", f"{base}.context_parallel_size")
+        tp = reader.count("policy.dtensor_cfg.tensor_parallel_size", 1)
+        cp = reader.count("policy.dtensor_cfg.context_parallel_size", 1)
+        return TrainParallel(tp, 1, cp, "policy.dtensor_cfg.tensor_parallel_size")
     return None
 
 
 def _uses_reward_model(reader: Reader) -> bool:
     for split in ("train", "validation", "default"):
-        path = f"data.{split}"
-        node = reader.shallow(path)
-        if isinstance(node, Mapping):
-            if reader.value(f"{path}.env_name") == "reward_model":
+        node = reader.shallow(f"data.{split}")
+        for index, entry in enumerate(node if isinstance(node, list) else [node]):
+            path = f"data.{split}[{index}]" if isinstance(node, list) else f"data.{split}"
+            if reader.is_unresolved(path):
+                raise Unresolved(path)
+            if isinstance(entry, Mapping) and reader.value(f"{path}.env_name") == "reward_model":
                 return True
-        elif isinstance(node, list):
-            for index, entry in enumerate(node):
-                if reader.is_unresolved(f"{path}[{index}]"):
-                    raise Unresolved(f"{path}[{index}]")
-                if isinstance(entry, Mapping) and reader.value(f"{path}[{index}].env_name") == "reward_model":
-                    return True
     return False
 
 
-def reward_model(reader: Reader) -> tuple[bool, int, int]:
-    """*RM*: whether a ``data.{train,validation,default}`` entry has ``env_name: reward_model`` (an unresolved one
-    skips the rule), and then ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required, each >= 0)."""
+def reward_model(reader: Reader) -> tuple[int, int]:
+    """*RM*'s ``env.reward_model.resources.{num_nodes,gpus_per_node}`` (required, each >= 0) when an entry of
+    ``data.{train,validation,default}`` has ``env_name: reward_model`` (an unresolved one skips the rule),
+    else ``(0, 0)``."""
     if not _uses_reward_model(reader):
-        return False, 0, 0
+        return 0, 0
     base = "env.reward_model.resources"
-    return (
-        True,
-        reader.count(f"{base}.num_nodes", minimum=0),
-        reader.count(f"{base}.gpus_per_node", minimum=0),
-    )
+    return reader.count(f"{base}.num_nodes", minimum=0), reader.count(f"{base}.gpus_per_node", minimum=0)
 
 
 class Teacher(NamedTuple):
@@ -208,8 +197,7 @@ def teachers(reader: Reader) -> tuple[Teacher, ...]:
             continue
         seen_alias.add(alias)
         override_path = join(f"{base}.teacher_overrides", alias)
-        override = reader.mapping(override_path) or {}
-        merged = {**default, **override}
+        merged = {**default, **(reader.mapping(override_path) or {})}
         checkpoint = merged.get("model_name", alias)
         if dedup and checkpoint in seen_checkpoint:
             continue

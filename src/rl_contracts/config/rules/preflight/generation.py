@@ -21,7 +21,7 @@ from .facts import (
     routed_experts_enabled,
     vllm_parallel,
 )
-from .reader import Reader, WrongShape
+from .reader import WrongShape
 
 __all__ = [
     "ENGINE_ARGUMENTS",
@@ -50,14 +50,10 @@ P14 = Rule(
     summary="FP8 generation or an FP8 KV cache with settings that cannot run",
     reference="algorithms/grpo.py ~1321-1338, vllm/quantization/fp8.py:init_fp8 ~199 (S2/S3)",
     what_it_checks=(
-        "That FP8 generation (`vllm_cfg.precision: fp8`) uses importance-sampling correction and a compatible "
-        "KV cache, and that an FP8 KV cache comes with FP8 precision, DTensor off, no async engine and "
-        "Megatron pipeline size 1."
+        "That FP8 generation (`vllm_cfg.precision: fp8`) has importance-sampling correction and a compatible "
+        "KV cache, and an FP8 KV cache FP8 precision, DTensor off, no async engine and Megatron PP 1."
     ),
-    why_it_matters=(
-        "`grpo.py` (~1321-1338) and `vllm/quantization/fp8.py:init_fp8` (~199) raise an "
-        "`AssertionError`/`ValueError` after the placement groups or at engine start (S2/S3)."
-    ),
+    why_it_matters="An `AssertionError`/`ValueError` after the placement groups or at engine start (S2/S3).",
     example="""\
 policy:
   generation:
@@ -70,13 +66,13 @@ policy:
 
 @checks(P14, entries=LEGACY_ENTRIES)
 def check_fp8_generation(context: Context) -> None:
-    """FP8 precision needs importance-sampling correction and a compatible KV cache; an FP8 KV cache needs FP8
-    precision, DTensor present and off, no async rollouts and Megatron pipeline size 1."""
+    """(vLLM) the FP8 conditions of :data:`P14`; ``policy.dtensor_cfg.enabled`` must be present (P1)."""
     reader = context.reader
     if not is_vllm(reader):
         return
     precision = reader.text(f"{VLLM_CFG}.precision")
-    kv = reader.text(f"{VLLM_CFG}.kv_cache_dtype")
+    where = f"{VLLM_CFG}.kv_cache_dtype"
+    kv = reader.text(where)
     if precision == "fp8":
         if not reader.flag("loss_fn.use_importance_sampling_correction"):
             context.error_at(
@@ -85,43 +81,37 @@ def check_fp8_generation(context: Context) -> None:
                 "(FP8 rollouts drift from the training logprobs); enable it.",
             )
         if kv not in _FP8_KV:
-            context.error(
-                f"{VLLM_CFG}.kv_cache_dtype",
-                kv,
+            context.error_at(
+                where,
                 f"vllm_cfg.precision='fp8' supports kv_cache_dtype in {render_list(_FP8_KV)}, got {render(kv)}; "
                 "use one of them.",
             )
     if not kv.startswith("fp8"):
         return
-    where = f"{VLLM_CFG}.kv_cache_dtype"
     if precision != "fp8":
-        context.error(
+        context.error_at(
             where,
-            kv,
             f"kv_cache_dtype={render(kv)} needs vllm_cfg.precision='fp8', got {render(precision)}; set precision "
             "to fp8 or kv_cache_dtype to auto.",
         )
     if not reader.present("policy.dtensor_cfg.enabled"):
         context.missing("policy.dtensor_cfg.enabled")
     elif dtensor(reader):
-        context.error(
+        context.error_at(
             "policy.dtensor_cfg.enabled",
-            True,
             f"kv_cache_dtype={render(kv)} is not supported with DTensor training; use Megatron or "
             "kv_cache_dtype auto.",
         )
     if is_async(reader):
-        context.error(
+        context.error_at(
             where,
-            kv,
             f"kv_cache_dtype={render(kv)} is not supported with async rollouts; set vllm_cfg.async_engine=false or "
             "kv_cache_dtype auto.",
         )
     pp = reader.integer("policy.megatron_cfg.pipeline_model_parallel_size")
     if pp != 1:
-        context.error(
+        context.error_at(
             "policy.megatron_cfg.pipeline_model_parallel_size",
-            pp,
             f"kv_cache_dtype={render(kv)} needs policy.megatron_cfg.pipeline_model_parallel_size=1, got {pp}; set "
             "it to 1 or kv_cache_dtype auto.",
         )
@@ -137,13 +127,9 @@ P15 = Rule(
     reference="weight_sync/vllm_remote_sparse_weight_synchronizer.py:validate_vllm_remote_sparse_refit ~47 (S2)",
     what_it_checks=(
         "That a sparse refit transport (`vllm_s3_sparse`, `vllm_zmq_sparse`) runs non-colocated, with "
-        "Megatron, without FP8 precision or KV cache, without `quant_cfg` or `real_quant`, and (S3) with a "
-        "storage bucket."
+        "Megatron, without FP8 precision or KV cache, `quant_cfg` or `real_quant`, and (S3) with a bucket."
     ),
-    why_it_matters=(
-        "`validate_vllm_remote_sparse_refit` (`weight_sync/vllm_remote_sparse_weight_synchronizer.py` ~47) "
-        "raises a `ValueError` after the placement groups (S2)."
-    ),
+    why_it_matters="The transport's validation raises a `ValueError` after the placement groups (S2).",
     example="""\
 policy:
   generation:
@@ -183,9 +169,8 @@ def check_sparse_refit(context: Context) -> None:
                 "policy.generation.refit_cfg.sparse.storage.s3_bucket must be a non-blank bucket name"
             )
     if failed:
-        context.error(
+        context.error_at(
             f"{GENERATION}.refit_transport",
-            transport,
             f"refit_transport={render(transport)} cannot run: {'; '.join(failed)}; fix these or choose another "
             "refit_transport.",
         )
@@ -213,30 +198,16 @@ ENGINE_ARGUMENTS = (
 """The engine keyword arguments the trainer passes itself; the same key in ``vllm_kwargs`` is a TypeError."""
 
 
-def _executor_backend(reader: Reader) -> str | None:
-    tp, pp, ep = vllm_parallel(reader)
-    if tp * pp > 1:
-        return "ray"
-    if ep > tp:
-        return "uni"
-    return None
-
-
 P16 = Rule(
     "P16",
     "vllm-kwargs-collision",
     summary="a vllm_kwargs key collides with an engine argument the trainer sets",
     reference="vllm/vllm_worker.py:_load_model ~570-596, algorithms/grpo.py ~1345 (S3)",
     what_it_checks=(
-        "That `vllm_kwargs` holds no engine argument the trainer already passes (`model`, `seed`, "
-        "`tensor_parallel_size`, `gpu_memory_utilization`, `max_model_len`, ...), and warns about the keys it "
-        "silently overwrites (`distributed_executor_backend`, `hf_overrides`)."
+        "That `vllm_kwargs` holds no engine argument the trainer passes (`model`, `seed`, `max_model_len`, "
+        "...), with a warning for the keys it overwrites (`distributed_executor_backend`, `hf_overrides`)."
     ),
-    why_it_matters=(
-        "The engine is built with the trainer's keyword arguments plus `**vllm_kwargs`: a duplicate keyword "
-        "is a `TypeError` at engine start (S3, `vllm_worker.py:_load_model` ~570-596); an overwritten one is "
-        "silently lost."
-    ),
+    why_it_matters="A duplicate keyword is a `TypeError` at engine start (S3), an overwrite silently lost.",
     example="""\
 policy:
   generation:
@@ -249,17 +220,15 @@ policy:
 
 @checks(P16, entries=ALL_ENTRIES)
 def check_engine_arguments(context: Context) -> None:
-    """(vLLM) a key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` is an error, even unresolved; the keys the
-    trainer overwrites (``distributed_executor_backend``, ``hf_overrides``) are warnings."""
+    """(vLLM) :data:`P16`: a key of :data:`ENGINE_ARGUMENTS` in ``vllm_kwargs`` errs, even unresolved."""
     reader = context.reader
     if not is_vllm(reader):
         return
-    kwargs = reader.shallow(VLLM_KWARGS)
-    if kwargs is ABSENT or kwargs is None:
-        kwargs = {}
-    if not isinstance(kwargs, Mapping):
-        raise WrongShape(VLLM_KWARGS, kwargs, "a mapping of engine keyword arguments")
-    keys: Mapping[object, object] = kwargs
+    keys = reader.shallow(VLLM_KWARGS)
+    if keys is ABSENT or keys is None:
+        keys = {}
+    if not isinstance(keys, Mapping):
+        raise WrongShape(VLLM_KWARGS, keys, "a mapping of engine keyword arguments")
     for name in ENGINE_ARGUMENTS:
         path = f"{VLLM_KWARGS}.{name}"
         if name in keys or reader.is_unresolved(path):
@@ -269,7 +238,8 @@ def check_engine_arguments(context: Context) -> None:
                 f"{path} collides with the engine argument the trainer sets; remove it (use the vllm_cfg key).",
             )
     if "distributed_executor_backend" in keys:
-        derived = _executor_backend(reader)
+        tp, pp, ep = vllm_parallel(reader)
+        derived = "ray" if tp * pp > 1 else "uni" if ep > tp else None
         context.warning(
             f"{VLLM_KWARGS}.distributed_executor_backend",
             keys["distributed_executor_backend"],
@@ -293,10 +263,7 @@ P17 = Rule(
         "That vLLM engines fit the generation GPUs: the generation world is a multiple of TP x PP, per-node "
         "placement divides the GPUs per node, and with EP > TP the engines form whole data-parallel groups."
     ),
-    why_it_matters=(
-        "`vllm_generation.py:__init__` (~121, ~263) fails an assertion or its data-parallel size check after "
-        "spawning workers (S3), or the engines hang at start."
-    ),
+    why_it_matters="An assertion or data-parallel size check fails after spawning workers (S3), or a hang.",
     example="""\
 policy:
   generation:
@@ -309,8 +276,7 @@ policy:
 
 @checks(P17, entries=ALL_ENTRIES)
 def check_vllm_placement(context: Context) -> None:
-    """(vLLM, layout known) the generation GPUs hold whole engines of TP × PP, per node where an engine fits on
-    one, and with EP > TP whole data-parallel groups (an EP that is no multiple of TP is C4's)."""
+    """(vLLM, layout known) the placement of :data:`P17` (an EP that is no multiple of TP is C4's)."""
     reader = context.reader
     if not is_vllm(reader):
         return
@@ -321,18 +287,16 @@ def check_vllm_placement(context: Context) -> None:
     mp = tp * pp
     world = split.gen_nodes * split.gen_gpn
     arithmetic = f"{split.gen_nodes} x {split.gen_gpn} = {world} generation GPUs, TP({tp}) x PP({pp}) = {mp}"
-    if tp < 1 or pp < 1 or world % mp != 0:
-        context.error(
+    if world % mp != 0:
+        context.error_at(
             f"{VLLM_CFG}.tensor_parallel_size",
-            tp,
             f"{arithmetic}: the generation GPUs are not a positive multiple of the engine size; change "
             "vllm_cfg.tensor_parallel_size/pipeline_parallel_size or the generation resources.",
         )
         return
     if mp <= split.gen_gpn and split.gen_gpn % mp != 0:
-        context.error(
+        context.error_at(
             f"{VLLM_CFG}.tensor_parallel_size",
-            tp,
             f"{arithmetic}: {split.gen_gpn} GPUs per node is not a multiple of {mp}, so per-node placement builds "
             f"{split.gen_nodes} x {split.gen_gpn // mp} = {split.gen_nodes * (split.gen_gpn // mp)} engines "
             f"instead of {world // mp} and the data-parallel size assert fails; make gpus per node a multiple "
@@ -342,9 +306,8 @@ def check_vllm_placement(context: Context) -> None:
     if ep > tp and ep % tp == 0:
         engines, group = world // mp, ep // tp
         if engines % group != 0:
-            context.error(
+            context.error_at(
                 f"{VLLM_CFG}.expert_parallel_size",
-                ep,
                 f"{arithmetic}, {engines} engines: expert parallelism EP({ep}) / TP({tp}) = {group} engines per "
                 f"data-parallel group, and {engines} is not a multiple of {group} (the groups would be "
                 "incomplete and engine start is expected to hang); change expert_parallel_size or the "
@@ -353,17 +316,13 @@ def check_vllm_placement(context: Context) -> None:
 
 
 def _connectors(transfer: Mapping[object, object]) -> list[object]:
-    names: list[object] = []
-    name = transfer.get("kv_connector")
-    if name is not None:
-        names.append(name)
+    """The KV connector names of ``kv_transfer_config``: its own, then its multi-connector children's."""
     extra = transfer.get("kv_connector_extra_config")
     children = extra.get("connectors") if isinstance(extra, Mapping) else None
-    if isinstance(children, list):
-        for child in children:
-            if isinstance(child, Mapping) and child.get("kv_connector") is not None:
-                names.append(child["kv_connector"])
-    return names
+    configs = [transfer, *(children if isinstance(children, list) else [])]
+    return [
+        c["kv_connector"] for c in configs if isinstance(c, Mapping) and c.get("kv_connector") is not None
+    ]
 
 
 _BAD_CONNECTORS = ("Nixl", "MoRIIO", "Mooncake")
@@ -376,15 +335,11 @@ P21 = Rule(
     summary="routed experts (R3) with vLLM settings that vLLM rejects",
     reference="vLLM config/vllm.py (0.30 __post_init__ ~1280, 0.32 _verify_aux_output_compatibility ~1135) (S3)",
     what_it_checks=(
-        "That routed experts (router replay, or `vllm_kwargs.enable_return_routed_experts`) run with vLLM "
-        "settings vLLM accepts: PP 1, no decode/prefill context parallelism, and per version no KV connector "
-        "(0.30) or no Nixl/MoRIIO/Mooncake connector, prefix caching on, Model Runner V2 and a compatible "
-        "speculative method (0.32)."
+        "That routed experts run with PP 1, no decode/prefill context parallelism, and per vLLM version no "
+        "KV connector (0.30) or no Nixl/MoRIIO/Mooncake connector, prefix caching on, Model Runner V2 and a "
+        "compatible speculative method (0.32)."
     ),
-    why_it_matters=(
-        "vLLM's config check (0.30 `__post_init__` ~1280, 0.32 `_verify_aux_output_compatibility` ~1135) "
-        "raises a `ValueError` at engine start (S3)."
-    ),
+    why_it_matters="vLLM's config check raises a `ValueError` at engine start (S3).",
     example="""\
 policy:
   generation:
@@ -399,25 +354,22 @@ policy:
 
 @checks(P21, entries=ALL_ENTRIES)
 def check_routed_experts(context: Context) -> None:
-    """(vLLM and R3) PP 1 and no context parallelism always; then the rules of vLLM 0.30 (no KV connector) or
-    0.32 and later (:data:`P21`), skipped without a vLLM version; a version takes the nearest lower one's rules."""
+    """(vLLM, R3) :data:`P21`; a version takes the nearest lower one's rules, none skips their part."""
     reader = context.reader
     if not (is_vllm(reader) and routed_experts_enabled(reader)):
         return
     pp = reader.count(f"{VLLM_CFG}.pipeline_parallel_size")
     if pp != 1:
-        context.error(
+        context.error_at(
             f"{VLLM_CFG}.pipeline_parallel_size",
-            pp,
             f"routed experts (router replay) with vllm_cfg.pipeline_parallel_size={pp}: vLLM returns routed "
             "experts only without pipeline parallelism; set it to 1.",
         )
     for name in ("decode_context_parallel_size", "prefill_context_parallel_size"):
         size = reader.count(f"{VLLM_KWARGS}.{name}", 1)
         if size > 1:
-            context.error(
+            context.error_at(
                 f"{VLLM_KWARGS}.{name}",
-                size,
                 f"routed experts (router replay) with vllm_kwargs.{name}={size}: vLLM rejects context parallelism "
                 "with routed experts; set it to 1.",
             )
@@ -425,8 +377,7 @@ def check_routed_experts(context: Context) -> None:
     if version is None:
         context.skip("the version-dependent checks need the vLLM version (--vllm-version X.Y)")
         return
-    transfer = reader.mapping(f"{VLLM_KWARGS}.kv_transfer_config") or {}
-    names = _connectors(transfer)
+    names = _connectors(reader.mapping(f"{VLLM_KWARGS}.kv_transfer_config") or {})
     shown = f"vLLM {version[0]}.{version[1]}"
     if version < (0, 32):
         if names:
@@ -446,21 +397,15 @@ def check_routed_experts(context: Context) -> None:
             "(offloading/LMCache connectors are allowed).",
         )
     if reader.value(f"{VLLM_CFG}.enable_prefix_caching") is False:
-        context.error(
+        context.error_at(
             f"{VLLM_CFG}.enable_prefix_caching",
-            False,
             f"{shown} rejects routed experts with enable_prefix_caching=false; set "
             "policy.generation.vllm_cfg.enable_prefix_caching to true or null.",
         )
     runner = reader.value(f"{VLLM_CFG}.env_vars.VLLM_USE_V2_MODEL_RUNNER")
-    if (
-        runner is False
-        or runner == 0
-        or (isinstance(runner, str) and runner.strip().lower() in ("0", "false"))
-    ):
-        context.error(
+    if runner == 0 or (isinstance(runner, str) and runner.strip().lower() in ("0", "false")):
+        context.error_at(
             f"{VLLM_CFG}.env_vars.VLLM_USE_V2_MODEL_RUNNER",
-            runner,
             f"{shown} needs Model Runner V2 for routed experts, but VLLM_USE_V2_MODEL_RUNNER={render(runner)}; "
             "remove it or set it to 1.",
         )
@@ -475,23 +420,20 @@ def _check_speculative(context: Context, shown: str) -> None:
     base = f"{VLLM_KWARGS}.speculative_config"
     method = spec.get("method")
     if spec.get("num_speculative_tokens") != 0 and method in _V1_METHODS:
-        context.error(
+        context.error_at(
             f"{base}.method",
-            method,
             f"{shown}: speculative method {render(method)} runs only on Model Runner V1, which rejects routed "
             "experts; use another method or disable speculative decoding.",
         )
     if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
-        context.error(
+        context.error_at(
             f"{base}.parallel_drafting",
-            spec.get("parallel_drafting"),
             f"{shown}: parallel_drafting with method {render(method)} falls back to Model Runner V1, which "
             "rejects routed experts; remove parallel_drafting or use dflash/dspark.",
         )
     if spec.get("enable_adaptive_verification") is True:
-        context.error(
+        context.error_at(
             f"{base}.enable_adaptive_verification",
-            True,
             f"{shown}: enable_adaptive_verification is not supported with routed experts; remove it.",
         )
 
@@ -505,14 +447,10 @@ P22 = Rule(
     summary="nccl_reshard refit transport without its preconditions",
     reference="weight_sync/nccl_reshard_utils.py ~562, from algorithms/grpo.py ~1522 (S5)",
     what_it_checks=(
-        "That `refit_transport: nccl_reshard` has every precondition of the reference's own list: "
-        "non-colocated vLLM, Megatron (not DTensor), no EPLB or real quant, Megatron layout and pipeline "
-        "settings it supports, a supported precision and FP8 recipe, vLLM EP 1 or TP, and vLLM PP 1."
+        "That `nccl_reshard` refit has its preconditions: non-colocated vLLM, Megatron (not DTensor), no "
+        "EPLB or real quant, a supported Megatron layout, precision and FP8 recipe, vLLM EP 1 or TP, PP 1."
     ),
-    why_it_matters=(
-        "`weight_sync/nccl_reshard_utils.py` (~562, from `grpo.py` ~1522) raises a `ValueError` after every "
-        "worker loaded its model (S5)."
-    ),
+    why_it_matters="The reshard setup raises a `ValueError` after every worker loaded its model (S5).",
     example="""\
 policy:
   generation:
@@ -596,10 +534,7 @@ W1 = Rule(
     reference="experience/rollouts.py ~2354 (S6, gym only)",
     severity="warning",
     what_it_checks="Whether `policy.max_total_sequence_length` exceeds `vllm_cfg.max_model_len` (a warning).",
-    why_it_matters=(
-        "Rollouts longer than the engine's context are truncated: NeMo-Gym rollouts warn at the first rollout "
-        "(S6, `experience/rollouts.py` ~2354); the other paths cut them silently."
-    ),
+    why_it_matters="Longer rollouts are truncated: NeMo-Gym warns at the first one (S6), others silently.",
     example="""\
 policy:
   max_total_sequence_length: 2048

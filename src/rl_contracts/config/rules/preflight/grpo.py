@@ -40,12 +40,8 @@ P5 = Rule(
     "validation-sampling-needs-gym",
     summary="validation sampling that differs from training needs vLLM with NeMo-Gym",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That validation sampling (`val_temperature`, `val_top_p`, `val_top_k`) differing from training "
-        "sampling runs on vLLM with NeMo-Gym (the only path that honours it), and that `val_top_k` is then "
-        "null or 0."
-    ),
-    why_it_matters="`grpo.py:setup` (~376-735) fails an assertion after Ray, the tokenizer and the data are set up (S1).",
+    what_it_checks="That `val_*` sampling differs from training only on vLLM with gym, with `val_top_k` off.",
+    why_it_matters="`grpo.py:setup` fails an assertion after Ray, the tokenizer and the data are up (S1).",
     example="""\
 policy:
   generation:
@@ -57,8 +53,7 @@ policy:
 
 @checks(P5, entries=LEGACY_ENTRIES)
 def check_validation_sampling(context: Context) -> None:
-    """Validation sampling that differs from training needs vLLM with gym and ``val_top_k`` null or 0 (an absent
-    ``val_*`` key equals its training key, an absent training key is null)."""
+    """:data:`P5`; an absent ``val_*`` key equals its training key, an absent training key is null."""
     reader = context.reader
     pairs: list[tuple[str, object, object]] = []
     effective: dict[str, object] = {}
@@ -74,9 +69,8 @@ def check_validation_sampling(context: Context) -> None:
         return
     shown = ", ".join(f"val_{name}={render(val)} vs {name}={render(train)}" for name, val, train in pairs)
     if not (is_vllm(reader) and gym(reader)):
-        context.error(
+        context.error_at(
             f"{GENERATION}.val_{pairs[0][0]}",
-            pairs[0][1],
             f"validation sampling differs from training ({shown}); only the vLLM NeMo-Gym path honours it: make "
             "val_* equal to the training keys or use backend vllm with env.should_use_nemo_gym=true.",
         )
@@ -94,10 +88,7 @@ P6 = Rule(
     "validation-counts-inconsistent",
     summary="validation generations and early-stop settings are inconsistent",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That `grpo.val_num_generations_per_prompt` is at least 1 (more than 1 for the `pass_k` early-stop "
-        "metric) and that a `stop_at_validation_metric` has a `stop_at_validation_threshold`."
-    ),
+    what_it_checks="That validation generations are >= 1 (> 1 for `pass_k`), a stop metric with a threshold.",
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
 grpo:
@@ -109,28 +100,24 @@ grpo:
 
 @checks(P6, entries=LEGACY_ENTRIES)
 def check_validation_counts(context: Context) -> None:
-    """``grpo.val_num_generations_per_prompt`` ≥ 1, and > 1 when ``stop_at_validation_metric`` is ``pass_k``; a
-    non-null metric needs a non-null ``stop_at_validation_threshold``."""
+    """The validation counts and early-stop settings of :data:`P6`."""
     reader = context.reader
     k = reader.integer("grpo.val_num_generations_per_prompt")
     if k < 1:
-        context.error(
+        context.error_at(
             "grpo.val_num_generations_per_prompt",
-            k,
             f"grpo.val_num_generations_per_prompt={k} must be >= 1; set it to 1 or more.",
         )
     metric = reader.opt_text("grpo.stop_at_validation_metric")
     if metric == "pass_k" and k <= 1:
-        context.error(
+        context.error_at(
             "grpo.val_num_generations_per_prompt",
-            k,
             f"grpo.stop_at_validation_metric='pass_k' needs grpo.val_num_generations_per_prompt > 1, got {k}; "
             "raise it or stop on another metric.",
         )
     if metric is not None and reader.value("grpo.stop_at_validation_threshold") is None:
-        context.error(
+        context.error_at(
             "grpo.stop_at_validation_threshold",
-            None,
             f"grpo.stop_at_validation_metric={render(metric)} needs grpo.stop_at_validation_threshold, which is "
             "null; set a threshold or set the metric to null.",
         )
@@ -142,9 +129,8 @@ P7 = Rule(
     summary="batch_multiplier without dynamic sampling, or prompts not divisible across dataloaders",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
     what_it_checks=(
-        "That `grpo.batch_multiplier` is 1 unless dynamic sampling is on, and that with several dataloaders "
-        "`num_prompts_per_step` is a multiple of `data.num_prompts_per_dataloader` (both scaled by the "
-        "multiplier under dynamic sampling)."
+        "That `grpo.batch_multiplier` is 1 without dynamic sampling, and that with several dataloaders "
+        "`num_prompts_per_step` is a multiple of `data.num_prompts_per_dataloader` (both scaled by it)."
     ),
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
@@ -156,28 +142,15 @@ grpo:
 )
 
 
-def _scaled(n: int, d: int, multiplier: float) -> tuple[int, int] | None:
-    """``(int(n * multiplier), int(d * multiplier))`` as the trainer computes them, or None for a multiplier
-    that is not positive or a product beyond the signed 64-bit range."""
-    if multiplier <= 0:
-        return None
-    products = (n * multiplier, d * multiplier)
-    if not all(math.isfinite(p) and abs(p) <= MAX_RECIPE_INT for p in products):
-        return None
-    return int(products[0]), int(products[1])
-
-
 @checks(P7, entries=LEGACY_ENTRIES)
 def check_prompt_batching(context: Context) -> None:
-    """``batch_multiplier`` 1 without dynamic sampling; with multiple dataloaders, the (scaled) prompts per step
-    divisible by the (scaled, positive) prompts per dataloader."""
+    """:data:`P7` (the prompts are scaled by the multiplier only under dynamic sampling)."""
     reader = context.reader
     dynamic = reader.flag("grpo.use_dynamic_sampling")
     multiplier = reader.number("grpo.batch_multiplier")
     if not dynamic and multiplier != 1:
-        context.error(
+        context.error_at(
             "grpo.batch_multiplier",
-            multiplier,
             f"grpo.batch_multiplier={render(multiplier)} needs grpo.use_dynamic_sampling=true; set "
             "batch_multiplier=1 or enable dynamic sampling.",
             fix=SuggestedFix(action="set", value=1, description="set grpo.batch_multiplier to 1"),
@@ -188,17 +161,16 @@ def check_prompt_batching(context: Context) -> None:
     d = reader.integer("data.num_prompts_per_dataloader")
     scale = ""
     if dynamic:
-        scaled = _scaled(n, d, multiplier)
-        if scaled is None:
-            context.error(
+        products = (n * multiplier, d * multiplier)  # the trainer scales both and truncates to ints
+        if multiplier <= 0 or not all(math.isfinite(p) and abs(p) <= MAX_RECIPE_INT for p in products):
+            context.error_at(
                 "grpo.batch_multiplier",
-                multiplier,
                 f"grpo.batch_multiplier={render(multiplier)} scales num_prompts_per_step={n} and "
                 f"num_prompts_per_dataloader={d} out of range (it must be > 0 and keep both below "
                 f"{MAX_RECIPE_INT}); lower it.",
             )
             return
-        n, d = scaled
+        n, d = int(products[0]), int(products[1])
         scale = f" (both scaled by grpo.batch_multiplier={render(multiplier)})"
     if d <= 0 or n % d != 0:
         context.error_at(
@@ -213,14 +185,8 @@ P8 = Rule(
     "fused-logprobs-conflict",
     summary="fused linear logprobs need sequence packing off and no top-k/top-p filter",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That Megatron's fused linear logprobs (`megatron_cfg.use_fused_linear_logprobs`) run with sequence "
-        "packing present and off and with no top-k/top-p filter in generation."
-    ),
-    why_it_matters=(
-        "`grpo.py:setup` fails an assertion at start-up (S1): the fused kernel computes logprobs over the "
-        "full vocabulary."
-    ),
+    what_it_checks="That fused linear logprobs run with sequence packing present and off and no top-k/top-p.",
+    why_it_matters="`grpo.py:setup` fails an assertion (S1): the fused kernel uses the full vocabulary.",
     example="""\
 policy:
   megatron_cfg:
@@ -238,8 +204,7 @@ policy:
 
 @checks(P8, entries=LEGACY_ENTRIES)
 def check_fused_linear_logprobs(context: Context) -> None:
-    """With Megatron and ``megatron_cfg.use_fused_linear_logprobs``: ``policy.sequence_packing.enabled`` present
-    and false, ``top_k`` null or ≤ 0, ``top_p`` null or 1.0."""
+    """:data:`P8`: sequence packing present and off, ``top_k`` null or ≤ 0, ``top_p`` null or 1.0."""
     reader = context.reader
     if not (megatron(reader) and reader.flag("policy.megatron_cfg.use_fused_linear_logprobs")):
         return
@@ -247,25 +212,22 @@ def check_fused_linear_logprobs(context: Context) -> None:
     if not reader.present(packing):
         context.missing(packing)
     elif reader.flag(packing):
-        context.error(
+        context.error_at(
             packing,
-            True,
             "policy.megatron_cfg.use_fused_linear_logprobs=true is incompatible with sequence packing; set "
             "policy.sequence_packing.enabled=false or use_fused_linear_logprobs=false.",
         )
     top_k = reader.opt_number(f"{GENERATION}.top_k")
     top_p = reader.opt_number(f"{GENERATION}.top_p")
     if top_k is not None and top_k > 0:
-        context.error(
+        context.error_at(
             f"{GENERATION}.top_k",
-            top_k,
             f"policy.megatron_cfg.use_fused_linear_logprobs=true cannot apply the top_k={render(top_k)} filter "
             "at training time; set top_k to null or use_fused_linear_logprobs=false.",
         )
     if top_p is not None and top_p != 1.0:
-        context.error(
+        context.error_at(
             f"{GENERATION}.top_p",
-            top_p,
             f"policy.megatron_cfg.use_fused_linear_logprobs=true cannot apply the top_p={render(top_p)} filter "
             "at training time; set top_p to 1.0 or use_fused_linear_logprobs=false.",
         )
@@ -276,10 +238,7 @@ P9 = Rule(
     "force-on-policy-ratio-batch-mismatch",
     summary="force_on_policy_ratio needs train_global_batch_size == prompts x generations",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That `loss_fn.force_on_policy_ratio` comes with `policy.train_global_batch_size` == "
-        "`num_prompts_per_step` x `num_generations_per_prompt` (one optimizer step per rollout batch)."
-    ),
+    what_it_checks="That `force_on_policy_ratio` has `train_global_batch_size` == prompts x generations.",
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
 loss_fn:
@@ -294,8 +253,7 @@ policy:
 
 @checks(P9, entries=LEGACY_ENTRIES)
 def check_forced_on_policy_ratio(context: Context) -> None:
-    """With ``loss_fn.force_on_policy_ratio``: ``policy.train_global_batch_size`` must equal
-    ``num_prompts_per_step × num_generations_per_prompt`` (not scaled by ``batch_multiplier``)."""
+    """:data:`P9` (the batch is not scaled by ``batch_multiplier``)."""
     reader = context.reader
     if not reader.flag("loss_fn.force_on_policy_ratio"):
         return
@@ -303,9 +261,8 @@ def check_forced_on_policy_ratio(context: Context) -> None:
     g = reader.count("grpo.num_generations_per_prompt")
     gbs = reader.integer("policy.train_global_batch_size")
     if gbs != n * g:
-        context.error(
+        context.error_at(
             "policy.train_global_batch_size",
-            gbs,
             f"loss_fn.force_on_policy_ratio=true needs policy.train_global_batch_size == {n} x {g} = {n * g}, "
             f"got {gbs}; set train_global_batch_size to {n * g} or force_on_policy_ratio=false.",
             fix=SuggestedFix(
@@ -323,10 +280,7 @@ P10 = Rule(
         "That skipping the reference-policy logprobs comes with a zero KL penalty (mind its 0.01 default), "
         "and that KL in the reward is not computed against logprobs that are never filled in."
     ),
-    why_it_matters=(
-        "`grpo.py:setup` fails an assertion at start-up (S1); without it the KL term would be computed "
-        "against zeros and silently skew the advantages."
-    ),
+    why_it_matters="`grpo.py:setup` fails an assertion (S1); else a KL against zeros skews the advantages.",
     example="""\
 grpo:
   skip_reference_policy_logprobs_calculation: true
@@ -337,14 +291,12 @@ grpo:
 
 @checks(P10, entries=LEGACY_ENTRIES)
 def check_kl_reference(context: Context) -> None:
-    """Skipping the reference logprobs needs a zero KL penalty (default 0.01); KL in the reward excludes a forced
-    on-policy ratio with a null ``seq_logprob_error_threshold``."""
+    """:data:`P10` (the KL penalty defaults to 0.01)."""
     reader = context.reader
     penalty = reader.number("loss_fn.reference_policy_kl_penalty")
     if reader.flag("grpo.skip_reference_policy_logprobs_calculation") and penalty != 0:
-        context.error(
+        context.error_at(
             "loss_fn.reference_policy_kl_penalty",
-            penalty,
             f"grpo.skip_reference_policy_logprobs_calculation=true with loss_fn.reference_policy_kl_penalty="
             f"{render(penalty)} (the default is 0.01): the KL term needs reference logprobs; set the penalty to 0 "
             "or compute reference logprobs.",
@@ -355,9 +307,8 @@ def check_kl_reference(context: Context) -> None:
         and reader.flag("loss_fn.force_on_policy_ratio")
         and reader.value("grpo.seq_logprob_error_threshold") is None
     ):
-        context.error(
+        context.error_at(
             "loss_fn.use_kl_in_reward",
-            True,
             f"loss_fn.use_kl_in_reward=true with reference_policy_kl_penalty={render(penalty)}, "
             "force_on_policy_ratio=true and grpo.seq_logprob_error_threshold=null computes the KL against "
             "zeros; set seq_logprob_error_threshold, force_on_policy_ratio=false or use_kl_in_reward=false.",
@@ -378,8 +329,8 @@ P11 = Rule(
     summary="NeMo-Gym prerequisites: reward penalties need gym; gym needs async rollouts and the HTTP server",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
     what_it_checks=(
-        "That reward penalties (`reward_penalties.penalize_*`) run with NeMo-Gym, and that NeMo-Gym outside "
-        "its own script has async rollouts and, on vLLM, `vllm_cfg.expose_http_server: true`."
+        "That reward penalties (`reward_penalties.penalize_*`) run with NeMo-Gym, and NeMo-Gym outside its "
+        "own script with async rollouts and, on vLLM, `vllm_cfg.expose_http_server: true`."
     ),
     why_it_matters="`grpo.py:setup` raises a `ValueError` or fails an assertion at start-up (S1).",
     example="""\
@@ -392,16 +343,14 @@ reward_penalties:
 
 @checks(P11, entries=ALL_ENTRIES)
 def check_gym_prerequisites(context: Context) -> None:
-    """Reward penalties need gym; gym outside grpo-gym (which forces them) needs async rollouts and, for vLLM,
-    ``expose_http_server``."""
+    """:data:`P11` (grpo-gym forces async rollouts and the HTTP server)."""
     reader = context.reader
     on_gym = gym(reader)
     if context.entrypoint in LEGACY_ENTRIES and not on_gym:
         for name in _PENALTIES:
             if reader.flag(f"reward_penalties.{name}"):
-                context.error(
+                context.error_at(
                     f"reward_penalties.{name}",
-                    True,
                     f"reward_penalties.{name}=true applies only to NeMo-Gym rollouts but env.should_use_nemo_gym "
                     "is false; set env.should_use_nemo_gym=true or turn the penalty off.",
                 )
@@ -426,10 +375,7 @@ P12 = Rule(
     "multimodal-dedup-unsupported",
     summary="multimodal deduplication needs vLLM and no data plane",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks=(
-        "That multimodal deduplication (`grpo.deduplicate_multimodal_data`) runs on vLLM without the data "
-        "plane."
-    ),
+    what_it_checks="That `grpo.deduplicate_multimodal_data` runs on vLLM without the data plane.",
     why_it_matters="`grpo.py:setup` raises `NotImplementedError` at start-up (S1).",
     example="""\
 grpo:
@@ -448,16 +394,14 @@ def check_multimodal_dedup(context: Context) -> None:
     if not reader.flag("grpo.deduplicate_multimodal_data"):
         return
     if not is_vllm(reader):
-        context.error(
+        context.error_at(
             "grpo.deduplicate_multimodal_data",
-            True,
             f"grpo.deduplicate_multimodal_data=true needs backend 'vllm', got "
             f"{render(reader.value('policy.generation.backend'))}; use vLLM or set it to false.",
         )
     if reader.flag("data_plane.enabled"):
-        context.error(
+        context.error_at(
             "grpo.deduplicate_multimodal_data",
-            True,
             "grpo.deduplicate_multimodal_data=true is not implemented with data_plane.enabled=true; set one of "
             "them to false.",
         )

@@ -59,14 +59,9 @@ P1 = Rule(
         "That the keys the trainer indexes directly are present: `cluster.num_nodes`, "
         "`cluster.gpus_per_node`, `policy.generation.colocated.enabled`, `data.use_multiple_dataloader`, "
         "`policy.train_global_batch_size`, `policy.draft.enabled` (grpo, grpo-sc), and for vLLM "
-        "`vllm_cfg.precision`, `vllm_cfg.enforce_eager` and `vllm_cfg.kv_cache_dtype`; other rules report an "
-        "absent key they must read as P1 too."
+        "`vllm_cfg.{precision, enforce_eager, kv_cache_dtype}` (other rules' absent keys are P1 too)."
     ),
-    why_it_matters=(
-        "The trainer crashes with a `KeyError` in `grpo.py:setup` or `vllm_worker.py` ~583 (S1-S3), after Ray "
-        "and possibly the workers started; an absent `train_global_batch_size` only at the first training "
-        "step."
-    ),
+    why_it_matters="A `KeyError` after Ray and maybe the workers started (S1-S3); batch size: first step.",
     example="""\
 cluster:
   _override_: true
@@ -78,8 +73,7 @@ cluster:
 
 @checks(P1, entries=ALL_ENTRIES)
 def check_required(context: Context) -> None:
-    """Every key the trainer indexes without a default must exist (other rules report the absent keys they must
-    read as P1 too)."""
+    """Every key of :data:`P1` the trainer indexes without a default must exist."""
     for path in _REQUIRED:
         _require(context, path)
     if context.entrypoint in ("grpo", "grpo-sc"):
@@ -96,14 +90,8 @@ P2 = Rule(
     "one-training-backend",
     summary="exactly one training backend (megatron_cfg or dtensor_cfg) must be enabled",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
-    what_it_checks=(
-        "That exactly one training backend is enabled: `policy.megatron_cfg.enabled` or "
-        "`policy.dtensor_cfg.enabled`, not both and not neither."
-    ),
-    why_it_matters=(
-        "`Policy.__init__` (`models/policy/lm_policy.py` ~121-240) raises a `ValueError` when the policy "
-        "workers start (S4), after vLLM loaded the model when colocated."
-    ),
+    what_it_checks="That exactly one of `policy.megatron_cfg.enabled` and `dtensor_cfg.enabled` is true.",
+    why_it_matters="`Policy.__init__` raises a `ValueError` at worker start (S4), after colocated vLLM load.",
     example="""\
 policy:
   dtensor_cfg:
@@ -118,11 +106,10 @@ def check_backend(context: Context) -> None:
     """``policy.megatron_cfg.enabled`` and ``policy.dtensor_cfg.enabled`` must differ."""
     mega, dt = megatron(context.reader), dtensor(context.reader)
     if mega == dt:
-        v = str(mega).lower()
         context.error(
             "policy.megatron_cfg.enabled",
             mega,
-            f"policy.megatron_cfg.enabled and policy.dtensor_cfg.enabled are both {v}; "
+            f"policy.megatron_cfg.enabled and policy.dtensor_cfg.enabled are both {str(mega).lower()}; "
             "enable exactly one training backend.",
         )
 
@@ -139,10 +126,7 @@ policy:
   draft:
     enabled: true
 """,
-    fix=(
-        "Train with `megatron_cfg.enabled: true` and `sequence_packing.enabled: false`, or disable the draft "
-        "model."
-    ),
+    fix="Train with `megatron_cfg.enabled: true`, `sequence_packing.enabled: false`, or disable the draft.",
 )
 
 
@@ -153,16 +137,14 @@ def check_draft(context: Context) -> None:
     if not reader.flag("policy.draft.enabled"):
         return
     if not megatron(reader):
-        context.error(
+        context.error_at(
             "policy.draft.enabled",
-            True,
             "policy.draft.enabled=true but policy.megatron_cfg.enabled is false: the draft model trains only with "
             "Megatron; enable policy.megatron_cfg or set policy.draft.enabled=false.",
         )
     if reader.flag("policy.sequence_packing.enabled"):
-        context.error(
+        context.error_at(
             "policy.sequence_packing.enabled",
-            True,
             "policy.draft.enabled=true with policy.sequence_packing.enabled=true: the draft model does not support "
             "sequence packing; set policy.sequence_packing.enabled=false or disable the draft model.",
         )
@@ -173,10 +155,7 @@ P4 = Rule(
     "dtensor-v1-unsupported-feature",
     summary="DTensor v1 supports neither LoRA nor dp_replicate_size > 1",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
-    what_it_checks=(
-        "That DTensor v1 (`dtensor_cfg._v2` not true, without Megatron) is not asked for LoRA "
-        "(`lora_cfg.enabled`) or `dp_replicate_size` > 1, which only DTensor v2 supports."
-    ),
+    what_it_checks="That DTensor v1 (`_v2` not true) is asked for neither LoRA nor `dp_replicate_size` > 1.",
     why_it_matters="`Policy.__init__` fails with an `AssertionError`/`ValueError` when the policy workers start (S4).",
     example="""\
 policy:
@@ -191,23 +170,20 @@ policy:
 
 @checks(P4, entries=ALL_ENTRIES)
 def check_dtensor_v1(context: Context) -> None:
-    """With DTensor (not Megatron) and ``dtensor_cfg._v2`` not true: ``lora_cfg.enabled`` false and
-    ``dp_replicate_size`` (default 1) ≤ 1; the fix is ``_v2: true``."""
+    """:data:`P4` with DTensor (not Megatron) and ``dtensor_cfg._v2`` not true (``dp_replicate_size``: 1)."""
     reader = context.reader
     if not dtensor(reader) or megatron(reader) or reader.flag("policy.dtensor_cfg._v2"):
         return
     if reader.flag("policy.dtensor_cfg.lora_cfg.enabled"):
-        context.error(
+        context.error_at(
             "policy.dtensor_cfg.lora_cfg.enabled",
-            True,
             "policy.dtensor_cfg.lora_cfg.enabled=true needs the DTensor v2 worker, but policy.dtensor_cfg._v2 is "
             "not true; set policy.dtensor_cfg._v2: true.",
         )
     replicate = reader.integer("policy.dtensor_cfg.dp_replicate_size", 1)
     if replicate > 1:
-        context.error(
+        context.error_at(
             "policy.dtensor_cfg.dp_replicate_size",
-            replicate,
             f"policy.dtensor_cfg.dp_replicate_size={replicate} needs the DTensor v2 worker, but "
             "policy.dtensor_cfg._v2 is not true; set policy.dtensor_cfg._v2: true (or dp_replicate_size: 1).",
         )
@@ -218,10 +194,7 @@ P18 = Rule(
     "training-world-not-divisible",
     summary="the training world is not a positive multiple of PP x CP x TP",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
-    what_it_checks=(
-        "That the training world (training nodes x GPUs per node) is a positive multiple of PP x CP x TP of "
-        "the training backend."
-    ),
+    what_it_checks="That the training GPUs (nodes x GPUs per node) are a positive multiple of PP x CP x TP.",
     why_it_matters="`Policy.__init__` raises a `ValueError` when the policy workers start (S4).",
     example="""\
 policy:
@@ -234,7 +207,7 @@ policy:
 
 @checks(P18, entries=ALL_ENTRIES)
 def check_training_placement(context: Context) -> None:
-    """With Megatron or DTensor and a known layout, the training GPUs are a positive multiple of PP × CP × TP."""
+    """:data:`P18` with Megatron or DTensor and a known layout."""
     parallel = train_parallel(context.reader)
     if parallel is None:
         return
@@ -243,7 +216,7 @@ def check_training_placement(context: Context) -> None:
         return
     world = split.train_nodes * split.train_gpn
     mp = parallel.pp * parallel.cp * parallel.tp
-    if mp < 1 or world < mp or world % mp != 0:
+    if world % mp != 0:
         context.error(
             parallel.tp_path,
             parallel.tp,
@@ -276,8 +249,7 @@ policy:
 
 @checks(P19, entries=ALL_ENTRIES)
 def check_tp_batch_variance(context: Context) -> None:
-    """With train TP ≥ 4, a present ``logprob_batch_size`` (null included) must equal the micro batch size,
-    unless bypassed (option, ``NRL_IGNORE_TP_ACCURACY_CHECK``, or ``force_on_policy_ratio`` outside grpo-sc)."""
+    """:data:`P19` for a present ``logprob_batch_size``; ``force_on_policy_ratio`` bypasses it off grpo-sc."""
     reader = context.reader
     parallel = train_parallel(reader)
     if parallel is None or parallel.tp < 4:
@@ -291,9 +263,8 @@ def check_tp_batch_variance(context: Context) -> None:
         return
     micro = reader.integer("policy.train_micro_batch_size")
     if micro != logprob:
-        context.error(
+        context.error_at(
             "policy.logprob_batch_size",
-            logprob,
             f"training TP={parallel.tp} (>= 4) with policy.train_micro_batch_size={micro} != "
             f"policy.logprob_batch_size={render(logprob)}: batch-size-dependent numerics make the logprobs disagree. Fix "
             "one of: make the two sizes equal; use training TP <= 2; set loss_fn.force_on_policy_ratio=true; or "
@@ -306,30 +277,20 @@ P20 = Rule(
     "router-replay-prerequisites",
     summary="router replay needs vLLM, Megatron and no virtual pipeline parallelism",
     reference="megatron/router_replay.py:validate_router_replay_config ~53 (S4 / never)",
-    what_it_checks=(
-        "That router replay (`policy.router_replay.enabled`) runs with vLLM generation, Megatron training and "
-        "no virtual pipeline parallelism."
-    ),
-    why_it_matters=(
-        "`megatron/router_replay.py:validate_router_replay_config` (~53) raises a `ValueError` when the "
-        "policy workers start (S4); with DTensor the reference never checks, and routes are captured but "
-        "never replayed."
-    ),
+    what_it_checks="That router replay has vLLM generation, Megatron training, no virtual pipeline stages.",
+    why_it_matters="A `ValueError` at worker start (S4); DTensor is never checked and never replays.",
     example="""\
 policy:
   router_replay:
     enabled: true
 """,
-    fix=(
-        "Train with Megatron (`megatron_cfg.enabled: true`, `dtensor_cfg.enabled: false`), or disable router "
-        "replay."
-    ),
+    fix="Train with Megatron (`megatron_cfg.enabled: true`, `dtensor_cfg.enabled: false`) or turn it off.",
 )
 
 
 @checks(P20, entries=ALL_ENTRIES)
 def check_router_replay_policy(context: Context) -> None:
-    """Router replay needs the vLLM backend, Megatron (DTensor never replays) and virtual pipeline size 1."""
+    """:data:`P20` (DTensor never replays)."""
     reader = context.reader
     if not reader.flag("policy.router_replay.enabled"):
         return
@@ -348,10 +309,9 @@ def check_router_replay_policy(context: Context) -> None:
         )
         return
     vpp = reader.opt_integer("policy.megatron_cfg.virtual_pipeline_model_parallel_size")
-    if vpp is not None and vpp != 1:
-        context.error(
+    if vpp not in (None, 1):
+        context.error_at(
             "policy.megatron_cfg.virtual_pipeline_model_parallel_size",
-            vpp,
             f"policy.router_replay.enabled=true with virtual_pipeline_model_parallel_size={vpp}: router replay "
             "does not support virtual pipeline stages; set it to null or 1, or disable router replay.",
         )

@@ -1,9 +1,7 @@
 """Safe typed reads of a composed recipe for the preflight rules: defaults, forced values, unresolved leaves.
-
-A read never raises anything but three signals, which the rule runner turns into results: :class:`Unresolved`
-(the rule is skipped), :class:`WrongShape` (a finding of the reading rule at that path) and :class:`MissingKey`
-(P1).  Absent keys take the trainer's defaults; a null parent reads as absent (``.get(...) or {}``).
-"""
+A read raises only the signals the rule runner turns into results: :class:`Unresolved` (the rule is skipped),
+:class:`WrongShape` (a finding of the reading rule at its path) and :class:`MissingKey` (P1). Absent keys take
+the trainer's defaults; a null parent reads as absent (``.get(...) or {}``)."""
 
 from __future__ import annotations
 
@@ -39,7 +37,6 @@ REQUIRED: Final = Required()
 MAX_RECIPE_INT: Final = 2**63 - 1
 """The largest magnitude an int read by a rule may have (signed 64-bit); a larger one is a finding of the rule."""
 
-_PG = "policy.generation"
 _VC = "policy.generation.vllm_cfg"
 
 TRAINER_DEFAULTS: Final[Mapping[str, object]] = {
@@ -99,15 +96,14 @@ class MissingKey(_Signal):
     """``path`` is absent, but the trainer indexes it directly (a KeyError at start-up)."""
 
 
-_IN_RANGE = "within the signed 64-bit range (at most 2**63 - 1 in magnitude)"
-
-
 def _checked_int(path: str, found: object, expected: str) -> int:
     """``found`` when it is an int (never a bool) of magnitude at most :data:`MAX_RECIPE_INT`, else WrongShape."""
     if not isinstance(found, int) or isinstance(found, bool):
         raise WrongShape(path, found, expected)
     if abs(found) > MAX_RECIPE_INT:
-        raise WrongShape(path, found, f"{expected}, {_IN_RANGE}")
+        raise WrongShape(
+            path, found, f"{expected}, within the signed 64-bit range (at most 2**63 - 1 in magnitude)"
+        )
     return found
 
 
@@ -135,11 +131,6 @@ class Reader:
         self._unresolved = tuple(str(path) for path in unresolved)
         self._forced = dict(forced or {})
 
-    def _check_resolved(self, path: str, *, deep: bool) -> None:
-        for leaf in self._unresolved:
-            if is_under(path, (leaf,)) or (deep and is_under(leaf, (path,))):
-                raise Unresolved(leaf)
-
     def is_unresolved(self, path: str) -> bool:
         """Whether ``path`` itself is a leaf that failed resolution (it was dropped from its mapping)."""
         return path in self._unresolved
@@ -147,7 +138,9 @@ class Reader:
     def _lookup(self, path: str, *, deep: bool = True) -> object:
         if path in self._forced:
             return self._forced[path]
-        self._check_resolved(path, deep=deep)
+        for leaf in self._unresolved:
+            if is_under(path, (leaf,)) or (deep and is_under(leaf, (path,))):
+                raise Unresolved(leaf)
         node: object = self._root
         walked = ""
         for key in split_path(path):
@@ -199,11 +192,9 @@ class Reader:
     def flag(self, path: str, default: bool | Required = False) -> bool:
         """A boolean flag; null reads as false (the trainer tests truthiness of ``.get``)."""
         found = self._get(path, default)
-        if found is None:
-            return False
-        if not isinstance(found, bool):
-            raise WrongShape(path, found, "true or false")
-        return found
+        if found is None or isinstance(found, bool):
+            return bool(found)
+        raise WrongShape(path, found, "true or false")
 
     def truthy(self, path: str) -> bool:
         """Python truthiness of the value, absent reading false (``if cfg.get(key):`` in the trainer)."""
@@ -253,17 +244,13 @@ class Reader:
     def opt_text(self, path: str) -> str | None:
         """A string or null; absent reads as null."""
         found = self._get(path, None)
-        if found is None:
-            return None
-        if not isinstance(found, str):
-            raise WrongShape(path, found, "a string or null")
-        return found
+        if found is None or isinstance(found, str):
+            return found
+        raise WrongShape(path, found, "a string or null")
 
     def mapping(self, path: str) -> Mapping[object, object] | None:
         """A mapping; absent or null reads as None."""
         found = self._get(path, None)
-        if found is None:
-            return None
-        if not isinstance(found, Mapping):
-            raise WrongShape(path, found, "a mapping or null")
-        return found
+        if found is None or isinstance(found, Mapping):
+            return found
+        raise WrongShape(path, found, "a mapping or null")

@@ -43,7 +43,6 @@ class PreflightOptions:
             if self.entrypoint not in ENTRYPOINTS:
                 raise ConfigContractError(
                     f"entrypoint must be one of {render_list(ENTRYPOINTS)}, got {render(self.entrypoint)}",
-                    path=None,
                     value=render(self.entrypoint),
                 )
         for name in ("vllm_version", "gpu_capability"):
@@ -71,7 +70,6 @@ def _check_pair(name: str, value: object) -> None:
     if min(value) < 0:
         raise ConfigContractError(
             f"{name} must be a (major, minor) tuple of non-negative ints, got {render(value)}",
-            path=None,
             value=render(value),
         )
 

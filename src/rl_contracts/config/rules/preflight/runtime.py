@@ -1,7 +1,5 @@
 """NEEDS-RUNTIME rules (PREFLIGHT.md §4): each is reported skipped, naming its input, only where it applies to the
-recipe (so a recipe collects no notes for features it lacks); N2/N7 run with ``PreflightOptions.model_config``,
-N3 with ``gpu_capability`` and a vLLM version.
-"""
+recipe; N2/N7 run with ``PreflightOptions.model_config``, N3 with ``gpu_capability`` and a vLLM version."""
 
 from __future__ import annotations
 
@@ -48,11 +46,8 @@ N1 = Rule(
     summary="validation is enabled but there may be no validation dataset",
     reference="algorithms/grpo.py:setup ~640 (S1)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "With validation on (`val_period` > 0 or `val_at_start`/`val_at_end`): that there is a validation "
-        "dataset, which only the dataset loader knows. Reported as a skipped note unless the input is given."
-    ),
-    why_it_matters="`grpo.py:setup` (~640) fails at start-up (S1) when validation is on and no validation dataset loads.",
+    what_it_checks="With validation on: that a validation dataset exists (only the dataset loader knows).",
+    why_it_matters="`grpo.py:setup` fails at start-up (S1) when validation is on and no such dataset loads.",
     example="""\
 grpo:
   val_period: 10
@@ -71,12 +66,6 @@ def check_validation_dataset(context: Context) -> None:
         or reader.flag("grpo.val_at_end")
     ):
         context.skip("needs the dataset loader to know whether a validation dataset exists")
-
-
-def _r3_path(context: Context) -> str:
-    if context.reader.flag("policy.router_replay.enabled"):
-        return "policy.router_replay.enabled"
-    return f"{VLLM_KWARGS}.enable_return_routed_experts"
 
 
 def expert_count(model_config: Mapping[str, object]) -> int:
@@ -98,15 +87,8 @@ N2 = Rule(
     summary="router replay needs a mixture-of-experts model",
     reference="vLLM (0.32 engine config; 0.30 worker start)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "That router replay runs on a mixture-of-experts model (the model's `config.json` has experts). "
-        "Reported as a skipped note unless the input is given. Input: `--model-config`, or the served model "
-        "naming a local folder of the repository with a `config.json`."
-    ),
-    why_it_matters=(
-        "vLLM 0.32 rejects routed experts for a dense model at engine config (S3); 0.30 fails at worker start "
-        "while binding the route capturer."
-    ),
+    what_it_checks="That the model has routed experts. Input: `--model-config`, or a local model folder.",
+    why_it_matters="vLLM 0.32 rejects a dense model at engine config (S3); 0.30 fails at worker start.",
     example="""\
 policy:
   generation:
@@ -120,7 +102,7 @@ policy:
 
 @checks(N2, entries=ALL_ENTRIES)
 def check_moe_model(context: Context) -> None:
-    """With routed experts: the model (``model_config``) must have routed experts (:func:`expert_count`)."""
+    """With routed experts: ``model_config`` must have routed experts (:func:`expert_count`)."""
     reader = context.reader
     if not (is_vllm(reader) and routed_experts_enabled(reader)):
         return
@@ -132,7 +114,9 @@ def check_moe_model(context: Context) -> None:
         )
         return
     if expert_count(model) == 0:
-        path = _r3_path(context)
+        path = "policy.router_replay.enabled"
+        if not reader.flag(path):
+            path = f"{VLLM_KWARGS}.enable_return_routed_experts"
         context.error(
             path,
             True,
@@ -147,15 +131,8 @@ N3 = Rule(
     summary="vLLM 0.32 routed experts need prefix caching, which the trainer enables only on capability >= 8",
     reference="vllm/vllm_worker.py:_resolve_enable_prefix_caching ~84 (S3)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "On vLLM 0.32 with routed experts and `enable_prefix_caching` null: that the generation GPUs have "
-        "compute capability 8 or more, where the trainer turns prefix caching on (routed experts need it). "
-        "Reported as a skipped note unless the input is given. Input: `--gpu-capability`."
-    ),
-    why_it_matters=(
-        "`vllm_worker.py:_resolve_enable_prefix_caching` (~84) leaves prefix caching off below capability 8, "
-        "and vLLM 0.32 then rejects routed experts at engine start (S3)."
-    ),
+    what_it_checks="With `enable_prefix_caching` null: GPU capability 8 or more. Input: `--gpu-capability`.",
+    why_it_matters="Below capability 8 the trainer leaves prefix caching off, which vLLM 0.32 rejects (S3).",
     example="""\
 policy:
   generation:
@@ -169,8 +146,7 @@ policy:
 
 @checks(N3, entries=ALL_ENTRIES)
 def check_prefix_caching_capability(context: Context) -> None:
-    """With routed experts, vLLM ≥ 0.32 and ``enable_prefix_caching`` null: the trainer turns prefix caching on
-    only on compute capability ≥ 8.0, which ``gpu_capability`` gives."""
+    """:data:`N3` with routed experts, vLLM ≥ 0.32 (or no version) and ``enable_prefix_caching`` null."""
     reader = context.reader
     if not (is_vllm(reader) and routed_experts_enabled(reader)):
         return
@@ -204,11 +180,7 @@ N4 = Rule(
     summary="vLLM 0.32 routed experts need Model Runner V2 in the launch environment",
     reference="vLLM config (S3)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "On vLLM 0.32 with routed experts: that the vLLM workers run Model Runner V2 "
-        "(`VLLM_USE_V2_MODEL_RUNNER`, Triton), which only the launch environment shows. Reported as a skipped "
-        "note unless the input is given."
-    ),
+    what_it_checks="With routed experts on vLLM 0.32: that the workers run Model Runner V2 (with Triton).",
     why_it_matters="vLLM 0.32 rejects routed experts without Model Runner V2 at engine start (S3).",
     example="""\
 policy:
@@ -225,8 +197,7 @@ policy:
 
 @checks(N4, entries=ALL_ENTRIES)
 def check_runner_v2_environment(context: Context) -> None:
-    """Needs the launch environment (``VLLM_USE_V2_MODEL_RUNNER``, Triton): skipped with routed experts unless
-    the vLLM version is below 0.32."""
+    """Skipped with routed experts unless the vLLM version is below 0.32."""
     reader = context.reader
     version = context.options.vllm_version
     if is_vllm(reader) and routed_experts_enabled(reader) and (version is None or version >= (0, 32)):
@@ -239,11 +210,8 @@ N5 = Rule(
     summary="Megatron needs TORCH_CUDA_ARCH_LIST in the launch environment",
     reference="models/policy/lm_policy.py ~147 (S4)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "With Megatron training: that `TORCH_CUDA_ARCH_LIST` is set in the policy workers' environment. "
-        "Reported as a skipped note unless the input is given."
-    ),
-    why_it_matters="`models/policy/lm_policy.py` (~147) fails when the policy workers start (S4).",
+    what_it_checks="With Megatron: that `TORCH_CUDA_ARCH_LIST` is set in the policy workers' environment.",
+    why_it_matters="`lm_policy.py` fails when the policy workers start (S4).",
     example="""\
 policy:
   megatron_cfg:
@@ -257,7 +225,7 @@ policy:
 
 @checks(N5, entries=ALL_ENTRIES)
 def check_megatron_arch_list(context: Context) -> None:
-    """Needs the launch environment: skipped with Megatron."""
+    """Skipped with Megatron."""
     if megatron(context.reader):
         context.skip("needs the launch environment of the policy workers (TORCH_CUDA_ARCH_LIST)")
 
@@ -268,11 +236,8 @@ N6 = Rule(
     summary="cluster.segment_size needs enough alive Ray nodes for training and generation",
     reference="algorithms/grpo.py:setup ~934 (S1)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "With `cluster.segment_size` set: that the Ray cluster has enough alive nodes per segment for "
-        "training and generation. Reported as a skipped note unless the input is given."
-    ),
-    why_it_matters="`grpo.py:setup` (~934) fails at start-up (S1) when too few nodes are alive.",
+    what_it_checks="With `cluster.segment_size`: that Ray has enough alive nodes per segment for both roles.",
+    why_it_matters="`grpo.py:setup` fails at start-up (S1) when too few nodes are alive.",
     example="""\
 cluster:
   segment_size: 1
@@ -283,7 +248,7 @@ cluster:
 
 @checks(N6, entries=ALL_ENTRIES)
 def check_ray_segments(context: Context) -> None:
-    """Needs the Ray cluster: skipped when ``cluster.segment_size`` is set."""
+    """Skipped when ``cluster.segment_size`` is set."""
     if context.reader.value("cluster.segment_size") not in (None, ABSENT):
         context.skip("needs the Ray cluster to count alive nodes per segment (cluster.segment_size is set)")
 
@@ -297,13 +262,8 @@ N7 = Rule(
     summary="quantized GPT-OSS / Mistral3 checkpoints need load_format dummy",
     reference="vllm/vllm_worker.py ~497-560 (S3)",
     severity=_SEVERITY,
-    what_it_checks=(
-        "With vLLM and a quantized GPT-OSS or Mistral3 checkpoint (the model's `config.json`): that the "
-        "engine loads with `load_format: dummy` (the weights arrive by refit). Reported as a skipped note "
-        "unless the input is given. Input: `--model-config`, or the served model naming a local folder of the "
-        "repository with a `config.json`."
-    ),
-    why_it_matters="`vllm_worker.py` (~497-560) fails loading the quantized checkpoint at engine start (S3).",
+    what_it_checks="That such a checkpoint loads with `load_format: dummy`. Input: `--model-config` (as N2).",
+    why_it_matters="The vLLM worker fails loading the quantized checkpoint at engine start (S3).",
     example="""\
 policy:
   generation:
@@ -322,8 +282,7 @@ policy:
 
 @checks(N7, entries=ALL_ENTRIES)
 def check_quantized_load_format(context: Context) -> None:
-    """(vLLM) A quantized GPT-OSS or Mistral3 model (``model_config``) needs the load format ``dummy`` (when unset,
-    what the trainer fills in: ``auto`` for sparse refit transports, else ``dummy``)."""
+    """(vLLM) :data:`N7`; unset, the load format is ``auto`` for sparse refit transports, else ``dummy``."""
     reader = context.reader
     if not is_vllm(reader):
         return

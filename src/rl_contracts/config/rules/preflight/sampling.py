@@ -1,11 +1,5 @@
 """Preflight rules of sampling agreement: a truncated support no learner renormalises over (P30) and a
-distillation teacher that scores at other sampling parameters than the student generates with (P31).
-
-NeMo RL's learner rebuilds vLLM's top-k/top-p support before its log-softmax, except with Megatron's fused linear
-logprobs, which ``grpo.setup`` refuses with top-k/top-p (P8) but the single-controller path never checks: there,
-processed logprobs bias every importance weight (P30).  The student's and the teacher's workers scale by their own
-``generation`` parameters (P31).
-"""
+distillation teacher that scores at other sampling parameters than the student generates with (P31)."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render
 from ...finding import Finding
 from ...rule import Rule, checks
-from .context import ALL_ENTRIES, Context
+from .context import ALL_ENTRIES, SC_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, is_vllm, megatron
 from .reader import MissingKey, Reader, Unresolved, WrongShape
 from .report import PreflightOptions
@@ -29,8 +23,6 @@ __all__ = [
     "distillation_scoring_findings",
 ]
 
-_LOSS: Final = "loss_fn"
-_PROCESSED: Final = "processed_logprobs"
 _SAMPLING: Final = ("temperature", "top_p", "top_k")
 _UNSET_SAMPLING: Final[dict[str, object]] = {"temperature": 1.0, "top_p": 1.0, "top_k": None}
 """How a worker without a ``generation`` section scores: no temperature, no filter."""
@@ -41,18 +33,13 @@ P30 = Rule(
     summary="processed logprobs under top-p/top-k against a learner that does not renormalise, with IS correction",
     reference="algorithms/loss/utils.py:prepare_loss_input, algorithms/grpo.py:setup ~682 (never; single controller)",
     what_it_checks=(
-        "That a single-controller recipe sampling with a top-p/top-k filter (`policy.generation.top_p` < 1 or "
-        "`top_k` > 0) and returning processed logprobs (`vllm_cfg.logprobs_mode: processed_logprobs`) does not "
-        "apply importance-sampling correction (`loss_fn.use_importance_sampling_correction`) with Megatron's "
-        "fused linear logprobs (`megatron_cfg.use_fused_linear_logprobs`), which compute the learner's logprobs "
-        "from unfiltered logits. NeMo RL's other learner paths rebuild the filter from `policy.generation` and "
-        "renormalise over it; `grpo.setup` refuses the fused path with a filter (P8), but the single-controller "
-        "script never calls it."
+        "That a single-controller recipe sampling with top-p < 1 or top-k > 0 and returning processed "
+        "logprobs does not apply importance-sampling correction with Megatron's fused linear logprobs, which "
+        "use unfiltered logits (other learner paths renormalise over the filter; P8 never runs here)."
     ),
     why_it_matters=(
-        "vLLM's processed logprobs are renormalised over the kept support, log(p/S); the fused learner gives "
-        "log p. Every importance weight carries log S < 0 (top_p 0.95: about -0.04), a small signed bias that "
-        "passes mult_prob_error < 1.05 and silently reweights training (never reported)."
+        "Processed logprobs are log(p/S) over the kept support, the fused learner's log p: each importance "
+        "weight carries log S < 0 (top_p 0.95: about -0.04), a silent bias within mult_prob_error's bound."
     ),
     example="""\
 grpo:
@@ -76,21 +63,17 @@ policy:
 loss_fn:
   use_importance_sampling_correction: true
 """,
-    fix=(
-        "Turn `use_fused_linear_logprobs` off (the learner then renormalises over the top-p/top-k support), "
-        "sample without a filter, or return raw logprobs (`logprobs_mode: raw_logprobs`)."
-    ),
+    fix="Turn `use_fused_linear_logprobs` off, drop the top-p/top-k filter, or return raw logprobs.",
 )
 
 
-@checks(P30, entries=frozenset({"grpo-sc"}))
+@checks(P30, entries=SC_ENTRIES)
 def check_truncated_support(context: Context) -> None:
-    """Processed logprobs under top-p/top-k with importance-sampling correction and fused linear logprobs: one
-    error at ``use_fused_linear_logprobs`` (an absent ``logprobs_mode`` is vLLM's ``raw_logprobs``)."""
+    """:data:`P30`: one error at ``use_fused_linear_logprobs`` (an absent ``logprobs_mode`` is raw)."""
     reader = context.reader
-    if not (is_vllm(reader) and reader.value(f"{VLLM_CFG}.logprobs_mode") == _PROCESSED):
+    if not (is_vllm(reader) and reader.value(f"{VLLM_CFG}.logprobs_mode") == "processed_logprobs"):
         return
-    if not reader.flag(f"{_LOSS}.use_importance_sampling_correction"):
+    if not reader.flag("loss_fn.use_importance_sampling_correction"):
         return
     fused = "policy.megatron_cfg.use_fused_linear_logprobs"
     if not (megatron(reader) and reader.flag(fused)):
@@ -100,12 +83,11 @@ def check_truncated_support(context: Context) -> None:
     kept += [f"top_k={render(top_k)}"] if top_k is not None and top_k > 0 else []
     if not kept:
         return
-    context.error(
+    context.error_at(
         fused,
-        True,
         f"{GENERATION} samples with {', '.join(kept)} and vLLM returns processed logprobs, renormalised over the "
         "kept support (log(p/S)), while the fused linear logprobs give the learner's log p over the full "
-        f"vocabulary: every importance weight of {_LOSS}.use_importance_sampling_correction carries log S < 0. "
+        "vocabulary: every importance weight of loss_fn.use_importance_sampling_correction carries log S < 0. "
         "Turn use_fused_linear_logprobs off (the learner then renormalises over the support), sample without "
         "top-p/top-k, or set logprobs_mode: raw_logprobs.",
     )
@@ -116,15 +98,8 @@ P31 = Rule(
     "teacher-scores-at-other-sampling",
     summary="a distillation teacher scores at other sampling parameters than the student generates with",
     reference="algorithms/distillation.py:setup (teacher Policy), policy workers get_topk_logits/train (never)",
-    what_it_checks=(
-        "That `teacher.generation.{temperature, top_p, top_k}` equal `policy.generation`'s; a teacher without a "
-        "`generation` section scores at temperature 1 without a filter, so the student must generate that way."
-    ),
-    why_it_matters=(
-        "The student's logits are scaled and filtered by `policy.generation`, the teacher's by its own section: "
-        "the distillation loss then matches two distributions taken at different temperatures or supports, a "
-        "silent bias nothing reports (slime #2085)."
-    ),
+    what_it_checks="That the teacher samples like the student (no `generation`: temperature 1, no filter).",
+    why_it_matters="Each side scales logits by its own section: the distillation loss is silently biased.",
     example="""\
 policy:
   generation:
@@ -134,15 +109,13 @@ teacher:
   generation:
     temperature: 1.0
 """,
-    fix="Give `teacher.generation` the student's `temperature`, `top_p` and `top_k` (a YAML anchor keeps them "
-    "equal), or generate with the teacher's.",
+    fix="Give `teacher.generation` the student's sampling keys (a YAML anchor), or use the teacher's.",
 )
 
 
 @checks(P31, entries=ALL_ENTRIES)
 def check_distillation_scoring(context: Context) -> None:
-    """With a ``teacher`` mapping: one error, at the teacher's path, per sampling key of ``teacher.generation``
-    that differs from ``policy.generation``'s (both read as ``_sampling_value`` reads them)."""
+    """:data:`P31` with a ``teacher`` mapping: one error per differing sampling key, at the teacher's path."""
     reader = context.reader
     if reader.mapping("teacher") is None or reader.mapping(GENERATION) is None:
         return
@@ -153,9 +126,8 @@ def check_distillation_scoring(context: Context) -> None:
         teacher = _sampling_value(ABSENT if section is None else reader.value(path), name)
         if student == teacher:
             continue
-        where = path if section is not None else "teacher.generation"
         context.error(
-            where,
+            path if section is not None else "teacher.generation",
             teacher if section is not None else ABSENT,
             f"the teacher scores at {name}={render(teacher)} but the student generates at {GENERATION}.{name}="
             f"{render(student)}: the distillation loss compares distributions taken at different sampling "

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...._internal.config_absent import ABSENT
 from ...._internal.messages import render
 from ...rule import Rule, checks
-from .context import LEGACY_ENTRIES, Context
+from .context import LEGACY_ENTRIES, SC_ENTRIES, Context
 from .facts import GENERATION, VLLM_CFG, VLLM_KWARGS, backend, gym, is_vllm
-from .report import Entrypoint
 
 __all__ = [
     "P23",
@@ -22,7 +22,6 @@ __all__ = [
     "check_single_controller_gates",
 ]
 
-_GYM: frozenset[Entrypoint] = frozenset({"grpo-gym"})
 _ASYNC_BACKENDS = ("vllm", "megatron", "trtllm", "dynamo")
 
 
@@ -32,14 +31,10 @@ P23 = Rule(
     summary="legacy async GRPO with a backend or feature it excludes",
     reference="algorithms/grpo.py:async_grpo_train ~4114-4180, examples/run_grpo.py after setup (S5)",
     what_it_checks=(
-        "That legacy async GRPO (`grpo.async_grpo.enabled`) runs on a backend and with features it supports: "
-        "vLLM with the async engine (or megatron, trtllm, dynamo), importance-sampling correction, no "
-        "colocation except with megatron, no dynamic sampling, reward scaling or shaping, one dataloader."
+        "That legacy async GRPO has vLLM's async engine (or megatron, trtllm, dynamo), IS correction, no "
+        "colocation (bar megatron), no dynamic sampling, reward scaling or shaping, one dataloader."
     ),
-    why_it_matters=(
-        "`grpo.py:async_grpo_train` (~4114-4180) fails an assertion or raises `NotImplementedError` only "
-        "after every model is loaded (S5)."
-    ),
+    why_it_matters="`async_grpo_train` fails an assertion or raises after every model is loaded (S5).",
     example="""\
 grpo:
   async_grpo:
@@ -51,16 +46,14 @@ grpo:
 
 @checks(P23, entries=LEGACY_ENTRIES)
 def check_legacy_async(context: Context) -> None:
-    """With ``grpo.async_grpo.enabled``: the preconditions of :data:`P23`, and a warning for
-    ``max_trajectory_age_steps > 1`` without ``in_flight_weight_updates``."""
+    """:data:`P23`; a warning for ``max_trajectory_age_steps > 1`` without in-flight weight updates."""
     reader = context.reader
     if not reader.flag("grpo.async_grpo.enabled"):
         return
     name = backend(reader)
     if name not in _ASYNC_BACKENDS:
-        context.error(
+        context.error_at(
             f"{GENERATION}.backend",
-            name,
             f"grpo.async_grpo.enabled=true supports backends vllm, megatron, trtllm and dynamo, got {render(name)}; "
             "change the backend or disable async GRPO.",
         )
@@ -76,9 +69,8 @@ def check_legacy_async(context: Context) -> None:
             "off-policy); enable it.",
         )
     if name != "megatron" and reader.flag(f"{GENERATION}.colocated.enabled"):
-        context.error(
+        context.error_at(
             f"{GENERATION}.colocated.enabled",
-            True,
             f"grpo.async_grpo.enabled=true with backend {render(name)} needs non-colocated generation; set "
             "policy.generation.colocated.enabled=false and give generation its own resources.",
         )
@@ -89,13 +81,12 @@ def check_legacy_async(context: Context) -> None:
         "data.use_multiple_dataloader",
     ):
         if reader.flag(path):
-            context.error(
-                path, True, f"grpo.async_grpo.enabled=true does not support {path}=true; set it to false."
+            context.error_at(
+                path, f"grpo.async_grpo.enabled=true does not support {path}=true; set it to false."
             )
     if reader.flag("policy.router_replay.enabled") and reader.flag("data_plane.enabled"):
-        context.error(
+        context.error_at(
             "data_plane.enabled",
-            True,
             "grpo.async_grpo.enabled=true with policy.router_replay.enabled=true does not support "
             "data_plane.enabled=true; disable the data plane.",
         )
@@ -109,22 +100,13 @@ def check_legacy_async(context: Context) -> None:
         )
 
 
-_SC: frozenset[Entrypoint] = frozenset({"grpo-sc"})
-
-
 P24 = Rule(
     "P24",
     "single-controller-prerequisites",
     summary="the single-controller path needs the data plane, no validation, one dataloader and vLLM/SGLang",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S0-S1)",
-    what_it_checks=(
-        "That the single-controller path (`examples/run_grpo_single_controller.py`) has the data plane on, "
-        "validation off, one dataloader, and a vLLM or SGLang backend (vLLM with NeMo-Gym)."
-    ),
-    why_it_matters=(
-        "`single_controller_utils/setup.py` (~129-199, ~505-560) raises a `ValueError`/`NotImplementedError` "
-        "at config load or start-up (S0-S1)."
-    ),
+    what_it_checks="That the single-controller path has the data plane on, no validation, one dataloader.",
+    why_it_matters="A `ValueError`/`NotImplementedError` at config load or start-up (S0-S1).",
     example="""\
 grpo:
   async_grpo: null
@@ -138,7 +120,7 @@ async_rl:
 )
 
 
-@checks(P24, entries=_SC)
+@checks(P24, entries=SC_ENTRIES)
 def check_single_controller_gates(context: Context) -> None:
     """(grpo-sc) the data plane on, validation and multiple dataloaders off, backend vllm or sglang."""
     reader = context.reader
@@ -149,27 +131,24 @@ def check_single_controller_gates(context: Context) -> None:
         )
     period = reader.integer("grpo.val_period")
     if period > 0:
-        context.error(
+        context.error_at(
             "grpo.val_period",
-            period,
             f"the single-controller path does not support validation, but grpo.val_period={period}; set it to 0.",
         )
     for path in ("grpo.val_at_start", "grpo.val_at_end", "data.use_multiple_dataloader"):
         if reader.flag(path):
-            context.error(
-                path, True, f"the single-controller path does not support {path}=true; set it to false."
+            context.error_at(
+                path, f"the single-controller path does not support {path}=true; set it to false."
             )
     name = backend(reader)
     if name not in ("vllm", "sglang"):
-        context.error(
+        context.error_at(
             f"{GENERATION}.backend",
-            name,
             f"the single-controller path supports backends vllm and sglang, got {render(name)}; change it.",
         )
     elif gym(reader) and name != "vllm":
-        context.error(
+        context.error_at(
             f"{GENERATION}.backend",
-            name,
             "env.should_use_nemo_gym=true on the single-controller path needs backend 'vllm'; change it.",
         )
 
@@ -180,26 +159,22 @@ P26 = Rule(
     summary="single-controller batch, sampler, checkpoint metric or KL settings that cannot run",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
     what_it_checks=(
-        "That the single-controller batch settings can run: `num_prompts_per_step` at least "
-        "`async_rl.min_groups_for_streaming_train`, prompts x generations == `train_global_batch_size`, the "
-        "`ready_first` sampler with importance sampling and without forced on-policy ratio, a `train:` "
-        "checkpoint metric, and reference logprobs when the KL penalty is on."
+        "That `num_prompts_per_step` >= `async_rl.min_groups_for_streaming_train`, prompts x generations == "
+        "`train_global_batch_size`, `ready_first` sampling with IS correction and no forced on-policy ratio, "
+        "a `train:` checkpoint metric, and reference logprobs for a KL penalty."
     ),
-    why_it_matters="`single_controller_utils/config.py` (~678) and `setup.py` raise a `ValueError` at start-up (S1).",
+    why_it_matters="The single-controller config and setup raise a `ValueError` at start-up (S1).",
     example="""\
 grpo:
   async_grpo: null
 data_plane:
   enabled: true
 """,
-    fix=(
-        "Raise `num_prompts_per_step` or lower `async_rl.min_groups_for_streaming_train` (default 32), or "
-        "meet the condition named."
-    ),
+    fix="Raise `num_prompts_per_step` to `async_rl.min_groups_for_streaming_train`, or as the finding says.",
 )
 
 
-@checks(P26, entries=_SC)
+@checks(P26, entries=SC_ENTRIES)
 def check_single_controller_batch(context: Context) -> None:
     """(grpo-sc) the batch, sampler, checkpoint-metric and KL-reference conditions of :data:`P26`."""
     reader = context.reader
@@ -207,17 +182,15 @@ def check_single_controller_batch(context: Context) -> None:
     g = reader.count("grpo.num_generations_per_prompt")
     groups = reader.count("async_rl.min_groups_for_streaming_train")
     if n < groups:
-        context.error(
+        context.error_at(
             "grpo.num_prompts_per_step",
-            n,
             f"grpo.num_prompts_per_step={n} < async_rl.min_groups_for_streaming_train={groups} (the default is "
             "32): the streaming trainer would never start a batch; raise num_prompts_per_step or lower it.",
         )
     gbs = reader.integer("policy.train_global_batch_size")
     if n * g != gbs:
-        context.error(
+        context.error_at(
             "policy.train_global_batch_size",
-            gbs,
             f"the single-controller path needs policy.train_global_batch_size == {n} x {g} = {n * g}, got {gbs}; "
             f"set it to {n * g}.",
         )
@@ -229,26 +202,23 @@ def check_single_controller_batch(context: Context) -> None:
                 "enable it.",
             )
         if reader.flag("loss_fn.force_on_policy_ratio"):
-            context.error(
+            context.error_at(
                 "loss_fn.force_on_policy_ratio",
-                True,
                 "async_rl.sampler.name='ready_first' is off-policy and excludes loss_fn.force_on_policy_ratio=true; "
                 "set it to false.",
             )
     if reader.flag("checkpointing.enabled"):
         metric = reader.opt_text("checkpointing.metric_name")
         if metric is not None and not metric.startswith("train:"):
-            context.error(
+            context.error_at(
                 "checkpointing.metric_name",
-                metric,
                 f"checkpointing.metric_name={render(metric)}: the single-controller path has no validation, so the "
                 "metric must start with 'train:'; use a train: metric or set it to null.",
             )
     penalty = reader.number("loss_fn.reference_policy_kl_penalty")
     if penalty != 0 and reader.flag("grpo.skip_reference_policy_logprobs_calculation"):
-        context.error(
+        context.error_at(
             "loss_fn.reference_policy_kl_penalty",
-            penalty,
             f"loss_fn.reference_policy_kl_penalty={render(penalty)} (the default is 0.01) needs reference "
             "logprobs, but grpo.skip_reference_policy_logprobs_calculation=true; set the penalty to 0 or compute "
             "them.",
@@ -260,12 +230,8 @@ P27 = Rule(
     "gym-script-prerequisites",
     summary="the NeMo-Gym script needs gym, no max_val_samples and a video limit mapping",
     reference="examples/nemo_gym/run_grpo_nemo_gym.py ~148-210 (S1, before Ray)",
-    what_it_checks=(
-        "That the NeMo-Gym script (`examples/nemo_gym/run_grpo_nemo_gym.py`) runs with NeMo-Gym on, "
-        "`grpo.max_val_samples: null` and, with `vllm_cfg.video`, a `vllm_kwargs.limit_mm_per_prompt.video` "
-        "mapping."
-    ),
-    why_it_matters="The script fails an assertion or raises a `ValueError` before Ray starts (S1, ~148-210).",
+    what_it_checks="That the NeMo-Gym script has gym on, `max_val_samples: null` and a video limit mapping.",
+    why_it_matters="The script fails an assertion or raises a `ValueError` before Ray starts (S1).",
     example="""\
 env:
   should_use_nemo_gym: true
@@ -274,7 +240,7 @@ env:
 )
 
 
-@checks(P27, entries=_GYM)
+@checks(P27, entries=frozenset({"grpo-gym"}))
 def check_gym_script(context: Context) -> None:
     """(grpo-gym) gym on, ``grpo.max_val_samples`` null, and with ``vllm_cfg.video`` a video limit mapping."""
     reader = context.reader
@@ -285,22 +251,16 @@ def check_gym_script(context: Context) -> None:
         )
     samples = reader.value("grpo.max_val_samples")
     if samples is not None:
-        context.error(
+        context.error_at(
             "grpo.max_val_samples",
-            samples,
             f"the NeMo-Gym script rejects grpo.max_val_samples={render(samples)} (absent means 256); set it to "
             "null.",
         )
-    if (
-        is_vllm(reader)
-        and reader.value(f"{VLLM_CFG}.video") not in (None, False)
-        and reader.present(f"{VLLM_CFG}.video")
-    ):
+    if is_vllm(reader) and reader.value(f"{VLLM_CFG}.video") not in (None, False, ABSENT):
         limit = reader.value(f"{VLLM_KWARGS}.limit_mm_per_prompt.video")
         if not isinstance(limit, Mapping):
-            context.error(
+            context.error_at(
                 f"{VLLM_KWARGS}.limit_mm_per_prompt.video",
-                limit,
                 f"vllm_cfg.video is set, so {VLLM_KWARGS}.limit_mm_per_prompt.video must be a mapping (e.g. "
                 f"{{count: 1, num_frames: 32}}), got {render(limit)}; set it.",
             )

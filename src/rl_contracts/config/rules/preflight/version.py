@@ -29,7 +29,6 @@ def parse_vllm_version(text: str) -> tuple[int, int]:
     if match is None:
         raise ConfigContractError(
             f"vllm version must look like MAJOR.MINOR (e.g. 0.32), got {render(text)}",
-            path=None,
             value=render(text),
         )
     return int(match.group(1)), int(match.group(2))
