@@ -29,10 +29,14 @@ P13 = Rule(
     summary="the cluster leaves no GPUs for training or generation (legacy accounting)",
     reference="algorithms/grpo.py:setup ~760-915 (S1)",
     what_it_checks=(
-        "The legacy split of `cluster` into training and generation GPUs, reward-model and non-colocated OPD "
-        "teacher resources subtracted: every part gets a node and a GPU, in a shape the split can give."
+        "The legacy split of `cluster` (N nodes of G GPUs) into training and generation GPUs, reward-model "
+        "and non-colocated OPD teacher resources subtracted: every part gets at least one node and one GPU, "
+        "and a non-colocated generation asks for a shape the split can give."
     ),
-    why_it_matters="`grpo.py:setup` fails an assertion (a `TypeError` for a null node count) after Ray (S1).",
+    why_it_matters=(
+        "`grpo.py:setup` (~760-915) fails an assertion, or crashes with a `TypeError` for a null node count, "
+        "at start-up (S1), after Ray connected."
+    ),
     example="""\
 policy:
   generation:
@@ -182,7 +186,11 @@ P25 = Rule(
     "cluster-accounting-single-controller",
     summary="the cluster leaves no GPUs for training or generation (single-controller accounting)",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
-    what_it_checks="The single-controller split: colocated shares every GPU, else training keeps a GPU/node.",
+    what_it_checks=(
+        "The single-controller split of `cluster` into training and generation GPUs: colocated uses every GPU "
+        "for both; otherwise generation takes `colocated.resources` and training must keep at least one "
+        "GPU/node."
+    ),
     why_it_matters="`single_controller_utils/setup.py` fails an assertion or raises a `ValueError` at start-up (S1).",
     example="""\
 grpo:

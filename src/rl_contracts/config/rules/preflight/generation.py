@@ -50,10 +50,14 @@ P14 = Rule(
     summary="FP8 generation or an FP8 KV cache with settings that cannot run",
     reference="algorithms/grpo.py ~1321-1338, vllm/quantization/fp8.py:init_fp8 ~199 (S2/S3)",
     what_it_checks=(
-        "That FP8 generation (`vllm_cfg.precision: fp8`) has importance-sampling correction and a compatible "
-        "KV cache, and an FP8 KV cache FP8 precision, DTensor off, no async engine and Megatron PP 1."
+        "That FP8 generation (`vllm_cfg.precision: fp8`) uses importance-sampling correction and a compatible "
+        "KV cache, and that an FP8 KV cache comes with FP8 precision, DTensor off, no async engine and "
+        "Megatron pipeline size 1."
     ),
-    why_it_matters="An `AssertionError`/`ValueError` after the placement groups or at engine start (S2/S3).",
+    why_it_matters=(
+        "`grpo.py` (~1321-1338) and `vllm/quantization/fp8.py:init_fp8` (~199) raise an "
+        "`AssertionError`/`ValueError` after the placement groups or at engine start (S2/S3)."
+    ),
     example="""\
 policy:
   generation:
@@ -127,9 +131,13 @@ P15 = Rule(
     reference="weight_sync/vllm_remote_sparse_weight_synchronizer.py:validate_vllm_remote_sparse_refit ~47 (S2)",
     what_it_checks=(
         "That a sparse refit transport (`vllm_s3_sparse`, `vllm_zmq_sparse`) runs non-colocated, with "
-        "Megatron, without FP8 precision or KV cache, `quant_cfg` or `real_quant`, and (S3) with a bucket."
+        "Megatron, without FP8 precision or KV cache, without `quant_cfg` or `real_quant`, and (S3) with a "
+        "storage bucket."
     ),
-    why_it_matters="The transport's validation raises a `ValueError` after the placement groups (S2).",
+    why_it_matters=(
+        "`validate_vllm_remote_sparse_refit` (`weight_sync/vllm_remote_sparse_weight_synchronizer.py` ~47) "
+        "raises a `ValueError` after the placement groups (S2)."
+    ),
     example="""\
 policy:
   generation:
@@ -204,10 +212,15 @@ P16 = Rule(
     summary="a vllm_kwargs key collides with an engine argument the trainer sets",
     reference="vllm/vllm_worker.py:_load_model ~570-596, algorithms/grpo.py ~1345 (S3)",
     what_it_checks=(
-        "That `vllm_kwargs` holds no engine argument the trainer passes (`model`, `seed`, `max_model_len`, "
-        "...), with a warning for the keys it overwrites (`distributed_executor_backend`, `hf_overrides`)."
+        "That `vllm_kwargs` holds no engine argument the trainer already passes (`model`, `seed`, "
+        "`tensor_parallel_size`, `gpu_memory_utilization`, `max_model_len`, ...), and warns about the keys it "
+        "silently overwrites (`distributed_executor_backend`, `hf_overrides`)."
     ),
-    why_it_matters="A duplicate keyword is a `TypeError` at engine start (S3), an overwrite silently lost.",
+    why_it_matters=(
+        "The engine is built with the trainer's keyword arguments plus `**vllm_kwargs`: a duplicate keyword "
+        "is a `TypeError` at engine start (S3, `vllm_worker.py:_load_model` ~570-596); an overwritten one is "
+        "silently lost."
+    ),
     example="""\
 policy:
   generation:
@@ -263,7 +276,10 @@ P17 = Rule(
         "That vLLM engines fit the generation GPUs: the generation world is a multiple of TP x PP, per-node "
         "placement divides the GPUs per node, and with EP > TP the engines form whole data-parallel groups."
     ),
-    why_it_matters="An assertion or data-parallel size check fails after spawning workers (S3), or a hang.",
+    why_it_matters=(
+        "`vllm_generation.py:__init__` (~121, ~263) fails an assertion or its data-parallel size check after "
+        "spawning workers (S3), or the engines hang at start."
+    ),
     example="""\
 policy:
   generation:
@@ -335,11 +351,15 @@ P21 = Rule(
     summary="routed experts (R3) with vLLM settings that vLLM rejects",
     reference="vLLM config/vllm.py (0.30 __post_init__ ~1280, 0.32 _verify_aux_output_compatibility ~1135) (S3)",
     what_it_checks=(
-        "That routed experts run with PP 1, no decode/prefill context parallelism, and per vLLM version no "
-        "KV connector (0.30) or no Nixl/MoRIIO/Mooncake connector, prefix caching on, Model Runner V2 and a "
-        "compatible speculative method (0.32)."
+        "That routed experts (router replay, or `vllm_kwargs.enable_return_routed_experts`) run with vLLM "
+        "settings vLLM accepts: PP 1, no decode/prefill context parallelism, and per version no KV connector "
+        "(0.30) or no Nixl/MoRIIO/Mooncake connector, prefix caching on, Model Runner V2 and a compatible "
+        "speculative method (0.32)."
     ),
-    why_it_matters="vLLM's config check raises a `ValueError` at engine start (S3).",
+    why_it_matters=(
+        "vLLM's config check (0.30 `__post_init__` ~1280, 0.32 `_verify_aux_output_compatibility` ~1135) "
+        "raises a `ValueError` at engine start (S3)."
+    ),
     example="""\
 policy:
   generation:
@@ -447,10 +467,14 @@ P22 = Rule(
     summary="nccl_reshard refit transport without its preconditions",
     reference="weight_sync/nccl_reshard_utils.py ~562, from algorithms/grpo.py ~1522 (S5)",
     what_it_checks=(
-        "That `nccl_reshard` refit has its preconditions: non-colocated vLLM, Megatron (not DTensor), no "
-        "EPLB or real quant, a supported Megatron layout, precision and FP8 recipe, vLLM EP 1 or TP, PP 1."
+        "That `refit_transport: nccl_reshard` has every precondition of the reference's own list: "
+        "non-colocated vLLM, Megatron (not DTensor), no EPLB or real quant, Megatron layout and pipeline "
+        "settings it supports, a supported precision and FP8 recipe, vLLM EP 1 or TP, and vLLM PP 1."
     ),
-    why_it_matters="The reshard setup raises a `ValueError` after every worker loaded its model (S5).",
+    why_it_matters=(
+        "`weight_sync/nccl_reshard_utils.py` (~562, from `grpo.py` ~1522) raises a `ValueError` after every "
+        "worker loaded its model (S5)."
+    ),
     example="""\
 policy:
   generation:
@@ -534,7 +558,10 @@ W1 = Rule(
     reference="experience/rollouts.py ~2354 (S6, gym only)",
     severity="warning",
     what_it_checks="Whether `policy.max_total_sequence_length` exceeds `vllm_cfg.max_model_len` (a warning).",
-    why_it_matters="Longer rollouts are truncated: NeMo-Gym warns at the first one (S6), others silently.",
+    why_it_matters=(
+        "Rollouts longer than the engine's context are truncated: NeMo-Gym rollouts warn at the first rollout "
+        "(S6, `experience/rollouts.py` ~2354); the other paths cut them silently."
+    ),
     example="""\
 policy:
   max_total_sequence_length: 2048

@@ -40,8 +40,12 @@ P5 = Rule(
     "validation-sampling-needs-gym",
     summary="validation sampling that differs from training needs vLLM with NeMo-Gym",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks="That `val_*` sampling differs from training only on vLLM with gym, with `val_top_k` off.",
-    why_it_matters="`grpo.py:setup` fails an assertion after Ray, the tokenizer and the data are up (S1).",
+    what_it_checks=(
+        "That validation sampling (`val_temperature`, `val_top_p`, `val_top_k`) differing from training "
+        "sampling runs on vLLM with NeMo-Gym (the only path that honours it), and that `val_top_k` is then "
+        "null or 0."
+    ),
+    why_it_matters="`grpo.py:setup` (~376-735) fails an assertion after Ray, the tokenizer and the data are set up (S1).",
     example="""\
 policy:
   generation:
@@ -88,7 +92,10 @@ P6 = Rule(
     "validation-counts-inconsistent",
     summary="validation generations and early-stop settings are inconsistent",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks="That validation generations are >= 1 (> 1 for `pass_k`), a stop metric with a threshold.",
+    what_it_checks=(
+        "That `grpo.val_num_generations_per_prompt` is at least 1 (more than 1 for the `pass_k` early-stop "
+        "metric) and that a `stop_at_validation_metric` has a `stop_at_validation_threshold`."
+    ),
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
 grpo:
@@ -129,8 +136,9 @@ P7 = Rule(
     summary="batch_multiplier without dynamic sampling, or prompts not divisible across dataloaders",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
     what_it_checks=(
-        "That `grpo.batch_multiplier` is 1 without dynamic sampling, and that with several dataloaders "
-        "`num_prompts_per_step` is a multiple of `data.num_prompts_per_dataloader` (both scaled by it)."
+        "That `grpo.batch_multiplier` is 1 unless dynamic sampling is on, and that with several dataloaders "
+        "`num_prompts_per_step` is a multiple of `data.num_prompts_per_dataloader` (both scaled by the "
+        "multiplier under dynamic sampling)."
     ),
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
@@ -185,8 +193,14 @@ P8 = Rule(
     "fused-logprobs-conflict",
     summary="fused linear logprobs need sequence packing off and no top-k/top-p filter",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks="That fused linear logprobs run with sequence packing present and off and no top-k/top-p.",
-    why_it_matters="`grpo.py:setup` fails an assertion (S1): the fused kernel uses the full vocabulary.",
+    what_it_checks=(
+        "That Megatron's fused linear logprobs (`megatron_cfg.use_fused_linear_logprobs`) run with sequence "
+        "packing present and off and with no top-k/top-p filter in generation."
+    ),
+    why_it_matters=(
+        "`grpo.py:setup` fails an assertion at start-up (S1): the fused kernel computes logprobs over the "
+        "full vocabulary."
+    ),
     example="""\
 policy:
   megatron_cfg:
@@ -238,7 +252,10 @@ P9 = Rule(
     "force-on-policy-ratio-batch-mismatch",
     summary="force_on_policy_ratio needs train_global_batch_size == prompts x generations",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks="That `force_on_policy_ratio` has `train_global_batch_size` == prompts x generations.",
+    what_it_checks=(
+        "That `loss_fn.force_on_policy_ratio` comes with `policy.train_global_batch_size` == "
+        "`num_prompts_per_step` x `num_generations_per_prompt` (one optimizer step per rollout batch)."
+    ),
     why_it_matters="`grpo.py:setup` fails an assertion at start-up (S1).",
     example="""\
 loss_fn:
@@ -280,7 +297,10 @@ P10 = Rule(
         "That skipping the reference-policy logprobs comes with a zero KL penalty (mind its 0.01 default), "
         "and that KL in the reward is not computed against logprobs that are never filled in."
     ),
-    why_it_matters="`grpo.py:setup` fails an assertion (S1); else a KL against zeros skews the advantages.",
+    why_it_matters=(
+        "`grpo.py:setup` fails an assertion at start-up (S1); without it the KL term would be computed "
+        "against zeros and silently skew the advantages."
+    ),
     example="""\
 grpo:
   skip_reference_policy_logprobs_calculation: true
@@ -329,8 +349,8 @@ P11 = Rule(
     summary="NeMo-Gym prerequisites: reward penalties need gym; gym needs async rollouts and the HTTP server",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
     what_it_checks=(
-        "That reward penalties (`reward_penalties.penalize_*`) run with NeMo-Gym, and NeMo-Gym outside its "
-        "own script with async rollouts and, on vLLM, `vllm_cfg.expose_http_server: true`."
+        "That reward penalties (`reward_penalties.penalize_*`) run with NeMo-Gym, and that NeMo-Gym outside "
+        "its own script has async rollouts and, on vLLM, `vllm_cfg.expose_http_server: true`."
     ),
     why_it_matters="`grpo.py:setup` raises a `ValueError` or fails an assertion at start-up (S1).",
     example="""\
@@ -375,7 +395,10 @@ P12 = Rule(
     "multimodal-dedup-unsupported",
     summary="multimodal deduplication needs vLLM and no data plane",
     reference="algorithms/grpo.py:setup ~376-735 (S1)",
-    what_it_checks="That `grpo.deduplicate_multimodal_data` runs on vLLM without the data plane.",
+    what_it_checks=(
+        "That multimodal deduplication (`grpo.deduplicate_multimodal_data`) runs on vLLM without the data "
+        "plane."
+    ),
     why_it_matters="`grpo.py:setup` raises `NotImplementedError` at start-up (S1).",
     example="""\
 grpo:

@@ -27,20 +27,28 @@ P29 = Rule(
     summary="loss_fn options the policy-gradient loss rejects (CISPO, sequence-level ratios, truncated IS, KL type)",
     reference="algorithms/loss/loss_functions.py:ClippedPGLossFn ~236-330 (S1; ratio_clip_c, KL type: first step)",
     what_it_checks=(
-        "That `loss_fn` agrees as `ClippedPGLossFn` asserts: sequence-level ratios with `token_level_loss: "
-        "false`; `use_cispo` without `disable_ppo_ratio`, `force_on_policy_ratio`, sequence-level ratios or "
-        "`ratio_clip_c`, with `token_level_loss: true`; a truncated IS type (tis, icepop, seq-mask-tis) with "
-        "IS correction, a finite ratio > 0, a finite `_ratio_min` in [0, ratio] (icepop, seq-mask-tis need "
-        "it), seq-mask-tis without sequence-level ratios; `ratio_clip_c` null or > 1; "
-        "`reference_policy_kl_type` k1, k2 or k3."
+        "That the `loss_fn` options agree as `ClippedPGLossFn` asserts: sequence-level importance ratios with "
+        "`token_level_loss: false`; `use_cispo` without `disable_ppo_ratio`, `force_on_policy_ratio`, "
+        "sequence-level ratios or `ratio_clip_c`, and with `token_level_loss: true`; a truncated importance "
+        "sampling type (`tis`, `icepop`, `seq-mask-tis`) with `use_importance_sampling_correction`, a finite "
+        "ratio > 0, a finite `_ratio_min` >= 0 (required for icepop and seq-mask-tis) no larger than it (a bound "
+        "that can never bind is a mistake, as `truncated_importance_weights` refuses it), and seq-mask-tis without "
+        "sequence-level ratios; `ratio_clip_c` null or > 1; `reference_policy_kl_type` one of k1, k2, k3."
     ),
-    why_it_matters="`grpo.setup` fails an assertion once every worker is up (S1), or at the first step.",
+    why_it_matters=(
+        "The loss is built in `grpo.setup` after Ray, the data and every worker are up, and it fails an "
+        "assertion there (S1); `ratio_clip_c` and the KL type fail only at the first training step."
+    ),
     example="""\
 loss_fn:
   use_cispo: true
   token_level_loss: false
 """,
-    fix="Change the key the finding names as it says (CISPO: `token_level_loss: true`, no PPO-ratio keys).",
+    fix=(
+        "Change the key the finding names as its message says (for CISPO: `token_level_loss: true`, no PPO-ratio "
+        "switches, `ratio_clip_c: null`; for truncated IS: turn on `use_importance_sampling_correction` and give "
+        "the ratio bounds)."
+    ),
 )
 
 

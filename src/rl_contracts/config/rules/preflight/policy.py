@@ -59,9 +59,14 @@ P1 = Rule(
         "That the keys the trainer indexes directly are present: `cluster.num_nodes`, "
         "`cluster.gpus_per_node`, `policy.generation.colocated.enabled`, `data.use_multiple_dataloader`, "
         "`policy.train_global_batch_size`, `policy.draft.enabled` (grpo, grpo-sc), and for vLLM "
-        "`vllm_cfg.{precision, enforce_eager, kv_cache_dtype}` (other rules' absent keys are P1 too)."
+        "`vllm_cfg.precision`, `vllm_cfg.enforce_eager` and `vllm_cfg.kv_cache_dtype`; other rules report an "
+        "absent key they must read as P1 too."
     ),
-    why_it_matters="A `KeyError` after Ray and maybe the workers started (S1-S3); batch size: first step.",
+    why_it_matters=(
+        "The trainer crashes with a `KeyError` in `grpo.py:setup` or `vllm_worker.py` ~583 (S1-S3), after Ray "
+        "and possibly the workers started; an absent `train_global_batch_size` only at the first training "
+        "step."
+    ),
     example="""\
 cluster:
   _override_: true
@@ -90,8 +95,14 @@ P2 = Rule(
     "one-training-backend",
     summary="exactly one training backend (megatron_cfg or dtensor_cfg) must be enabled",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
-    what_it_checks="That exactly one of `policy.megatron_cfg.enabled` and `dtensor_cfg.enabled` is true.",
-    why_it_matters="`Policy.__init__` raises a `ValueError` at worker start (S4), after colocated vLLM load.",
+    what_it_checks=(
+        "That exactly one training backend is enabled: `policy.megatron_cfg.enabled` or "
+        "`policy.dtensor_cfg.enabled`, not both and not neither."
+    ),
+    why_it_matters=(
+        "`Policy.__init__` (`models/policy/lm_policy.py` ~121-240) raises a `ValueError` when the policy "
+        "workers start (S4), after vLLM loaded the model when colocated."
+    ),
     example="""\
 policy:
   dtensor_cfg:
@@ -126,7 +137,10 @@ policy:
   draft:
     enabled: true
 """,
-    fix="Train with `megatron_cfg.enabled: true`, `sequence_packing.enabled: false`, or disable the draft.",
+    fix=(
+        "Train with `megatron_cfg.enabled: true` and `sequence_packing.enabled: false`, or disable the draft "
+        "model."
+    ),
 )
 
 
@@ -155,7 +169,10 @@ P4 = Rule(
     "dtensor-v1-unsupported-feature",
     summary="DTensor v1 supports neither LoRA nor dp_replicate_size > 1",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
-    what_it_checks="That DTensor v1 (`_v2` not true) is asked for neither LoRA nor `dp_replicate_size` > 1.",
+    what_it_checks=(
+        "That DTensor v1 (`dtensor_cfg._v2` not true, without Megatron) is not asked for LoRA "
+        "(`lora_cfg.enabled`) or `dp_replicate_size` > 1, which only DTensor v2 supports."
+    ),
     why_it_matters="`Policy.__init__` fails with an `AssertionError`/`ValueError` when the policy workers start (S4).",
     example="""\
 policy:
@@ -194,7 +211,10 @@ P18 = Rule(
     "training-world-not-divisible",
     summary="the training world is not a positive multiple of PP x CP x TP",
     reference="models/policy/lm_policy.py:Policy.__init__ ~121-240 (S4)",
-    what_it_checks="That the training GPUs (nodes x GPUs per node) are a positive multiple of PP x CP x TP.",
+    what_it_checks=(
+        "That the training world (training nodes x GPUs per node) is a positive multiple of PP x CP x TP of "
+        "the training backend."
+    ),
     why_it_matters="`Policy.__init__` raises a `ValueError` when the policy workers start (S4).",
     example="""\
 policy:
@@ -277,14 +297,24 @@ P20 = Rule(
     "router-replay-prerequisites",
     summary="router replay needs vLLM, Megatron and no virtual pipeline parallelism",
     reference="megatron/router_replay.py:validate_router_replay_config ~53 (S4 / never)",
-    what_it_checks="That router replay has vLLM generation, Megatron training, no virtual pipeline stages.",
-    why_it_matters="A `ValueError` at worker start (S4); DTensor is never checked and never replays.",
+    what_it_checks=(
+        "That router replay (`policy.router_replay.enabled`) runs with vLLM generation, Megatron training and "
+        "no virtual pipeline parallelism."
+    ),
+    why_it_matters=(
+        "`megatron/router_replay.py:validate_router_replay_config` (~53) raises a `ValueError` when the "
+        "policy workers start (S4); with DTensor the reference never checks, and routes are captured but "
+        "never replayed."
+    ),
     example="""\
 policy:
   router_replay:
     enabled: true
 """,
-    fix="Train with Megatron (`megatron_cfg.enabled: true`, `dtensor_cfg.enabled: false`) or turn it off.",
+    fix=(
+        "Train with Megatron (`megatron_cfg.enabled: true`, `dtensor_cfg.enabled: false`), or disable router "
+        "replay."
+    ),
 )
 
 

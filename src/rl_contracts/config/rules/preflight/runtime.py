@@ -46,8 +46,11 @@ N1 = Rule(
     summary="validation is enabled but there may be no validation dataset",
     reference="algorithms/grpo.py:setup ~640 (S1)",
     severity=_SEVERITY,
-    what_it_checks="With validation on: that a validation dataset exists (only the dataset loader knows).",
-    why_it_matters="`grpo.py:setup` fails at start-up (S1) when validation is on and no such dataset loads.",
+    what_it_checks=(
+        "With validation on (`val_period` > 0 or `val_at_start`/`val_at_end`): that there is a validation "
+        "dataset, which only the dataset loader knows. Reported as a skipped note unless the input is given."
+    ),
+    why_it_matters="`grpo.py:setup` (~640) fails at start-up (S1) when validation is on and no validation dataset loads.",
     example="""\
 grpo:
   val_period: 10
@@ -87,8 +90,15 @@ N2 = Rule(
     summary="router replay needs a mixture-of-experts model",
     reference="vLLM (0.32 engine config; 0.30 worker start)",
     severity=_SEVERITY,
-    what_it_checks="That the model has routed experts. Input: `--model-config`, or a local model folder.",
-    why_it_matters="vLLM 0.32 rejects a dense model at engine config (S3); 0.30 fails at worker start.",
+    what_it_checks=(
+        "That router replay runs on a mixture-of-experts model (the model's `config.json` has experts). "
+        "Reported as a skipped note unless the input is given. Input: `--model-config`, or the served model "
+        "naming a local folder of the repository with a `config.json`."
+    ),
+    why_it_matters=(
+        "vLLM 0.32 rejects routed experts for a dense model at engine config (S3); 0.30 fails at worker start "
+        "while binding the route capturer."
+    ),
     example="""\
 policy:
   generation:
@@ -131,8 +141,15 @@ N3 = Rule(
     summary="vLLM 0.32 routed experts need prefix caching, which the trainer enables only on capability >= 8",
     reference="vllm/vllm_worker.py:_resolve_enable_prefix_caching ~84 (S3)",
     severity=_SEVERITY,
-    what_it_checks="With `enable_prefix_caching` null: GPU capability 8 or more. Input: `--gpu-capability`.",
-    why_it_matters="Below capability 8 the trainer leaves prefix caching off, which vLLM 0.32 rejects (S3).",
+    what_it_checks=(
+        "On vLLM 0.32 with routed experts and `enable_prefix_caching` null: that the generation GPUs have "
+        "compute capability 8 or more, where the trainer turns prefix caching on (routed experts need it). "
+        "Reported as a skipped note unless the input is given. Input: `--gpu-capability`."
+    ),
+    why_it_matters=(
+        "`vllm_worker.py:_resolve_enable_prefix_caching` (~84) leaves prefix caching off below capability 8, "
+        "and vLLM 0.32 then rejects routed experts at engine start (S3)."
+    ),
     example="""\
 policy:
   generation:
@@ -180,7 +197,11 @@ N4 = Rule(
     summary="vLLM 0.32 routed experts need Model Runner V2 in the launch environment",
     reference="vLLM config (S3)",
     severity=_SEVERITY,
-    what_it_checks="With routed experts on vLLM 0.32: that the workers run Model Runner V2 (with Triton).",
+    what_it_checks=(
+        "On vLLM 0.32 with routed experts: that the vLLM workers run Model Runner V2 "
+        "(`VLLM_USE_V2_MODEL_RUNNER`, Triton), which only the launch environment shows. Reported as a skipped "
+        "note unless the input is given."
+    ),
     why_it_matters="vLLM 0.32 rejects routed experts without Model Runner V2 at engine start (S3).",
     example="""\
 policy:
@@ -210,8 +231,11 @@ N5 = Rule(
     summary="Megatron needs TORCH_CUDA_ARCH_LIST in the launch environment",
     reference="models/policy/lm_policy.py ~147 (S4)",
     severity=_SEVERITY,
-    what_it_checks="With Megatron: that `TORCH_CUDA_ARCH_LIST` is set in the policy workers' environment.",
-    why_it_matters="`lm_policy.py` fails when the policy workers start (S4).",
+    what_it_checks=(
+        "With Megatron training: that `TORCH_CUDA_ARCH_LIST` is set in the policy workers' environment. "
+        "Reported as a skipped note unless the input is given."
+    ),
+    why_it_matters="`models/policy/lm_policy.py` (~147) fails when the policy workers start (S4).",
     example="""\
 policy:
   megatron_cfg:
@@ -236,8 +260,11 @@ N6 = Rule(
     summary="cluster.segment_size needs enough alive Ray nodes for training and generation",
     reference="algorithms/grpo.py:setup ~934 (S1)",
     severity=_SEVERITY,
-    what_it_checks="With `cluster.segment_size`: that Ray has enough alive nodes per segment for both roles.",
-    why_it_matters="`grpo.py:setup` fails at start-up (S1) when too few nodes are alive.",
+    what_it_checks=(
+        "With `cluster.segment_size` set: that the Ray cluster has enough alive nodes per segment for "
+        "training and generation. Reported as a skipped note unless the input is given."
+    ),
+    why_it_matters="`grpo.py:setup` (~934) fails at start-up (S1) when too few nodes are alive.",
     example="""\
 cluster:
   segment_size: 1
@@ -262,8 +289,13 @@ N7 = Rule(
     summary="quantized GPT-OSS / Mistral3 checkpoints need load_format dummy",
     reference="vllm/vllm_worker.py ~497-560 (S3)",
     severity=_SEVERITY,
-    what_it_checks="That such a checkpoint loads with `load_format: dummy`. Input: `--model-config` (as N2).",
-    why_it_matters="The vLLM worker fails loading the quantized checkpoint at engine start (S3).",
+    what_it_checks=(
+        "With vLLM and a quantized GPT-OSS or Mistral3 checkpoint (the model's `config.json`): that the "
+        "engine loads with `load_format: dummy` (the weights arrive by refit). Reported as a skipped note "
+        "unless the input is given. Input: `--model-config`, or the served model naming a local folder of the "
+        "repository with a `config.json`."
+    ),
+    why_it_matters="`vllm_worker.py` (~497-560) fails loading the quantized checkpoint at engine start (S3).",
     example="""\
 policy:
   generation:

@@ -33,13 +33,18 @@ P30 = Rule(
     summary="processed logprobs under top-p/top-k against a learner that does not renormalise, with IS correction",
     reference="algorithms/loss/utils.py:prepare_loss_input, algorithms/grpo.py:setup ~682 (never; single controller)",
     what_it_checks=(
-        "That a single-controller recipe sampling with top-p < 1 or top-k > 0 and returning processed "
-        "logprobs does not apply importance-sampling correction with Megatron's fused linear logprobs, which "
-        "use unfiltered logits (other learner paths renormalise over the filter; P8 never runs here)."
+        "That a single-controller recipe sampling with a top-p/top-k filter (`policy.generation.top_p` < 1 or "
+        "`top_k` > 0) and returning processed logprobs (`vllm_cfg.logprobs_mode: processed_logprobs`) does not "
+        "apply importance-sampling correction (`loss_fn.use_importance_sampling_correction`) with Megatron's "
+        "fused linear logprobs (`megatron_cfg.use_fused_linear_logprobs`), which compute the learner's logprobs "
+        "from unfiltered logits. NeMo RL's other learner paths rebuild the filter from `policy.generation` and "
+        "renormalise over it; `grpo.setup` refuses the fused path with a filter (P8), but the single-controller "
+        "script never calls it."
     ),
     why_it_matters=(
-        "Processed logprobs are log(p/S) over the kept support, the fused learner's log p: each importance "
-        "weight carries log S < 0 (top_p 0.95: about -0.04), a silent bias within mult_prob_error's bound."
+        "vLLM's processed logprobs are renormalised over the kept support, log(p/S); the fused learner gives "
+        "log p. Every importance weight carries log S < 0 (top_p 0.95: about -0.04), a small signed bias that "
+        "passes mult_prob_error < 1.05 and silently reweights training (never reported)."
     ),
     example="""\
 grpo:
@@ -63,7 +68,10 @@ policy:
 loss_fn:
   use_importance_sampling_correction: true
 """,
-    fix="Turn `use_fused_linear_logprobs` off, drop the top-p/top-k filter, or return raw logprobs.",
+    fix=(
+        "Turn `use_fused_linear_logprobs` off (the learner then renormalises over the top-p/top-k support), "
+        "sample without a filter, or return raw logprobs (`logprobs_mode: raw_logprobs`)."
+    ),
 )
 
 
@@ -98,8 +106,15 @@ P31 = Rule(
     "teacher-scores-at-other-sampling",
     summary="a distillation teacher scores at other sampling parameters than the student generates with",
     reference="algorithms/distillation.py:setup (teacher Policy), policy workers get_topk_logits/train (never)",
-    what_it_checks="That the teacher samples like the student (no `generation`: temperature 1, no filter).",
-    why_it_matters="Each side scales logits by its own section: the distillation loss is silently biased.",
+    what_it_checks=(
+        "That `teacher.generation.{temperature, top_p, top_k}` equal `policy.generation`'s; a teacher without a "
+        "`generation` section scores at temperature 1 without a filter, so the student must generate that way."
+    ),
+    why_it_matters=(
+        "The student's logits are scaled and filtered by `policy.generation`, the teacher's by its own section: "
+        "the distillation loss then matches two distributions taken at different temperatures or supports, a "
+        "silent bias nothing reports (slime #2085)."
+    ),
     example="""\
 policy:
   generation:
@@ -109,7 +124,8 @@ teacher:
   generation:
     temperature: 1.0
 """,
-    fix="Give `teacher.generation` the student's sampling keys (a YAML anchor), or use the teacher's.",
+    fix="Give `teacher.generation` the student's `temperature`, `top_p` and `top_k` (a YAML anchor keeps them "
+    "equal), or generate with the teacher's.",
 )
 
 

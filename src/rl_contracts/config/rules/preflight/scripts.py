@@ -31,10 +31,14 @@ P23 = Rule(
     summary="legacy async GRPO with a backend or feature it excludes",
     reference="algorithms/grpo.py:async_grpo_train ~4114-4180, examples/run_grpo.py after setup (S5)",
     what_it_checks=(
-        "That legacy async GRPO has vLLM's async engine (or megatron, trtllm, dynamo), IS correction, no "
-        "colocation (bar megatron), no dynamic sampling, reward scaling or shaping, one dataloader."
+        "That legacy async GRPO (`grpo.async_grpo.enabled`) runs on a backend and with features it supports: "
+        "vLLM with the async engine (or megatron, trtllm, dynamo), importance-sampling correction, no "
+        "colocation except with megatron, no dynamic sampling, reward scaling or shaping, one dataloader."
     ),
-    why_it_matters="`async_grpo_train` fails an assertion or raises after every model is loaded (S5).",
+    why_it_matters=(
+        "`grpo.py:async_grpo_train` (~4114-4180) fails an assertion or raises `NotImplementedError` only "
+        "after every model is loaded (S5)."
+    ),
     example="""\
 grpo:
   async_grpo:
@@ -105,8 +109,14 @@ P24 = Rule(
     "single-controller-prerequisites",
     summary="the single-controller path needs the data plane, no validation, one dataloader and vLLM/SGLang",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S0-S1)",
-    what_it_checks="That the single-controller path has the data plane on, no validation, one dataloader.",
-    why_it_matters="A `ValueError`/`NotImplementedError` at config load or start-up (S0-S1).",
+    what_it_checks=(
+        "That the single-controller path (`examples/run_grpo_single_controller.py`) has the data plane on, "
+        "validation off, one dataloader, and a vLLM or SGLang backend (vLLM with NeMo-Gym)."
+    ),
+    why_it_matters=(
+        "`single_controller_utils/setup.py` (~129-199, ~505-560) raises a `ValueError`/`NotImplementedError` "
+        "at config load or start-up (S0-S1)."
+    ),
     example="""\
 grpo:
   async_grpo: null
@@ -159,18 +169,22 @@ P26 = Rule(
     summary="single-controller batch, sampler, checkpoint metric or KL settings that cannot run",
     reference="single_controller_utils/setup.py ~129-199, ~505-560, single_controller_utils/config.py ~678, examples/run_grpo_single_controller.py ~95 (S1)",
     what_it_checks=(
-        "That `num_prompts_per_step` >= `async_rl.min_groups_for_streaming_train`, prompts x generations == "
-        "`train_global_batch_size`, `ready_first` sampling with IS correction and no forced on-policy ratio, "
-        "a `train:` checkpoint metric, and reference logprobs for a KL penalty."
+        "That the single-controller batch settings can run: `num_prompts_per_step` at least "
+        "`async_rl.min_groups_for_streaming_train`, prompts x generations == `train_global_batch_size`, the "
+        "`ready_first` sampler with importance sampling and without forced on-policy ratio, a `train:` "
+        "checkpoint metric, and reference logprobs when the KL penalty is on."
     ),
-    why_it_matters="The single-controller config and setup raise a `ValueError` at start-up (S1).",
+    why_it_matters="`single_controller_utils/config.py` (~678) and `setup.py` raise a `ValueError` at start-up (S1).",
     example="""\
 grpo:
   async_grpo: null
 data_plane:
   enabled: true
 """,
-    fix="Raise `num_prompts_per_step` to `async_rl.min_groups_for_streaming_train`, or as the finding says.",
+    fix=(
+        "Raise `num_prompts_per_step` or lower `async_rl.min_groups_for_streaming_train` (default 32), or "
+        "meet the condition named."
+    ),
 )
 
 
@@ -230,8 +244,12 @@ P27 = Rule(
     "gym-script-prerequisites",
     summary="the NeMo-Gym script needs gym, no max_val_samples and a video limit mapping",
     reference="examples/nemo_gym/run_grpo_nemo_gym.py ~148-210 (S1, before Ray)",
-    what_it_checks="That the NeMo-Gym script has gym on, `max_val_samples: null` and a video limit mapping.",
-    why_it_matters="The script fails an assertion or raises a `ValueError` before Ray starts (S1).",
+    what_it_checks=(
+        "That the NeMo-Gym script (`examples/nemo_gym/run_grpo_nemo_gym.py`) runs with NeMo-Gym on, "
+        "`grpo.max_val_samples: null` and, with `vllm_cfg.video`, a `vllm_kwargs.limit_mm_per_prompt.video` "
+        "mapping."
+    ),
+    why_it_matters="The script fails an assertion or raises a `ValueError` before Ray starts (S1, ~148-210).",
     example="""\
 env:
   should_use_nemo_gym: true
