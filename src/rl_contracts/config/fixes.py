@@ -119,8 +119,7 @@ def _write_text(path: str, text: str) -> None:
         shutil.copymode(path, temporary)
         os.replace(temporary, path)
     except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        os.unlink(temporary)  # mkstemp made it, and the rename, the last step, did not happen
         raise
 
 
@@ -197,8 +196,7 @@ def _findings(recipe: str, kwargs: dict[str, object]) -> tuple[tuple[ConfigIssue
     try:
         loaded = load_recipe(recipe, **kwargs)  # type: ignore[arg-type]
     except RecipeError as exc:
-        root = kwargs["root"]
-        return tuple(exc.issues or ()), compose(Path(recipe), root=Path(str(root))).document
+        return tuple(exc.issues or ()), compose(Path(recipe), root=Path(str(kwargs["root"]))).document
     return loaded.issues, loaded.document
 
 
@@ -331,8 +329,9 @@ class _Planner:
         _write_text(change.file, change.after)
         self.edited.add((os.path.realpath(change.file), issue.path))
         file = self.mirror.original(change.file)
-        applied = AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety)
-        self.applied.append(applied)
+        self.applied.append(
+            AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety)
+        )
         return True
 
 

@@ -375,7 +375,6 @@ def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[s
     of the deepest existing key so that block entries can follow."""
     shared = _shared_nodes(root)
     node = root
-    key_column = -1
     key_node = None
     for depth, key in enumerate(keys):
         where = _dotted(keys[: depth + 1])
@@ -395,15 +394,13 @@ def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[s
                 if key_node is None:
                     raise _Refused("the file's root is an empty flow mapping")
                 return _replace_null(text, key_node, node, keys[depth:], root)
-            column = node.value[0][0].start_mark.column if node.value else key_column + _indent_step(root)
-            end = _content_end(node)
+            end = _content_end(node)  # a block mapping has at least one entry
             if node is not root and not _rest_is_comment(text, end):
                 raise _Refused(f"{_dotted(keys[:depth])} is followed by another token on its last line")
-            text, offset = _ended(text, _line_end(text, end) if node.value else len(text))
-            return text, offset, column, keys[depth:]
+            text, offset = _ended(text, _line_end(text, end))
+            return text, offset, node.value[0][0].start_mark.column, keys[depth:]
         if depth == len(keys) - 1:
             raise _Refused(f"{where} is already set in this file")
-        key_column = step.key.start_mark.column
         key_node = step.key
         node = step.value
     raise _Refused(f"{_dotted(keys)} is already set in this file")
