@@ -130,9 +130,7 @@ def _edit(text: str, keys: Keys, issue: ConfigIssue, fix: SuggestedFix) -> str |
         return move_entry(text, keys, split_path(fix.target or ""))
     if fix.action == "remove":
         return remove_entry(text, keys)
-    if issue.missing:
-        return insert_value(text, keys, fix.value)
-    return set_value(text, keys, fix.value)
+    return (insert_value if issue.missing else set_value)(text, keys, fix.value)
 
 
 def edit_for(
@@ -153,40 +151,35 @@ def edit_for(
     if issue.source is None and not (fix.action == "set" and issue.missing):
         return Declined(f"no file of the defaults chain sets {issue.path}")
     file = recipe if issue.source is None else issue.source
-    keys = split_path(issue.path)
     if fix.action == "move" and document is not None and lookup(document, split_path(fix.target or ""))[0]:
         return Declined(f"{fix.target} is already set; moving {issue.path} there would overwrite it")
     try:
         before = text_of(file)
     except (OSError, UnicodeDecodeError) as exc:
         return Declined(f"cannot read {render_name(file)} ({type(exc).__name__})")
-    after = _edit(before, keys, issue, fix)
-    if isinstance(after, Declined):
-        return after
-    return FileChange(file, before, after)
+    after = _edit(before, split_path(issue.path), issue, fix)
+    return after if isinstance(after, Declined) else FileChange(file, before, after)
 
 
 @dataclass
 class _Mirror:
-    """A private copy of the files of every chain, each once by real path; ``originals`` maps a copy back."""
+    """A private copy under ``folder`` of the files of every chain, each once by real path; ``originals`` maps a
+    copy back to the path it was first given as."""
 
     folder: Path
-    copies: dict[str, str] = field(default_factory=dict)
     originals: dict[str, str] = field(default_factory=dict)
 
     def add(self, files: Collection[Path]) -> None:
         for path in files:
-            real = os.path.realpath(path)
-            if real in self.copies:
-                continue
-            copy = self.folder / Path(real).relative_to(Path(real).anchor)
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(real, copy)
-            self.copies[real] = str(copy)
-            self.originals[str(copy)] = os.path.normpath(str(path))
+            copy = self.copy_of(path)
+            if copy not in self.originals:
+                os.makedirs(os.path.dirname(copy), exist_ok=True)
+                shutil.copyfile(os.path.realpath(path), copy)
+                self.originals[copy] = os.path.normpath(str(path))
 
     def copy_of(self, path: Path) -> str:
-        return self.copies[os.path.realpath(path)]
+        real = Path(os.path.realpath(path))
+        return str(self.folder / real.relative_to(real.anchor))
 
     def original(self, path: str) -> str:
         return self.originals.get(os.path.realpath(path), path)
@@ -238,14 +231,14 @@ def plan_fixes(
                 continue
             mirror.add(chain)
             planner.recipes.append((recipe, mirror.copy_of(chain[-1])))
-        before = {mirror.originals[copy]: read_text(copy) for copy in mirror.copies.values()}
+        before = {copy: read_text(copy) for copy in mirror.originals}
         # rounds until one fixes nothing; if the last one still fixed something, what is left waits for a rerun
         progress = all(planner.run_round() for _ in range(max_rounds))
         pending = planner.pending() if progress else []
         changes = tuple(
-            FileChange(original, text, after)
-            for original, text in before.items()
-            if (after := read_text(mirror.copy_of(Path(original)))) != text
+            FileChange(mirror.originals[copy], text, after)
+            for copy, text in before.items()
+            if (after := read_text(copy)) != text
         )
     return FixPlan(
         changes,
