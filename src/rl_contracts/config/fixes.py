@@ -276,10 +276,8 @@ class _Planner:
         """Apply every fix the findings carry, once; whether a file changed (the rounds stop when none did)."""
         self.declined.clear()
         self.hidden.clear()
-        progress = False
-        for recipe, copy, issue, document in self._issues():
-            progress |= self._apply(recipe, copy, issue, document)
-        return progress
+        changed = [self._apply(*found) for found in self._issues()]
+        return any(changed)
 
     def pending(self) -> list[DeclinedFix]:
         """The findings that still carry a fix after the last round and were not declined or hidden."""
