@@ -188,5 +188,4 @@ def compare_baseline(
             known.append((recipe, finding))
         else:
             new.append((recipe, finding))
-    gone = tuple(sorted(remaining.elements()))
-    return BaselineComparison(tuple(new), tuple(known), gone, untouched)
+    return BaselineComparison(tuple(new), tuple(known), tuple(sorted(remaining.elements())), untouched)
