@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Final
 
 from .messages import render
@@ -14,24 +15,18 @@ MISSING_VALUE: Final = "<missing>"
 """The ``value`` text of an issue or error about an absent key."""
 
 
-class Absent:
-    """The type of :data:`ABSENT`: a single instance that pickles to itself (reports cross Ray processes)."""
+class Absent(enum.Enum):
+    """The type of :data:`ABSENT`, its one member (which pickles to itself: reports cross Ray processes)."""
 
-    _instance: Absent | None = None
-
-    def __new__(cls) -> Absent:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    ABSENT = "<absent>"
 
     def __repr__(self) -> str:
         return "<absent>"
 
-    def __reduce__(self) -> str:
-        return "ABSENT"
+    __str__ = __repr__
 
 
-ABSENT: Final = Absent()
+ABSENT: Final = Absent.ABSENT
 """The value of an absent key (``repr`` ``<absent>``)."""
 
 

@@ -80,20 +80,18 @@ class ConfigView:
             return None
         if isinstance(value, BaseModel | Mapping):
             return ConfigView(value, (*self._loc, key))
-        raise ConfigContractError(
-            f"{SECTION}.{self.path(key)} must be a mapping or null, got {type_name(value)} {render(value)}.",
-            path=self.path(key),
-            value=render(value),
-        )
+        raise self._wrong(key, "a mapping or null", value)
 
     def flag(self, key: str) -> bool | None:
         """The boolean ``key``; ``None`` when absent or null; any other type is an error naming the key."""
         value = self.get(key)
         if value is None or isinstance(value, bool):
             return value
-        raise ConfigContractError(
-            f"{SECTION}.{self.path(key)} must be a bool (true or false) or null, got {type_name(value)} "
-            f"{render(value)}.",
+        raise self._wrong(key, "a bool (true or false) or null", value)
+
+    def _wrong(self, key: str, expected: str, value: object) -> ConfigContractError:
+        return ConfigContractError(
+            f"{SECTION}.{self.path(key)} must be {expected}, got {type_name(value)} {render(value)}.",
             path=self.path(key),
             value=render(value),
         )

@@ -105,14 +105,13 @@ def _entry(item: object, index: int, file: Path) -> BaselineEntry:
         raise _error(
             file, f"is malformed: findings[{index}] must be an object with the keys {', '.join(_ENTRY_KEYS)}"
         )
-    values = [item[key] for key in _ENTRY_KEYS]
-    for key, value in zip(_ENTRY_KEYS, values, strict=True):
-        if not isinstance(value, str) or (key != "path" and not value):
+    for key in _ENTRY_KEYS:
+        if not isinstance(item[key], str) or (key != "path" and not item[key]):
             raise _error(
                 file,
-                f"is malformed: findings[{index}].{key} must be a non-empty string, got {type_name(value)}",
+                f"is malformed: findings[{index}].{key} must be a non-empty string, got {type_name(item[key])}",
             )
-    return BaselineEntry(*values)
+    return BaselineEntry(**item)
 
 
 def read_baseline(path: str | os.PathLike[str]) -> Baseline:
@@ -159,9 +158,8 @@ def write_baseline(path: str | os.PathLike[str], entries: Iterable[BaselineEntry
     """Write ``entries`` (sorted) as a baseline file, atomically; ``BaselineError`` when it cannot be written."""
     file = Path(path)
     text = _text(entries)
-    folder = file.absolute().parent
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{file.name}.", dir=folder)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.absolute().parent)
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as stream:
                 stream.write(text)
@@ -178,8 +176,7 @@ def compare_baseline(
 ) -> BaselineComparison:
     """Split ``(recipe, finding)`` pairs into new and known findings (each entry matches at most one) and list
     the entries of the ``recipes`` checked that no finding matched."""
-    checked = {_relative(recipe, baseline.root) for recipe in recipes}
-    checked.update(_relative(recipe, baseline.root) for recipe, _ in findings)
+    checked = {_relative(recipe, baseline.root) for recipe in [*recipes, *(recipe for recipe, _ in findings)]}
     remaining = Counter(entry for entry in baseline.entries if entry.file in checked)
     untouched = tuple(entry for entry in baseline.entries if entry.file not in checked)
     new: list[tuple[str, Finding]] = []
@@ -191,5 +188,4 @@ def compare_baseline(
             known.append((recipe, finding))
         else:
             new.append((recipe, finding))
-    gone = tuple(sorted(remaining.elements()))
-    return BaselineComparison(tuple(new), tuple(known), gone, untouched)
+    return BaselineComparison(tuple(new), tuple(known), tuple(sorted(remaining.elements())), untouched)

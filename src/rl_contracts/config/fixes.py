@@ -119,8 +119,7 @@ def _write_text(path: str, text: str) -> None:
         shutil.copymode(path, temporary)
         os.replace(temporary, path)
     except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        os.unlink(temporary)  # mkstemp made it, and the rename, the last step, did not happen
         raise
 
 
@@ -131,9 +130,7 @@ def _edit(text: str, keys: Keys, issue: ConfigIssue, fix: SuggestedFix) -> str |
         return move_entry(text, keys, split_path(fix.target or ""))
     if fix.action == "remove":
         return remove_entry(text, keys)
-    if issue.missing:
-        return insert_value(text, keys, fix.value)
-    return set_value(text, keys, fix.value)
+    return (insert_value if issue.missing else set_value)(text, keys, fix.value)
 
 
 def edit_for(
@@ -154,40 +151,35 @@ def edit_for(
     if issue.source is None and not (fix.action == "set" and issue.missing):
         return Declined(f"no file of the defaults chain sets {issue.path}")
     file = recipe if issue.source is None else issue.source
-    keys = split_path(issue.path)
     if fix.action == "move" and document is not None and lookup(document, split_path(fix.target or ""))[0]:
         return Declined(f"{fix.target} is already set; moving {issue.path} there would overwrite it")
     try:
         before = text_of(file)
     except (OSError, UnicodeDecodeError) as exc:
         return Declined(f"cannot read {render_name(file)} ({type(exc).__name__})")
-    after = _edit(before, keys, issue, fix)
-    if isinstance(after, Declined):
-        return after
-    return FileChange(file, before, after)
+    after = _edit(before, split_path(issue.path), issue, fix)
+    return after if isinstance(after, Declined) else FileChange(file, before, after)
 
 
 @dataclass
 class _Mirror:
-    """A private copy of the files of every chain, each once by real path; ``originals`` maps a copy back."""
+    """A private copy under ``folder`` of the files of every chain, each once by real path; ``originals`` maps a
+    copy back to the path it was first given as."""
 
     folder: Path
-    copies: dict[str, str] = field(default_factory=dict)
     originals: dict[str, str] = field(default_factory=dict)
 
     def add(self, files: Collection[Path]) -> None:
         for path in files:
-            real = os.path.realpath(path)
-            if real in self.copies:
-                continue
-            copy = self.folder / Path(real).relative_to(Path(real).anchor)
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(real, copy)
-            self.copies[real] = str(copy)
-            self.originals[str(copy)] = os.path.normpath(str(path))
+            copy = self.copy_of(path)
+            if copy not in self.originals:
+                os.makedirs(os.path.dirname(copy), exist_ok=True)
+                shutil.copyfile(os.path.realpath(path), copy)
+                self.originals[copy] = os.path.normpath(str(path))
 
     def copy_of(self, path: Path) -> str:
-        return self.copies[os.path.realpath(path)]
+        real = Path(os.path.realpath(path))
+        return str(self.folder / real.relative_to(real.anchor))
 
     def original(self, path: str) -> str:
         return self.originals.get(os.path.realpath(path), path)
@@ -197,8 +189,7 @@ def _findings(recipe: str, kwargs: dict[str, object]) -> tuple[tuple[ConfigIssue
     try:
         loaded = load_recipe(recipe, **kwargs)  # type: ignore[arg-type]
     except RecipeError as exc:
-        root = kwargs["root"]
-        return tuple(exc.issues or ()), compose(Path(recipe), root=Path(str(root))).document
+        return tuple(exc.issues or ()), compose(Path(recipe), root=Path(str(kwargs["root"]))).document
     return loaded.issues, loaded.document
 
 
@@ -240,14 +231,14 @@ def plan_fixes(
                 continue
             mirror.add(chain)
             planner.recipes.append((recipe, mirror.copy_of(chain[-1])))
-        before = {mirror.originals[copy]: read_text(copy) for copy in mirror.copies.values()}
+        before = {copy: read_text(copy) for copy in mirror.originals}
         # rounds until one fixes nothing; if the last one still fixed something, what is left waits for a rerun
         progress = all(planner.run_round() for _ in range(max_rounds))
         pending = planner.pending() if progress else []
         changes = tuple(
-            FileChange(original, text, after)
-            for original, text in before.items()
-            if (after := read_text(mirror.copy_of(Path(original)))) != text
+            FileChange(mirror.originals[copy], text, after)
+            for copy, text in before.items()
+            if (after := read_text(copy)) != text
         )
     return FixPlan(
         changes,
@@ -285,10 +276,8 @@ class _Planner:
         """Apply every fix the findings carry, once; whether a file changed (the rounds stop when none did)."""
         self.declined.clear()
         self.hidden.clear()
-        progress = False
-        for recipe, copy, issue, document in self._issues():
-            progress |= self._apply(recipe, copy, issue, document)
-        return progress
+        changed = [self._apply(*found) for found in self._issues()]
+        return any(changed)
 
     def pending(self) -> list[DeclinedFix]:
         """The findings that still carry a fix after the last round and were not declined or hidden."""
@@ -331,8 +320,9 @@ class _Planner:
         _write_text(change.file, change.after)
         self.edited.add((os.path.realpath(change.file), issue.path))
         file = self.mirror.original(change.file)
-        applied = AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety)
-        self.applied.append(applied)
+        self.applied.append(
+            AppliedFix(recipe, issue.code, issue.path, file, issue.line, fix.description, safety)
+        )
         return True
 
 

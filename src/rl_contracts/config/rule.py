@@ -120,11 +120,10 @@ def checks(*rules: Rule, entries: Collection[str] | None = None) -> Callable[[_F
     function is returned with its :data:`CHECK_ATTRIBUTE` set.  ``ConfigContractError`` when no rule is given."""
     if not rules or not all(isinstance(rule, Rule) for rule in rules):
         raise ConfigContractError("checks() needs one or more Rule records", path="rules", value=repr(rules))
+    scripts = None if entries is None else frozenset(entries)
 
     def register(function: _Function) -> _Function:
-        setattr(
-            function, CHECK_ATTRIBUTE, Check(rules, function, None if entries is None else frozenset(entries))
-        )
+        setattr(function, CHECK_ATTRIBUTE, Check(rules, function, scripts))
         return function
 
     return register

@@ -37,6 +37,4 @@ def resolve_generation_worker_cls(default_cls: str, config: Mapping[str, Any] | 
         quant_cfg = config.get("quant_cfg")
     else:
         raise ContractTypeError.for_value("config", "a mapping or a VllmConfig", config)
-    if quant_cfg is None:
-        return default_cls
-    return GENERATION_WORKER_OVERRIDES.get(default_cls, default_cls)
+    return default_cls if quant_cfg is None else GENERATION_WORKER_OVERRIDES.get(default_cls, default_cls)

@@ -8,13 +8,15 @@ round trip rewrites unrelated lines).  An edit that cannot be made without touch
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import re
-from collections.abc import Iterator
+import textwrap
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec
 
 from .._internal.config_paths import Keys
 from .._internal.messages import render_name
@@ -35,6 +37,10 @@ __all__ = [
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NULL_TAG = "tag:yaml.org,2002:null"
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+_SEPARATION_TABS = re.compile(r"(?<=:)[ \t]*\t[ \t]*")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_COLON = re.compile(r"[ \t]*:")
+_P = ParamSpec("_P")
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,19 @@ class _Refused(Exception):
     """Raised inside this module for an edit that cannot be made; becomes :class:`Declined`."""
 
 
+def _declining(edit: Callable[_P, str | Declined]) -> Callable[_P, str | Declined]:
+    """``edit``, returning :class:`Declined` with the reason where it raises :class:`_Refused`."""
+
+    @functools.wraps(edit)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> str | Declined:
+        try:
+            return edit(*args, **kwargs)
+        except _Refused as refused:
+            return Declined(str(refused))
+
+    return run
+
+
 @dataclass(frozen=True)
 class _Step:
     """One mapping entry on a key path: the mapping node holding it, its key node and its value node."""
@@ -64,18 +83,11 @@ class _Step:
     value: Any
 
 
-_SEPARATION_TABS = re.compile(r"(?<=:)[ \t]*\t[ \t]*")
-
-
-def _as_the_loader_reads(text: str) -> str:
-    """``text`` with the tabs after a key's colon as spaces (libyaml accepts them, PyYAML's scanner does not),
-    one for one so that every offset stays."""
-    return _SEPARATION_TABS.sub(lambda match: " " * len(match.group()), text)
-
-
 def _parse(text: str) -> tuple[Any, _EditLoader]:
+    """The root mapping node of ``text`` and its loader; tabs after a key's colon read as spaces, one for one so
+    that every offset stays (libyaml accepts them, PyYAML's scanner does not)."""
     try:
-        loader = _EditLoader(_as_the_loader_reads(text))
+        loader = _EditLoader(_SEPARATION_TABS.sub(lambda match: " " * len(match.group()), text))
     except Exception as exc:
         raise _Refused(f"the file cannot be read as YAML ({type(exc).__name__})") from None
     try:
@@ -181,13 +193,8 @@ def _line_start(text: str, index: int) -> int:
 
 def _line_end(text: str, index: int) -> int:
     """The offset just past the line break of the line holding ``index`` (the end of the text without one)."""
-    for position in range(index, len(text)):
-        char = text[position]
-        if char == "\n":
-            return position + 1
-        if char == "\r":
-            return position + 2 if text.startswith("\r\n", position) else position + 1
-    return len(text)
+    found = _LINE_BREAK.search(text, index)
+    return len(text) if found is None else found.end()
 
 
 def _content_end(node: Any) -> int:
@@ -219,19 +226,15 @@ def _rest_is_comment(text: str, index: int) -> bool:
 
 def _entry_lines(text: str, step: _Step) -> tuple[int, int]:
     """The ``(start, end)`` offsets of an entry's whole lines: its key's line to its value's last line."""
+    start, end = step.key.start_mark.index, _content_end(step.value)
+    key = "'" + text[start : step.key.end_mark.index] + "'"
     if step.mapping.flow_style:
-        raise _Refused(f"{_key_text(text, step)} is in a flow-style mapping ({{...}}); edit it by hand")
-    start = step.key.start_mark.index
-    end = _content_end(step.value)
+        raise _Refused(f"{key} is in a flow-style mapping ({{...}}); edit it by hand")
     if not _first_on_line(text, start):
-        raise _Refused(f"{_key_text(text, step)} shares its line with another token (a list item's '- ')")
+        raise _Refused(f"{key} shares its line with another token (a list item's '- ')")
     if not _rest_is_comment(text, end):
-        raise _Refused(f"{_key_text(text, step)} is followed by another token on its last line")
+        raise _Refused(f"{key} is followed by another token on its last line")
     return _line_start(text, start), _line_end(text, end)
-
-
-def _key_text(text: str, step: _Step) -> str:
-    return "'" + text[step.key.start_mark.index : step.key.end_mark.index] + "'"
 
 
 def _newline(text: str) -> str:
@@ -239,11 +242,9 @@ def _newline(text: str) -> str:
 
 
 def _render_key(key: object) -> str:
-    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) and _reads_back(f"{key}: 0", {key: 0}):
-        return key
-    if isinstance(key, str):
-        return json.dumps(key)
-    raise _Refused(f"cannot write the key {render_name(key)}")
+    if not isinstance(key, str):
+        raise _Refused(f"cannot write the key {render_name(key)}")
+    return key if _PLAIN_KEY.fullmatch(key) and _reads_back(f"{key}: 0", {key: 0}) else json.dumps(key)
 
 
 def _reads_back(text: str, expected: object) -> bool:
@@ -269,23 +270,11 @@ def _same_types(a: object, b: object) -> bool:
 def render_scalar(value: object) -> str:
     """The YAML text of a JSON value that reads back as the same value; ``ValueError`` when there is none (a
     non-finite float, a non-JSON container)."""
-    if value is None:
-        text = "null"
-    elif isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, int):
-        text = str(value)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"cannot write the non-finite float {value!r}")
-        text = repr(value)
-    elif isinstance(value, str):
-        text = (
-            value
-            if _reads_back(f"k: {value}", {"k": value}) and value.strip() == value
-            else json.dumps(value)
-        )
-    else:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"cannot write the non-finite float {value!r}")
+    if isinstance(value, str) and value.strip() == value and _reads_back(f"k: {value}", {"k": value}):
+        text = value
+    else:  # JSON is YAML: null, true, 12, 0.1, "quoted", [...], {...}
         try:
             text = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
@@ -312,23 +301,17 @@ def _indent_step(root: Any) -> int:
     return min(steps, default=2)
 
 
-def _run(edit: Any, *args: Any) -> str | Declined:
-    try:
-        result: str = edit(*args)
-    except _Refused as refused:
-        return Declined(str(refused))
-    return result
-
-
-def _rename(text: str, keys: Keys, new_key: str) -> str:
+@_declining
+def rename_key(text: str, keys: Keys, new_key: str) -> str | Declined:
+    """``text`` with the key at ``keys`` renamed to ``new_key``; declined when the key is not written at ``keys``
+    in this text, or ``new_key`` is already set beside it."""
     root, loader = _parse(text)
     step = _walk(root, loader, keys)[-1]
-    holder = step.mapping
-    target = (*keys[:-1], new_key)
-    if _entry(holder, new_key, loader) is not None:
-        raise _Refused(f"{_dotted(target)} is already set in this file; renaming would overwrite it")
-    if any(_same_key(merged, new_key) for merged in _merged_keys(holder, loader)):
-        raise _Refused(f"{_dotted(target)} is already set through a YAML merge key in this file")
+    target = _dotted((*keys[:-1], new_key))
+    if _entry(step.mapping, new_key, loader) is not None:
+        raise _Refused(f"{target} is already set in this file; renaming would overwrite it")
+    if any(_same_key(merged, new_key) for merged in _merged_keys(step.mapping, loader)):
+        raise _Refused(f"{target} is already set through a YAML merge key in this file")
     start, end = step.key.start_mark.index, step.key.end_mark.index
     return text[:start] + _quoted_like(text[start:end], new_key) + text[end:]
 
@@ -342,23 +325,10 @@ def _quoted_like(written: str, key: str) -> str:
     return _render_key(key)
 
 
-def rename_key(text: str, keys: Keys, new_key: str) -> str | Declined:
-    """``text`` with the key at ``keys`` renamed to ``new_key``; declined when the key is not written at ``keys``
-    in this text, or ``new_key`` is already set beside it."""
-    return _run(_rename, text, keys, new_key)
-
-
-def _colon_after(text: str, key: Any) -> int:
-    """The offset just past the ``:`` that ends a block mapping key."""
-    position = key.end_mark.index
-    while position < len(text) and text[position] in " \t":
-        position += 1
-    if position >= len(text) or text[position] != ":":
-        raise _Refused("cannot find the ':' after a key")
-    return int(position) + 1
-
-
-def _remove(text: str, keys: Keys) -> str:
+@_declining
+def remove_entry(text: str, keys: Keys) -> str | Declined:
+    """``text`` without the entry at ``keys`` (its whole lines; a mapping left with no key becomes ``{}``);
+    declined when the key is not written at ``keys``, its mapping is in flow style or it shares a line."""
     root, loader = _parse(text)
     steps = _walk(root, loader, keys)
     step = steps[-1]
@@ -368,23 +338,21 @@ def _remove(text: str, keys: Keys) -> str:
     # The only entry: leave an empty mapping ({}) rather than a key with no value, which would merge as null.
     if len(steps) < 2:
         raise _Refused(f"{_dotted(keys)} is the only key of the file")
-    parent = steps[-2]
-    colon = _colon_after(text, parent.key)
-    if colon > start:
+    colon = _COLON.match(text, steps[-2].key.end_mark.index)
+    if colon is None:
+        raise _Refused("cannot find the ':' after a key")
+    if colon.end() > start:
         raise _Refused(f"{_dotted(keys[:-1])} and its only key share a line")
-    return text[:colon] + " {}" + text[colon:start] + text[end:]
+    return text[: colon.end()] + " {}" + text[colon.end() : start] + text[end:]
 
 
-def remove_entry(text: str, keys: Keys) -> str | Declined:
-    """``text`` without the entry at ``keys`` (its whole lines; a mapping left with no key becomes ``{}``);
-    declined when the key is not written at ``keys``, its mapping is in flow style or it shares a line."""
-    return _run(_remove, text, keys)
-
-
-def _set(text: str, keys: Keys, value: object) -> str:
+@_declining
+def set_value(text: str, keys: Keys, value: object) -> str | Declined:
+    """``text`` with the one-line scalar at ``keys`` replaced by ``value`` (:func:`render_scalar`); the comment
+    after it stays.  Declined when the key is not written at ``keys`` or its value is a collection or spans
+    several lines."""
     root, loader = _parse(text)
-    step = _walk(root, loader, keys)[-1]
-    node = step.value
+    node = _walk(root, loader, keys)[-1].value
     rendered = _rendered(value, keys)
     if isinstance(node, _yaml.ScalarNode) and node.style not in ("|", ">"):
         start, end = node.start_mark.index, node.end_mark.index
@@ -402,19 +370,11 @@ def _rendered(value: object, keys: Keys) -> str:
         raise _Refused(f"{_dotted(keys)}: {exc}") from None
 
 
-def set_value(text: str, keys: Keys, value: object) -> str | Declined:
-    """``text`` with the one-line scalar at ``keys`` replaced by ``value`` (:func:`render_scalar`); the comment
-    after it stays.  Declined when the key is not written at ``keys`` or its value is a collection or spans
-    several lines."""
-    return _run(_set, text, keys, value)
-
-
 def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[str, int, int, Keys]:
     """Where new entries for ``keys`` go: ``(text, offset, column, missing keys)``; the text loses an empty value
     of the deepest existing key so that block entries can follow."""
     shared = _shared_nodes(root)
     node = root
-    key_column = -1
     key_node = None
     for depth, key in enumerate(keys):
         where = _dotted(keys[: depth + 1])
@@ -434,15 +394,13 @@ def _insertion(text: str, root: Any, loader: _EditLoader, keys: Keys) -> tuple[s
                 if key_node is None:
                     raise _Refused("the file's root is an empty flow mapping")
                 return _replace_null(text, key_node, node, keys[depth:], root)
-            column = node.value[0][0].start_mark.column if node.value else key_column + _indent_step(root)
-            end = _content_end(node)
+            end = _content_end(node)  # a block mapping has at least one entry
             if node is not root and not _rest_is_comment(text, end):
                 raise _Refused(f"{_dotted(keys[:depth])} is followed by another token on its last line")
-            text, offset = _ended(text, _line_end(text, end) if node.value else len(text))
-            return text, offset, column, keys[depth:]
+            text, offset = _ended(text, _line_end(text, end))
+            return text, offset, node.value[0][0].start_mark.column, keys[depth:]
         if depth == len(keys) - 1:
             raise _Refused(f"{where} is already set in this file")
-        key_column = step.key.start_mark.column
         key_node = step.key
         node = step.value
     raise _Refused(f"{_dotted(keys)} is already set in this file")
@@ -471,63 +429,50 @@ def _ended(text: str, offset: int) -> tuple[str, int]:
     return text + _newline(text), len(text) + len(_newline(text))
 
 
-def _block(text: str, missing: Keys, column: int, step: int, last_line: str) -> str:
-    """The lines of new nested keys ``missing[:-1]`` and then ``last_line`` (already holding ``missing[-1]``)."""
+def _spliced(text: str, offset: int, missing: Keys, column: int, step: int, last_line: str) -> str:
+    """``text`` with, at ``offset``, the lines of new nested keys ``missing[:-1]`` and then ``last_line`` (already
+    holding ``missing[-1]``)."""
     newline = _newline(text)
     lines = [" " * (column + depth * step) + _render_key(key) + ":" for depth, key in enumerate(missing[:-1])]
     lines.append(" " * (column + (len(missing) - 1) * step) + last_line)
-    return newline.join(lines) + newline
+    return text[:offset] + newline.join(lines) + newline + text[offset:]
 
 
-def _insert(text: str, keys: Keys, value: object) -> str:
-    root, loader = _parse(text)
-    rendered = _rendered(value, keys)
-    text, offset, column, missing = _insertion(text, root, loader, keys)
-    block = _block(text, missing, column, _indent_step(root), f"{_render_key(missing[-1])}: {rendered}")
-    return text[:offset] + block + text[offset:]
-
-
+@_declining
 def insert_value(text: str, keys: Keys, value: object) -> str | Declined:
     """``text`` with ``keys`` set to ``value`` as new block entries, indented as the file is; declined when the key
     is already set (explicitly or through a merge key) or a mapping on the way is shared, in flow style or not
     a mapping."""
-    return _run(_insert, text, keys, value)
-
-
-def _reindent(lines: list[str], delta: int) -> list[str]:
-    out = []
-    for line in lines:
-        if delta >= 0:
-            out.append(" " * delta + line if line.strip() else line)
-            continue
-        leading = len(line) - len(line.lstrip(" "))
-        if line.strip() and leading < -delta:
-            raise _Refused("the entry's lines are indented less than its key")
-        out.append(line[min(leading, -delta) :])
-    return out
-
-
-def _move(text: str, keys: Keys, target: Keys) -> str:
     root, loader = _parse(text)
-    step = _walk(root, loader, keys)[-1]
-    start, end = _entry_lines(text, step)
-    entry = text[start:end]
-    key_start = step.key.start_mark.index - start
-    key_end = step.key.end_mark.index - start
-    key_text = entry[key_start:key_end] if _same_key(target[-1], keys[-1]) else _render_key(target[-1])
-    first = key_text + entry[key_end:]
-    lines = first.splitlines(keepends=True)
-    moved, offset, column, missing = _insertion(text, root, loader, target)
-    indent = _indent_step(root)
-    final_column = column + (len(missing) - 1) * indent
-    lines = _reindent([entry[:key_start] + lines[0], *lines[1:]], final_column - step.key.start_mark.column)
-    body = "".join(lines).rstrip("\r\n").lstrip(" ")
-    block = _block(moved, missing, column, indent, body)
-    inserted = moved[:offset] + block + moved[offset:]
-    return _remove(inserted, keys)
+    rendered = _rendered(value, keys)
+    text, offset, column, missing = _insertion(text, root, loader, keys)
+    last_line = f"{_render_key(missing[-1])}: {rendered}"
+    return _spliced(text, offset, missing, column, _indent_step(root), last_line)
 
 
+def _reindented(text: str, delta: int) -> str:
+    """``text`` with every line that is not blank indented ``delta`` columns more (fewer when negative)."""
+    if delta >= 0:
+        return textwrap.indent(text, " " * delta)
+    lines = text.splitlines(keepends=True)
+    if any(line.strip() and not line.startswith(" " * -delta) for line in lines):
+        raise _Refused("the entry's lines are indented less than its key")
+    return "".join(line[min(len(line) - len(line.lstrip(" ")), -delta) :] for line in lines)
+
+
+@_declining
 def move_entry(text: str, keys: Keys, target: Keys) -> str | Declined:
     """``text`` with the entry at ``keys`` moved, lines and comments as written, to ``target`` (inserted as
     :func:`insert_value`, removed as :func:`remove_entry`); declined when either edit is."""
-    return _run(_move, text, keys, target)
+    root, loader = _parse(text)
+    step = _walk(root, loader, keys)[-1]
+    start, end = _entry_lines(text, step)
+    key_start, key_end = step.key.start_mark.index, step.key.end_mark.index
+    key_text = text[key_start:key_end] if _same_key(target[-1], keys[-1]) else _render_key(target[-1])
+    moved, offset, column, missing = _insertion(text, root, loader, target)
+    indent = _indent_step(root)
+    delta = column + (len(missing) - 1) * indent - step.key.start_mark.column
+    entry = _reindented(text[start:key_start] + key_text + text[key_end:end], delta)
+    return remove_entry(
+        _spliced(moved, offset, missing, column, indent, entry.rstrip("\r\n").lstrip(" ")), keys
+    )

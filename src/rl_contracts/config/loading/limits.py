@@ -59,8 +59,7 @@ _BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("rl_cont
 
 def active_budget() -> Budget:
     """The budget of the load in progress; a fresh one with :data:`DEFAULT_LIMITS` outside a load."""
-    budget = _BUDGET.get()
-    return budget if budget is not None else Budget(DEFAULT_LIMITS)
+    return _BUDGET.get() or Budget(DEFAULT_LIMITS)
 
 
 @contextmanager

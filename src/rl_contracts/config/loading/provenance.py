@@ -6,6 +6,7 @@ file is indexed once, when an issue first asks for it (SPEC §1.8).
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -69,8 +70,7 @@ def _index(node: Any, line: int, loader: Any, depth: int = 0) -> _Entry:
 def _read_index(path: Path) -> _Entry | None:
     """The value tree of one file with its lines; ``None`` when the file cannot be read again."""
     try:
-        text = read_text(path, None, DEFAULT_LIMITS)
-        loader = RecipeLoader(text)
+        loader = RecipeLoader(read_text(path, None, DEFAULT_LIMITS))
         try:
             root = loader.get_single_node()
             return None if root is None else _index(root, root.start_mark.line + 1, loader)
@@ -116,12 +116,7 @@ class Provenance:
     def __init__(self, chain: tuple[Path, ...], overridden: Collection[Keys] = ()) -> None:
         self._chain = chain
         self._overridden = tuple(overridden)
-        self._indexes: dict[Path, _Entry | None] = {}
-
-    def _index_of(self, path: Path) -> _Entry | None:
-        if path not in self._indexes:
-            self._indexes[path] = _read_index(path)
-        return self._indexes[path]
+        self._index_of = functools.cache(_read_index)  # each file read once, when an issue first asks
 
     def locate(self, keys: Keys) -> tuple[str | None, int | None]:
         """``(source, line)`` of the value at ``keys``: ``(OVERRIDE_SOURCE, None)`` for an override, else the last

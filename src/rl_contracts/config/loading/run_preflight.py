@@ -21,15 +21,14 @@ def preflight_issues(
     result = preflight(resolution.document, options, unresolved=resolution.unresolved)
     rejected = {issue.path for issue in report.issues if issue.code in (V2.code, V3.code, V4.code)}
     for finding in result.findings:
-        if finding.path in rejected:
-            continue
-        report.add(
-            split_path(finding.path),
-            finding.code,
-            finding.message,
-            finding.severity,
-            finding.value,
-            path=finding.path,
-            fix=finding.fix,
-        )
+        if finding.path not in rejected:
+            report.add(
+                split_path(finding.path),
+                finding.code,
+                finding.message,
+                finding.severity,
+                finding.value,
+                path=finding.path,
+                fix=finding.fix,
+            )
     return result.skipped, result.entrypoint
