@@ -1,12 +1,9 @@
-"""Whether a refit configuration is supported: refit-transport normalisation and the reload-refit rules R2–R8
-(SPEC §1.3–§1.4).
+"""Whether a refit configuration is supported: refit-transport normalisation (SPEC §1.3, rules C6–C9 of
+``VllmConfig``, in :mod:`.refit_transport`) and the reload-refit rules R2–R8 (SPEC §1.4, numbered by its steps).
 
-Each function accepts a validated :class:`~rl_contracts.config.VllmConfig` or a plain, possibly partial mapping
-(worker-side code re-checks partial configs), never mutates it, and raises
-:class:`~rl_contracts.errors.ConfigContractError` (or its subclass ``UnsupportedConfigError``) with ``.path``
-(the dotted key relative to the generation section) and ``.value`` (the offending value, rendered; ``"<missing>"``
-for an absent key).  The refit steps (:mod:`.refit_transport`) are also rules C6–C9 of ``VllmConfig``; the reload
-refit steps are :func:`reload_refit_violation`, whose finding's code ``R2``–``R8`` numbers SPEC §1.4's step.
+Each function accepts a validated :class:`~rl_contracts.config.VllmConfig` or a plain, possibly partial mapping,
+never mutates it, and raises :class:`~rl_contracts.errors.ConfigContractError` (or ``UnsupportedConfigError``)
+with ``.path`` relative to the generation section and ``.value`` rendered (``"<missing>"`` for an absent key).
 """
 
 from __future__ import annotations
@@ -38,6 +35,28 @@ __all__ = [
 ]
 
 _WORKER = "vllm_worker.py reload refit (S5)"
+_FAILS = (
+    "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+    "`AssertionError`/`NotImplementedError`"
+)
+_MEGATRON = "  megatron_cfg:\n    enabled: true\n  dtensor_cfg:\n    enabled: false\n"
+_NOT_COLOCATED = """\
+    colocated:
+      enabled: false
+      resources:
+        gpus_per_node: 4
+        num_nodes: 1
+"""
+
+
+def _example(*settings: str, megatron: bool = False) -> str:
+    """A fragment with reload refit on and ``settings`` (lines of the generation section) on dedicated generation
+    GPUs, under Megatron when ``megatron``; with no ``settings``, colocated as the base recipe is."""
+    generation = "".join(f"    {line}\n" for line in settings)
+    apart = _NOT_COLOCATED + generation if settings else ""
+    head = "policy:\n" + (_MEGATRON if megatron else "") + "  generation:\n"
+    return f"{head}{apart}    vllm_cfg:\n      refit_with_reload_api: true\n"
+
 
 R2 = Rule(
     "R2",
@@ -48,16 +67,8 @@ R2 = Rule(
         "With `vllm_cfg.refit_with_reload_api: true`: that generation is not colocated (`colocated.enabled` "
         "present and false)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: reload refit has no colocated IPC/ZMQ path yet."
-    ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: reload refit has no colocated IPC/ZMQ path yet.",
+    example=_example(),
     fix="Set `refit_with_reload_api: false`, or run generation on its own GPUs (`colocated.enabled: false`).",
 )
 R3 = Rule(
@@ -66,27 +77,8 @@ R3 = Rule(
     summary="reload refit with refit_transport='nccl_reshard'",
     reference=_WORKER,
     what_it_checks="With reload refit on: that `refit_transport` is not `nccl_reshard`, which is its own refit path.",
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: `nccl_reshard` refit does not use vLLM's `reload_weights` "
-        "API."
-    ),
-    example="""\
-policy:
-  megatron_cfg:
-    enabled: true
-  dtensor_cfg:
-    enabled: false
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    refit_transport: nccl_reshard
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: `nccl_reshard` refit does not use vLLM's `reload_weights` API.",
+    example=_example("refit_transport: nccl_reshard", megatron=True),
     fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R4 = Rule(
@@ -98,22 +90,8 @@ R4 = Rule(
         "With reload refit on: that `refit_transport` is not a checkpoint-engine transport (`nixl` or a "
         "`module:ClassName` plugin)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: reload refit with checkpoint engines is future work."
-    ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    refit_transport: nixl
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: reload refit with checkpoint engines is future work.",
+    example=_example("refit_transport: nixl"),
     fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R5 = Rule(
@@ -125,26 +103,8 @@ R5 = Rule(
         "With reload refit on: that `refit_transport` is not a sparse transport (`vllm_s3_sparse`, "
         "`vllm_zmq_sparse`); only the default non-colocated collective refit is supported."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`."
-    ),
-    example="""\
-policy:
-  megatron_cfg:
-    enabled: true
-  dtensor_cfg:
-    enabled: false
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    refit_transport: vllm_zmq_sparse
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}.",
+    example=_example("refit_transport: vllm_zmq_sparse", megatron=True),
     fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R6 = Rule(
@@ -153,23 +113,8 @@ R6 = Rule(
     summary="reload refit with quant_cfg set",
     reference=_WORKER,
     what_it_checks="With reload refit on: that `quant_cfg` is not set.",
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: ModelOpt quantized refit needs the ModelOpt weight-loading "
-        "path."
-    ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    quant_cfg: fp8
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: ModelOpt quantized refit needs the ModelOpt weight-loading path.",
+    example=_example("quant_cfg: fp8"),
     fix="Set `quant_cfg: null` or `refit_with_reload_api: false`.",
 )
 R7 = Rule(
@@ -181,23 +126,8 @@ R7 = Rule(
         "With reload refit on: that Eagle draft weights do not arrive by refit (`_draft_weights_from_refit`, "
         "which the trainer sets from `policy.draft.enabled`)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: draft-weight refit with `reload_weights` is not supported "
-        "yet."
-    ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    _draft_weights_from_refit: true
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: draft-weight refit with `reload_weights` is not supported yet.",
+    example=_example("_draft_weights_from_refit: true"),
     fix="Set `policy.draft.enabled: false` or `refit_with_reload_api: false`.",
 )
 R8 = Rule(
@@ -209,27 +139,14 @@ R8 = Rule(
         "With reload refit on: that refit does not also update MTP draft weights (`_mtp_weights_from_refit` "
         "with an MTP speculative method in `vllm_kwargs.speculative_config`)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: MTP speculative decoding with reload refit is not supported "
-        "yet."
+    why_it_matters=f"{_FAILS}: MTP speculative decoding with reload refit is not supported yet.",
+    example=_example(
+        "_mtp_weights_from_refit: true",
+        "vllm_kwargs:",
+        "  speculative_config:",
+        "    method: mtp",
+        "    num_speculative_tokens: 1",
     ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    _mtp_weights_from_refit: true
-    vllm_kwargs:
-      speculative_config:
-        method: mtp
-        num_speculative_tokens: 1
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
     fix="Set `refit_with_reload_api: false`, or stop training the MTP layer.",
 )
 
@@ -296,13 +213,11 @@ def _reload_requested(view: ConfigView) -> bool:
 def _colocation_step(view: ConfigView) -> Finding | None:
     """Step 2 (R2): ``colocated.enabled`` is present and false."""
     colocated = view.section("colocated")
-    if colocated is None:
-        message = f"policy.generation.colocated is required when {_RELOAD}."
-        return Finding(code=R2.code, path="colocated", value=ABSENT, message=message)
-    enabled = colocated.flag("enabled")
+    enabled = None if colocated is None else colocated.flag("enabled")
     if enabled is None:
-        message = f"policy.generation.colocated.enabled is required when {_RELOAD}."
-        return Finding(code=R2.code, path="colocated.enabled", value=ABSENT, message=message)
+        path = "colocated" if colocated is None else "colocated.enabled"
+        message = f"policy.generation.{path} is required when {_RELOAD}."
+        return Finding(code=R2.code, path=path, value=ABSENT, message=message)
     if not enabled:
         return None
     message = (
@@ -401,11 +316,7 @@ def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Finding | 
     view = _view_of(config)
     if not _reload_requested(view):
         return None
-    for step in _RELOAD_STEPS:
-        finding = step(view)
-        if finding is not None:
-            return finding
-    return None
+    return next(filter(None, (step(view) for step in _RELOAD_STEPS)), None)
 
 
 def assert_reload_refit_config_supported(config: VllmConfig | Mapping[str, Any]) -> None:

@@ -51,24 +51,18 @@ def generation_json_schema() -> dict[str, Any]:
     return {"$schema": JSON_SCHEMA_DIALECT, "$id": GENERATION_SCHEMA_ID, **config_json_schema()}
 
 
-def _leaf(kind: str | list[str], **constraints: Any) -> dict[str, Any]:
-    """A typed leaf: ``kind`` (a JSON type or a list of them) with ``constraints``."""
-    return {"type": kind, **constraints}
-
-
 def _section(properties: dict[str, dict[str, Any]], *, nullable: bool = False) -> dict[str, Any]:
     """An open mapping whose listed keys are typed; ``nullable`` also accepts ``null`` for the whole section."""
     return {"type": ["object", "null"] if nullable else "object", "properties": properties}
 
 
-_BOOL = _leaf("boolean")
-_BOOL_OR_NULL = _leaf(["boolean", "null"])
-_COUNT = _leaf("integer", minimum=0)
-_COUNT_OR_NULL = _leaf(["integer", "null"], minimum=0)
-_NUMBER = _leaf("number")
-_NUMBER_OR_NULL = _leaf(["number", "null"])
-_TEXT_OR_NULL = _leaf(["string", "null"])
-_ENABLED = _section({"enabled": _BOOL})
+_BOOL: dict[str, Any] = {"type": "boolean"}
+_BOOL_OR_NULL = {"type": ["boolean", "null"]}
+_COUNT = {"type": "integer", "minimum": 0}
+_COUNT_OR_NULL = {"type": ["integer", "null"], "minimum": 0}
+_NUMBER = {"type": "number"}
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
 _ENABLED_OR_NULL = _section({"enabled": _BOOL}, nullable=True)
 
 
@@ -118,8 +112,8 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "train_micro_batch_size": _COUNT,
             "logprob_batch_size": _COUNT_OR_NULL,
             "max_total_sequence_length": _COUNT,
-            "precision": _leaf("string"),
-            "hf_config_overrides": _leaf(["object", "null"]),
+            "precision": {"type": "string"},
+            "hf_config_overrides": {"type": ["object", "null"]},
             "megatron_cfg": megatron,
             "dtensor_cfg": dtensor,
             "draft": _ENABLED_OR_NULL,
@@ -140,7 +134,7 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "skip_reference_policy_logprobs_calculation": _BOOL_OR_NULL,
             "seq_logprob_error_threshold": _NUMBER_OR_NULL,
             "deduplicate_multimodal_data": _BOOL,
-            "val_period": _leaf("integer"),
+            "val_period": {"type": "integer"},
             "val_at_start": _BOOL,
             "val_at_end": _BOOL,
             "max_val_samples": _COUNT_OR_NULL,
@@ -156,7 +150,6 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "reward_shaping": _ENABLED_OR_NULL,
         }
     )
-    teachers = _section({"enabled": _BOOL}, nullable=True)
     return {
         "cluster": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT, "segment_size": _COUNT_OR_NULL}),
         "grpo": grpo,
@@ -202,13 +195,13 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
         "async_rl": _section(
             {
                 "min_groups_for_streaming_train": _COUNT,
-                "sampler": _section({"name": _leaf("string")}, nullable=True),
+                "sampler": _section({"name": {"type": "string"}}, nullable=True),
             },
             nullable=True,
         ),
         "checkpointing": _section({"enabled": _BOOL, "metric_name": _TEXT_OR_NULL}, nullable=True),
         "on_policy_distillation": _section(
-            {"enabled": _BOOL, "non_colocated_teachers": teachers}, nullable=True
+            {"enabled": _BOOL, "non_colocated_teachers": _ENABLED_OR_NULL}, nullable=True
         ),
     }
 
@@ -250,41 +243,46 @@ def _allow_interpolation(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "type": [*kinds, "string"], "pattern": _INTERPOLATION["pattern"]}
 
 
-def _recipe_defaults() -> dict[str, Any]:
-    """The ``defaults`` key of a recipe file."""
-    return {
-        "description": "Parent recipe(s), relative to this file; later ones and this file win.",
-        "anyOf": [
-            {"type": "null"},
-            {"type": "string", "minLength": 1},
-            {"type": "array", "items": {"type": "string", "minLength": 1}},
-        ],
+_RECIPE_DEFAULTS = {
+    "description": "Parent recipe(s), relative to this file; later ones and this file win.",
+    "anyOf": [
+        {"type": "null"},
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+    ],
+}
+"""The ``defaults`` key of a recipe file (:func:`_partial` copies it)."""
+
+
+def _recipe_file_schema(
+    schema_id: str, title: str, description: str, properties: dict[str, Any], definitions: dict[str, Any]
+) -> dict[str, Any]:
+    """A recipe file's schema (:func:`_partial`): ``defaults`` then ``properties``, and ``definitions`` with
+    ``VllmConfig``'s."""
+    generation = config_json_schema()
+    body = {
+        "title": title,
+        "description": description,
+        "type": "object",
+        "properties": {"defaults": _RECIPE_DEFAULTS, **properties},
+        "$defs": {**definitions, **generation.pop("$defs", {}), "VllmConfig": generation},
     }
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": schema_id, **_partial(body)}
 
 
 def recipe_json_schema() -> dict[str, Any]:
     """The JSON Schema of a whole recipe file (``rl-contracts schema --recipe``; a new dict): the generation
     sections typed by ``VllmConfig`` for the vllm backend, the sections preflight reads as far as it reads them,
     everything else open."""
-    generation = config_json_schema()
-    definitions = generation.pop("$defs", {})
-    definitions["VllmConfig"] = generation
-    body = {
-        "title": "NeMo RL recipe",
-        "description": (
-            "One recipe file of a defaults: chain (rl-contracts). Typed: the generation section (VllmConfig) and "
-            "the keys preflight reads; every other key is open. No key is required: run rl-contracts validate "
-            "for the composed recipe."
-        ),
-        "type": "object",
-        "properties": {
-            "defaults": _recipe_defaults(),
-            **_preflight_sections(),
-            "generation": _generation_section(),
-        },
-        "$defs": definitions,
-    }
-    return {"$schema": JSON_SCHEMA_DIALECT, "$id": RECIPE_SCHEMA_ID, **_partial(body)}
+    return _recipe_file_schema(
+        RECIPE_SCHEMA_ID,
+        "NeMo RL recipe",
+        "One recipe file of a defaults: chain (rl-contracts). Typed: the generation section (VllmConfig) and the "
+        "keys preflight reads; every other key is open. No key is required: run rl-contracts validate for the "
+        "composed recipe.",
+        {**_preflight_sections(), "generation": _generation_section()},
+        {},
+    )
 
 
 def algorithm_schema_id(algorithm: Algorithm) -> str:
@@ -307,22 +305,17 @@ def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
     :func:`recipe_json_schema`."""
     model = RECIPE_MODELS[algorithm].model_json_schema()
     definitions = model.pop("$defs", {})
-    generation = config_json_schema()
-    definitions.update(generation.pop("$defs", {}))
-    definitions["VllmConfig"] = generation
     properties = model["properties"]
     if "PolicyConfig" in definitions:
         definitions["PolicyConfig"]["properties"]["generation"] = _generation_section()
     if "generation" in properties:
         properties["generation"] = _generation_section()
-    body = {
-        "title": f"NeMo RL {algorithm} recipe",
-        "description": (
-            f"One recipe file of a defaults: chain of a {algorithm} recipe ({RUN_SCRIPTS[algorithm]}), every section "
-            "typed (rl-contracts). No key is required: run rl-contracts validate for the composed recipe."
-        ),
-        "type": "object",
-        "properties": {"defaults": _recipe_defaults(), **properties},
-        "$defs": definitions,
-    }
-    return {"$schema": JSON_SCHEMA_DIALECT, "$id": algorithm_schema_id(algorithm), **_any_of(_partial(body))}
+    schema = _recipe_file_schema(
+        algorithm_schema_id(algorithm),
+        f"NeMo RL {algorithm} recipe",
+        f"One recipe file of a defaults: chain of a {algorithm} recipe ({RUN_SCRIPTS[algorithm]}), every section "
+        "typed (rl-contracts). No key is required: run rl-contracts validate for the composed recipe.",
+        properties,
+        definitions,
+    )
+    return {key: _any_of(value) for key, value in schema.items()}
