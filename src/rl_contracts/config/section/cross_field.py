@@ -37,11 +37,14 @@ __all__ = [
     "real_quant_findings",
 ]
 
+_INIT = "vllm_generation.py:__init__ (S3)"
+_INIT_RAISES = "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3)"
+
 C1 = Rule(
     "C1",
     "sampling-filter-out-of-range",
     summary="top_k/top_p (and their val_ variants) outside their valid values",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks="That `top_k` and `val_top_k` are null, -1 or at least 1, and `top_p` and `val_top_p` lie in (0, 1].",
     why_it_matters=(
         "`vllm_generation.py:__init__` rejects the sampling parameters with a `ValueError` when the vLLM "
@@ -83,12 +86,9 @@ C3 = Rule(
     "C3",
     "pipeline-parallel-needs-async-engine",
     summary="pipeline_parallel_size > 1 needs async_engine=true",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks="That `vllm_cfg.pipeline_parallel_size` > 1 comes with `vllm_cfg.async_engine: true`.",
-    why_it_matters=(
-        "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3): pipeline "
-        "parallelism runs only on the async engine."
-    ),
+    why_it_matters=f"{_INIT_RAISES}: pipeline parallelism runs only on the async engine.",
     example="""\
 policy:
   generation:
@@ -101,12 +101,12 @@ C4 = Rule(
     "C4",
     "expert-parallel-not-multiple-of-tensor-parallel",
     summary="expert_parallel_size > 1 must be a multiple of tensor_parallel_size",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks=(
         "That `vllm_cfg.expert_parallel_size` > 1 is a multiple of `vllm_cfg.tensor_parallel_size` (vLLM's EP "
         "is DP x TP)."
     ),
-    why_it_matters="`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3).",
+    why_it_matters=f"{_INIT_RAISES}.",
     example="""\
 policy:
   generation:
@@ -120,14 +120,13 @@ C5 = Rule(
     "C5",
     "expert-data-parallel-needs-sync-engine",
     summary="expert parallelism with DP inside vLLM needs async_engine=false",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks=(
         "That expert parallelism with data parallelism inside vLLM (`expert_parallel_size` > 1 and not equal "
         "to `tensor_parallel_size`) runs on the synchronous engine (`async_engine: false`)."
     ),
     why_it_matters=(
-        "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3): the async "
-        "engine has known issues with DP inside vLLM (NeMo RL issue #1101)."
+        f"{_INIT_RAISES}: the async engine has known issues with DP inside vLLM (NeMo RL issue #1101)."
     ),
     example="""\
 policy:

@@ -29,15 +29,17 @@ from .refit_cfg import (
 
 __all__ = ["C6", "C7", "C8", "C9", "RefitCheck", "check_refit"]
 
+_NORMALISATION = "vllm/config.py refit normalisation (S1)"
+_RAISES = "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`"
+
 C6 = Rule(
     "C6",
     "legacy-checkpoint-engine-key",
     summary="the legacy checkpoint_engine key was replaced by refit_transport='nixl'",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks="That the legacy `policy.generation.checkpoint_engine` key is absent or null.",
     why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`: the key was replaced by "
-        "`refit_transport: nixl` and `refit_cfg.nixl`, and is no longer read."
+        f"{_RAISES}: the key was replaced by `refit_transport: nixl` and `refit_cfg.nixl`, and is no longer read."
     ),
     example="""\
 policy:
@@ -51,14 +53,14 @@ C7 = Rule(
     "C7",
     "unknown-refit-transport",
     summary="refit_transport is not a known selector or a module:ClassName path",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks=(
         "That `refit_transport` is null (the topology default), one of `nccl_reshard`, `vllm_s3_sparse`, "
         "`vllm_zmq_sparse`, `nixl`, or a `module.path:ClassName` checkpoint-engine plugin."
     ),
     why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError` for an unknown transport "
-        "before training starts; the first refit would have no way to send the weights."
+        f"{_RAISES} for an unknown transport before training starts; the first refit would have no way to send "
+        "the weights."
     ),
     example="""\
 policy:
@@ -71,15 +73,12 @@ C8 = Rule(
     "C8",
     "encoder-cache-reset-unsupported",
     summary="reset_encoder_cache_after_weight_update with a transport that does not reset it",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks=(
         "That `vllm_cfg.reset_encoder_cache_after_weight_update` is set only with a transport that resets the "
         "multimodal encoder cache (null or `nccl_reshard`)."
     ),
-    why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`; without it, stale vision "
-        "embeddings would silently survive every weight update."
-    ),
+    why_it_matters=f"{_RAISES}; without it, stale vision embeddings would silently survive every weight update.",
     example="""\
 policy:
   generation:
@@ -93,15 +92,12 @@ C9 = Rule(
     "C9",
     "invalid-refit-cfg",
     summary="refit_cfg does not validate for the selected transport",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks=(
         "That `refit_cfg` validates for the selected transport, and that a `module:ClassName` transport has "
         'its plugin config under `refit_cfg["module:ClassName"]`.'
     ),
-    why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError` (pydantic's errors) before "
-        "training."
-    ),
+    why_it_matters=f"{_RAISES} (pydantic's errors) before training.",
     example="""\
 policy:
   generation:
