@@ -95,51 +95,38 @@ def _interpolated(value: object) -> bool:
     return isinstance(value, str) and "${" in value
 
 
-class _Document:
-    """Looks reference keys up in the plain document."""
-
-    def __init__(self, document: dict[Any, Any]) -> None:
-        self.document = document
-
-    def _step(self, holder: Any, part: str, keys: Keys) -> tuple[Any, Keys] | None:
-        if isinstance(holder, dict):
-            if part in holder:
-                return holder[part], (*keys, part)
-            if part.isascii() and part.isdigit() and int(part) in holder:
-                return holder[int(part)], (*keys, int(part))
+def _target(document: dict[Any, Any], reference: str, where: Keys, hops: int = 0) -> Keys | None:
+    """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names in ``document``, or
+    ``None``; a digit segment is a list index, or a mapping's int key where the mapping lacks the string."""
+    dots = len(reference) - len(reference.lstrip("."))
+    rest = reference[dots:]
+    if dots == 0:
+        keys: Keys = ()
+    else:
+        keys = where[:-1]
+        if dots - 1 > len(keys):
             return None
-        if isinstance(holder, list) and part.isascii() and part.isdigit() and int(part) < len(holder):
-            return holder[int(part)], (*keys, int(part))
+        keys = keys[: len(keys) - (dots - 1)]
+    found, holder = lookup(document, keys)
+    if not found:
         return None
-
-    def target(self, reference: str, where: Keys, hops: int = 0) -> Keys | None:
-        """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names, or ``None``."""
-        dots = len(reference) - len(reference.lstrip("."))
-        rest = reference[dots:]
-        if dots == 0:
-            keys: Keys = ()
-        else:
-            keys = where[:-1]
-            if dots - 1 > len(keys):
-                return None
-            keys = keys[: len(keys) - (dots - 1)]
-        found, holder = lookup(self.document, keys)
+    for index, name in _PART.findall(rest):
+        if _interpolated(holder) and hops < _HOPS:
+            inner = holder.strip()
+            if inner.startswith("${") and inner.endswith("}") and inner.count("${") == 1:
+                followed = _target(document, inner[2:-1].strip(), keys, hops + 1)
+                if followed is None:
+                    return None
+                keys = followed
+                holder = lookup(document, keys)[1]
+        part = index or name
+        digits = part.isascii() and part.isdigit() and not (isinstance(holder, dict) and part in holder)
+        key = int(part) if digits else part
+        found, holder = lookup(holder, (key,))
         if not found:
             return None
-        for index, name in _PART.findall(rest):
-            if _interpolated(holder) and hops < _HOPS:
-                inner = holder.strip()
-                if inner.startswith("${") and inner.endswith("}") and inner.count("${") == 1:
-                    followed = self.target(inner[2:-1].strip(), keys, hops + 1)
-                    if followed is None:
-                        return None
-                    keys = followed
-                    holder = lookup(self.document, keys)[1]
-            step = self._step(holder, index or name, keys)
-            if step is None:
-                return None
-            holder, keys = step
-        return keys
+        keys = (*keys, key)
+    return keys
 
 
 def _children(value: Any, keys: Keys) -> Iterator[Keys]:
@@ -157,7 +144,6 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
     when none of its values is), a reference chain deeper than ``4 * limits.depth``, and every interpolated
     string after the document's running total passes either limit.
     """
-    paths = _Document(document)
     caps = (limits.expansion + 1, limits.references + 1)
     height_cap = 4 * limits.depth
     cost: dict[Keys, tuple[int, int]] = {}
@@ -165,7 +151,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
     outside: set[Keys] = set()
     deps_of: dict[Keys, list[Keys]] = {}
     base: dict[Keys, tuple[int, int]] = {}
-    state: dict[Keys, int] = {}  # 1 in progress, 2 done
+    seen: set[Keys] = set()  # visited; finished once in cost
     order: list[Keys] = []  # interpolated strings in document order
 
     def expand(keys: Keys, value: Any) -> None:
@@ -174,7 +160,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             base[keys] = (0, 0)
         elif _interpolated(value):
             text = _scan(value)
-            targets = [paths.target(reference, keys) for reference in text.references]
+            targets = [_target(document, reference, keys) for reference in text.references]
             deps_of[keys] = [target for target in targets if target is not None]
             base[keys] = (text.literal, len(text.references) + len(text.resolvers) + text.dynamic)
             if any(name not in PURE_RESOLVERS and OmegaConf.has_resolver(name) for name in text.resolvers):
@@ -193,7 +179,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             chars, refs = base[keys]
             tallest, marked = 0, keys in outside
             for dep in deps_of[keys]:
-                if state.get(dep) != 2:  # a reference cycle: OmegaConf reports it
+                if dep not in cost:  # a reference cycle: OmegaConf reports it
                     continue
                 chars = min(caps[0], chars + cost[dep][0])
                 refs = min(caps[1], refs + cost[dep][1])
@@ -203,17 +189,16 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             height[keys] = tallest + 1
             if marked:
                 outside.add(keys)
-            state[keys] = 2
             continue
-        if state.get(keys):
+        if keys in seen:
             continue
-        state[keys] = 1
+        seen.add(keys)
         expand(keys, value)
         if _interpolated(value):
             order.append(keys)
         stack.append((keys, value, True))
         for dep in reversed(deps_of[keys]):
-            if not state.get(dep):
+            if dep not in seen:
                 found, dep_value = lookup(document, dep)
                 if found:
                     stack.append((dep, dep_value, False))
