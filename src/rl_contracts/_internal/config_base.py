@@ -25,6 +25,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from ..config.finding import Finding
 from ..config.rule import Rule, checks
 from .config_absent import ABSENT
+from .config_examples import generation_example
 from .config_paths import keys_in
 
 __all__ = [
@@ -147,11 +148,7 @@ V3 = Rule(
         "engine arguments and fails there (S1-S3, a `TypeError`/`KeyError` after Ray and the workers "
         "started), or is silently used as is."
     ),
-    example="""\
-policy:
-  generation:
-    max_new_tokens: '512'
-""",
+    example=generation_example("max_new_tokens: '512'"),
     fix="Give the value the type the issue names (here the int `512`, not the string `'512'`).",
 )
 

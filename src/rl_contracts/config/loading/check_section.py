@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_base import FINDINGS, V3
+from ..._internal.config_examples import generation_example
 from ..._internal.config_paths import Keys, dotted_path, is_under, keys_in, lookup
 from ..._internal.messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
@@ -40,11 +41,7 @@ V4 = Rule(
         "`grpo.py:setup` (S1) reads `policy.generation.backend` to pick the generation backend and crashes "
         "with a `KeyError` or `TypeError` when it is missing or not a string."
     ),
-    example="""\
-policy:
-  generation:
-    backend: null
-""",
+    example=generation_example("backend: null"),
     fix=(
         "Set `policy.generation.backend` (`vllm` to have it validated), or pass `--section` to select another "
         "section."
@@ -64,11 +61,7 @@ V5 = Rule(
         "Nothing fails in the trainer: this warning says that the section was not checked, so a broken "
         "non-vLLM section goes unnoticed until its own backend starts."
     ),
-    example="""\
-policy:
-  generation:
-    backend: sglang
-""",
+    example=generation_example("backend: sglang"),
     fix=(
         "Nothing to fix for a recipe that is not a vLLM generation recipe; use `--select`/`--ignore V5` to "
         "silence it."

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._internal.config_absent import ABSENT, render_value
+from ..._internal.config_examples import generation_example
 from ..._internal.config_view import ConfigView
 from ..._internal.messages import render, shorten
 from ...errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
@@ -39,23 +40,22 @@ _FAILS = (
     "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
     "`AssertionError`/`NotImplementedError`"
 )
-_MEGATRON = "  megatron_cfg:\n    enabled: true\n  dtensor_cfg:\n    enabled: false\n"
-_NOT_COLOCATED = """\
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-"""
+_MEGATRON = ("megatron_cfg:", "  enabled: true", "dtensor_cfg:", "  enabled: false")
+_NOT_COLOCATED = (
+    "colocated:",
+    "  enabled: false",
+    "  resources:",
+    "    gpus_per_node: 4",
+    "    num_nodes: 1",
+)
 
 
 def _example(*settings: str, megatron: bool = False) -> str:
     """A fragment with reload refit on and ``settings`` (lines of the generation section) on dedicated generation
     GPUs, under Megatron when ``megatron``; with no ``settings``, colocated as the base recipe is."""
-    generation = "".join(f"    {line}\n" for line in settings)
-    apart = _NOT_COLOCATED + generation if settings else ""
-    head = "policy:\n" + (_MEGATRON if megatron else "") + "  generation:\n"
-    return f"{head}{apart}    vllm_cfg:\n      refit_with_reload_api: true\n"
+    apart = (*_NOT_COLOCATED, *settings) if settings else ()
+    reload = ("vllm_cfg:", "  refit_with_reload_api: true")
+    return generation_example(*apart, *reload, policy=_MEGATRON if megatron else ())
 
 
 R2 = Rule(
@@ -175,23 +175,17 @@ def _as_error(check: RefitCheck) -> ConfigContractError:
 
 
 def normalize_vllm_refit_config(config: VllmConfig | Mapping[str, Any]) -> VllmRefitConfig | None:
-    """Validate the selected refit transport and return its refit config (SPEC §1.3).
+    """Validate the selected refit transport (SPEC §1.3) and return a new validated :class:`VllmRefitConfig`
+    (``refit_cfg``, ``{}`` when absent or null; a ``module:ClassName`` plugin's config validated and kept under
+    its key), or ``None`` for the topology default (``refit_transport`` null or absent) and ``"nccl_reshard"``.
 
-    Returns ``None`` for the topology default (``refit_transport`` null or absent) and for ``"nccl_reshard"``;
-    otherwise a new validated :class:`VllmRefitConfig` (``refit_cfg``, ``{}`` when absent or null).  A
-    ``module:ClassName`` transport's plugin config stays under its key in ``model_extra``, as given, after being
-    validated as :class:`VllmCheckpointEnginePluginConfig`.
+    Raises ``ConfigContractError`` at the first failing step (C6 legacy ``checkpoint_engine``, C10 NVFP4 rollout
+    with a transport, C7 unknown transport, C8 encoder-cache reset, C9 invalid ``refit_cfg`` or plugin config,
+    listing pydantic's errors), for a non-mapping section and for a non-bool flag; ``ContractTypeError`` for a
+    ``config`` that is neither a ``VllmConfig`` nor a mapping.
 
-    Raises ``ConfigContractError`` (``.path``, ``.value``) at the first failing step: a non-null legacy
-    ``checkpoint_engine`` (C6); NVFP4 per-token rollout with a transport (C10); a non-str or unknown transport
-    (C7); ``vllm_cfg.reset_encoder_cache_after_weight_update`` with a transport (C8); an invalid ``refit_cfg``
-    or a missing/invalid plugin config (C9; the message lists pydantic's error locations).  A non-mapping
-    section or a non-bool flag in a mapping is a ``ConfigContractError`` naming the key; a ``config`` that is
-    neither a ``VllmConfig`` nor a mapping is a ``ContractTypeError``.
-
-    Divergence: the reference writes the validated model back into ``config["refit_cfg"]``; this returns it and
-    leaves the input untouched.  The reference accepts any string with a colon as a plugin path; this requires
-    ``module.path:ClassName``.
+    Divergence: the reference writes the model back into ``config["refit_cfg"]`` and takes any string with a
+    colon as a plugin path; this leaves the input untouched and requires ``module.path:ClassName``.
 
     Example::
 
@@ -322,15 +316,12 @@ def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Finding | 
 def assert_reload_refit_config_supported(config: VllmConfig | Mapping[str, Any]) -> None:
     """Reject config combinations that vLLM's native ``reload_weights`` refit does not support (SPEC §1.4).
 
-    Returns ``None`` when ``vllm_cfg`` is absent or empty or ``vllm_cfg.refit_with_reload_api`` is not true, and
-    for the single supported combination: not colocated, ``refit_transport`` null, no ``quant_cfg``, no Eagle
-    draft refit, and no trained-MTP refit while an MTP speculative method is configured.
-
-    Raises ``UnsupportedConfigError`` (also ``ValueError`` and ``AssertionError``) at the first unsupported
-    combination, with ``.path`` ``colocated.enabled``, ``refit_transport``, ``quant_cfg``,
-    ``_draft_weights_from_refit`` or ``_mtp_weights_from_refit``; ``ConfigContractError`` for a missing
-    ``colocated`` section or ``colocated.enabled``, for a non-mapping section, and for a flag in a mapping that
-    is neither a bool nor absent/null; ``ContractTypeError`` for a ``config`` of another type.
+    Passes when reload refit is off (``vllm_cfg`` absent, empty, or without ``refit_with_reload_api: true``) and
+    for the one supported combination: not colocated, ``refit_transport`` null, no ``quant_cfg``, no Eagle draft
+    refit, no trained-MTP refit with an MTP speculative method.  Raises ``UnsupportedConfigError`` (also
+    ``ValueError`` and ``AssertionError``) at the first unsupported step; ``ConfigContractError`` for a missing
+    ``colocated``/``colocated.enabled``, a non-mapping section or a non-bool flag; ``ContractTypeError`` for a
+    ``config`` of another type.
 
     Divergence: the reference uses ``assert`` for some checks (removed by ``python -O``), fails with a
     ``KeyError`` when ``colocated`` or ``colocated.enabled`` is missing, and reads flags by truthiness.

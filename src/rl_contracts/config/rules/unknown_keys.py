@@ -1,17 +1,9 @@
-"""The unknown-key rules (K1, K2, P28, W2): the unknown keys of a validated generation section and their class.
-
-SPEC §1.8 (second release) and PREFLIGHT.md §5.  Every key kept in a model's ``model_extra`` is classified, most
-specific first:
-
-1. *typo* (``K1``, error): within ``difflib`` ratio 0.8 of a declared key of the same model, and not a key of
-   :data:`VLLM_CFG_KEYS`: a misspelled override is never applied, so the inherited value silently stays;
-2. *misplaced* (``P28``, error): a ``vllm_cfg`` key the reference reads only from another place; a misplaced key
-   whose value would change nothing there (``null``, or ``false`` where the right place is a switch) is the
-   warning ``W2`` instead;
-3. *dead* (``W2``, warning): a ``vllm_cfg`` key the reference never reads;
-4. *unknown* (``K2``, warning; an error under ``--strict``): anything else.
-
-``--strict`` leaves ``W2`` warnings as warnings: those keys are known, not unknown.
+"""The unknown-key rules (SPEC §1.8, PREFLIGHT.md §5): each key kept in the ``model_extra`` of a validated
+generation section's models is, most specific first, *misplaced* (``P28``, error: a ``vllm_cfg`` key of
+:data:`VLLM_CFG_KEYS` the reference reads only elsewhere; ``W2`` when its value would change nothing there),
+*dead* (``W2``, warning: a ``vllm_cfg`` key the reference never reads), a *typo* (``K1``, error: within
+``difflib`` ratio 0.8 of a declared key of its model, so the inherited value silently stays) or *unknown*
+(``K2``, warning; an error under ``--strict``, which leaves ``W2`` a warning: those keys are known).
 """
 
 from __future__ import annotations
@@ -24,6 +16,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel
 
 from ..._internal.config_base import known_keys
+from ..._internal.config_examples import generation_example
 from ..._internal.config_paths import Loc, dotted
 from ..._internal.messages import render, render_name
 from ..finding import Finding, SuggestedFix
@@ -47,12 +40,7 @@ K1 = Rule(
         "NeMo RL never reads the misspelled key, so the inherited value silently stays: the run starts with a "
         "setting the recipe did not ask for, and nothing ever fails."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      gpu_memory_utilisation: 0.5
-""",
+    example=generation_example("vllm_cfg:", "  gpu_memory_utilisation: 0.5"),
     fix="Spell the key as the issue suggests.",
     fix_safety="safe",
 )
@@ -67,12 +55,7 @@ K2 = Rule(
         "An unknown key is not validated and usually not read: if it was meant to change something, it does "
         "not."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      my_custom_flag: true
-""",
+    example=generation_example("vllm_cfg:", "  my_custom_flag: true"),
     fix="Remove the key, or run without `--strict` when a fork of NeMo RL reads it.",
 )
 P28 = Rule(
@@ -88,13 +71,7 @@ P28 = Rule(
         "The setting the recipe asks for silently does not happen: the key is never read where it is, and "
         "nothing fails (never found by the reference)."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      limit_mm_per_prompt:
-        image: 2
-""",
+    example=generation_example("vllm_cfg:", "  limit_mm_per_prompt:", "    image: 2"),
     fix="Move the key where the issue says (here `policy.generation.vllm_kwargs.limit_mm_per_prompt`).",
     fix_safety="safe",
 )
@@ -113,12 +90,7 @@ W2 = Rule(
         "Nothing fails: the key has no effect, which a reader of the recipe would not guess (never found by "
         "the reference)."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      enforce_monotonicity: true
-""",
+    example=generation_example("vllm_cfg:", "  enforce_monotonicity: true"),
     fix="Remove the key (or set what it was meant to control, as the issue says).",
     fix_safety="unsafe",
 )

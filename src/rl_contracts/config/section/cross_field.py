@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_base import collected_findings
+from ..._internal.config_examples import generation_example
 from ..._internal.config_view import ConfigView
 from ..._internal.messages import render
 from ..finding import Finding
@@ -50,12 +51,7 @@ C1 = Rule(
         "`vllm_generation.py:__init__` rejects the sampling parameters with a `ValueError` when the vLLM "
         "generation starts (S3), after Ray, the data and the policy workers are up."
     ),
-    example="""\
-policy:
-  generation:
-    top_k: 0
-    val_top_k: 0
-""",
+    example=generation_example("top_k: 0", "val_top_k: 0"),
     fix=(
         "Use `top_k: null` (or -1) for no filtering, or a value of at least 1; keep `top_p` in (0, 1], 1.0 "
         "for none."
@@ -75,11 +71,7 @@ C2 = Rule(
         "cluster and the workers started; a few values (a negative token id) fail only when the first request "
         "uses them."
     ),
-    example="""\
-policy:
-  generation:
-    max_new_tokens: 0
-""",
+    example=generation_example("max_new_tokens: 0"),
     fix="Give the field a value in the range the issue states.",
 )
 C3 = Rule(
@@ -89,12 +81,7 @@ C3 = Rule(
     reference=_INIT,
     what_it_checks="That `vllm_cfg.pipeline_parallel_size` > 1 comes with `vllm_cfg.async_engine: true`.",
     why_it_matters=f"{_INIT_RAISES}: pipeline parallelism runs only on the async engine.",
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      pipeline_parallel_size: 2
-""",
+    example=generation_example("vllm_cfg:", "  pipeline_parallel_size: 2"),
     fix="Set `vllm_cfg.async_engine: true`, or `pipeline_parallel_size: 1`.",
 )
 C4 = Rule(
@@ -107,13 +94,7 @@ C4 = Rule(
         "is DP x TP)."
     ),
     why_it_matters=f"{_INIT_RAISES}.",
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      tensor_parallel_size: 2
-      expert_parallel_size: 3
-""",
+    example=generation_example("vllm_cfg:", "  tensor_parallel_size: 2", "  expert_parallel_size: 3"),
     fix="Make `expert_parallel_size` a multiple of `tensor_parallel_size` (here 2 or 4).",
 )
 C5 = Rule(
@@ -128,13 +109,7 @@ C5 = Rule(
     why_it_matters=(
         f"{_INIT_RAISES}: the async engine has known issues with DP inside vLLM (NeMo RL issue #1101)."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      expert_parallel_size: 2
-      async_engine: true
-""",
+    example=generation_example("vllm_cfg:", "  expert_parallel_size: 2", "  async_engine: true"),
     fix="Set `vllm_cfg.async_engine: false`, or make `expert_parallel_size` equal to `tensor_parallel_size`.",
 )
 C10 = Rule(
@@ -151,12 +126,7 @@ C10 = Rule(
         "`vllm/config.py` (S1) raises a `ValueError`: the quantized worker replaces the worker extension, and "
         "NVFP4 rollout has its own quantization and refit path."
     ),
-    example="""\
-policy:
-  generation:
-    worker_extension_cls_fqn: my_package.workers.Extension
-    quant_cfg: fp8
-""",
+    example=generation_example("worker_extension_cls_fqn: my_package.workers.Extension", "quant_cfg: fp8"),
     fix="Keep one of the two options the issue names.",
 )
 C11 = Rule(
@@ -172,11 +142,7 @@ C11 = Rule(
         "`vllm/config.py` (S1) raises a `ValueError`; without the offload only colocated IPC refit can hand "
         "the exported weights over."
     ),
-    example="""\
-policy:
-  generation:
-    real_quant: true
-""",
+    example=generation_example("real_quant: true"),
     fix=(
         "Set `real_quant_export_cpu_offload: true`, or `false` with colocated generation and "
         "`refit_transport: null`."

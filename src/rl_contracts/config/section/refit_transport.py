@@ -14,6 +14,7 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from ..._internal.config_absent import ABSENT
+from ..._internal.config_examples import generation_example
 from ..._internal.config_paths import dotted
 from ..._internal.config_view import ConfigView
 from ..._internal.messages import render, type_name
@@ -41,12 +42,7 @@ C6 = Rule(
     why_it_matters=(
         f"{_RAISES}: the key was replaced by `refit_transport: nixl` and `refit_cfg.nixl`, and is no longer read."
     ),
-    example="""\
-policy:
-  generation:
-    checkpoint_engine:
-      enabled: true
-""",
+    example=generation_example("checkpoint_engine:", "  enabled: true"),
     fix="Remove `checkpoint_engine`; set `refit_transport: nixl` and its settings under `refit_cfg.nixl`.",
 )
 C7 = Rule(
@@ -62,11 +58,7 @@ C7 = Rule(
         f"{_RAISES} for an unknown transport before training starts; the first refit would have no way to send "
         "the weights."
     ),
-    example="""\
-policy:
-  generation:
-    refit_transport: nccl
-""",
+    example=generation_example("refit_transport: nccl"),
     fix="Use `refit_transport: null` for the default NCCL/CUDA-IPC refit, or one of the names the issue lists.",
 )
 C8 = Rule(
@@ -79,13 +71,9 @@ C8 = Rule(
         "multimodal encoder cache (null or `nccl_reshard`)."
     ),
     why_it_matters=f"{_RAISES}; without it, stale vision embeddings would silently survive every weight update.",
-    example="""\
-policy:
-  generation:
-    refit_transport: nixl
-    vllm_cfg:
-      reset_encoder_cache_after_weight_update: true
-""",
+    example=generation_example(
+        "refit_transport: nixl", "vllm_cfg:", "  reset_encoder_cache_after_weight_update: true"
+    ),
     fix="Use `refit_transport: null` or `nccl_reshard`, or drop `reset_encoder_cache_after_weight_update`.",
 )
 C9 = Rule(
@@ -98,11 +86,7 @@ C9 = Rule(
         'its plugin config under `refit_cfg["module:ClassName"]`.'
     ),
     why_it_matters=f"{_RAISES} (pydantic's errors) before training.",
-    example="""\
-policy:
-  generation:
-    refit_transport: my_package.engines:MyEngine
-""",
+    example=generation_example("refit_transport: my_package.engines:MyEngine"),
     fix=(
         'Add `refit_cfg: {"my_package.engines:MyEngine": {...}}` with the plugin\'s settings, or fix the keys '
         "the issue names."
