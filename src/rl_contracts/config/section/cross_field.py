@@ -150,8 +150,11 @@ C11 = Rule(
 )
 
 
-def _sampling_finding(value: float, info: ValidationInfo, message: str) -> None:
-    """C1 at the field: added to the findings the validation context collects, else raised as its line error."""
+def _sampling_finding(value: float, info: ValidationInfo, valid: str, shown: str) -> None:
+    """C1 at the field (``valid``: its valid values, ``shown``: the value): added to the findings the validation
+    context collects, else raised as its line error."""
+    key = info.field_name
+    message = f"{key} valid values: {valid}. Got {key}={shown}."
     collected = collected_findings(info)
     if collected is None:
         raise PydanticCustomError("config_rule_c1", message)
@@ -162,12 +165,9 @@ def _sampling_finding(value: float, info: ValidationInfo, message: str) -> None:
 def check_top_k(value: int, info: ValidationInfo) -> int:
     """Rule C1 for a top-k field (``top_k``, ``val_top_k``): ``-1`` or ``>= 1`` (``None`` never reaches it)."""
     if value != -1 and value < 1:
-        key = info.field_name
-        message = (
-            f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. "
-            f"Got {key}={render(value)}."
+        _sampling_finding(
+            value, info, "i) None or -1: no filtering. ii) >= 1: top-k filtering", render(value)
         )
-        _sampling_finding(value, info, message)
     return value
 
 
@@ -175,11 +175,7 @@ def check_top_k(value: int, info: ValidationInfo) -> int:
 def check_top_p(value: float, info: ValidationInfo) -> float:
     """Rule C1 for a top-p field (``top_p``, ``val_top_p``): ``0 < p <= 1``."""
     if not 0 < value <= 1:
-        key = info.field_name
-        message = (
-            f"{key} valid values: i) 1.0: no filtering. ii) (0, 1]: top-p filtering. Got {key}={value!r}."
-        )
-        _sampling_finding(value, info, message)
+        _sampling_finding(value, info, "i) 1.0: no filtering. ii) (0, 1]: top-p filtering", repr(value))
     return value
 
 
