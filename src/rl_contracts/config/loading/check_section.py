@@ -1,8 +1,6 @@
-"""The section check of ``load_recipe``: find the generation section, validate it as ``VllmConfig``, and add
-the findings of its checks (C-rules, reload refit, unknown keys) and pydantic's schema errors (V3; C2 for a range)
-to the recipe's issues at their full path.
-
-V4 and V5 are declared here, beside the check that reports them.
+"""The section check of ``load_recipe`` (rules V4 and V5): find the generation section, validate it as
+``VllmConfig``, and add pydantic's errors (V3; C2 for a range) and its checks' findings (C-rules, reload refit,
+unknown keys) to the recipe's issues at their full path.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The cross-field rules of the generation section (SPEC §1.2): sampling (C1), ranges (C2), parallelism (C3–C5),
-mutually exclusive options (C10) and the real-quant export (C11).
+mutually exclusive options (C10) and the real-quant export (C11); C6–C9 are :mod:`.refit_transport`'s.
 
-``GenerationConfig`` and ``VllmConfig`` (:mod:`rl_contracts.config.section.generation`) run these checks after
-field validation (C1 per field); the refit-transport rules C6–C9 are :mod:`.refit_transport`'s.  Each check returns
-:class:`~rl_contracts.config.finding.Finding` records, their paths relative to the generation section; a validated
-section is read through :class:`~rl_contracts._internal.config_view.ConfigView`.
+:mod:`.generation`'s models run them after field validation (C1 per field); each returns findings whose paths are
+relative to the generation section.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The refit-transport rules C6–C9: SPEC §1.3's refit steps as one function per step, shared by
-``normalize_vllm_refit_config`` and ``VllmConfig``.
-
-:func:`check_refit` runs the steps in order and returns every finding with the validated refit config:
-``normalize_vllm_refit_config`` (``first_only=True``) raises the first failing step's; ``VllmConfig`` reports them
-all as rules C6–C9.  A step whose premise failed is not run (an unknown transport has no refit config to check),
-and with ``first_only`` no step runs after the first failing one.
+"""The refit-transport rules C6–C9: SPEC §1.3's refit steps, one function per step, run in order by
+:func:`check_refit` for ``VllmConfig`` (every finding) and ``normalize_vllm_refit_config`` (the first one).  A step
+whose premise failed is not run (an unknown transport has no refit config to check).
 """
 
 from __future__ import annotations
@@ -128,14 +124,14 @@ def _selected_transport(view: ConfigView) -> str | Finding | None:
             f"policy.generation.refit_transport must be null or a str, got {type_name(transport)} "
             f"{render(transport)}."
         )
-        return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
-    if transport not in VLLM_REFIT_SELECTORS and not is_plugin_path(transport):
+    elif transport not in VLLM_REFIT_SELECTORS and not is_plugin_path(transport):
         message = (
             f"Unknown vLLM refit transport {render(transport)}: expected null, 'nccl_reshard', 'vllm_s3_sparse', "
             "'vllm_zmq_sparse', 'nixl', or a 'module:ClassName' checkpoint-engine path."
         )
-        return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
-    return transport
+    else:
+        return transport
+    return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
 
 
 def _encoder_cache_reset(view: ConfigView, transport: str) -> list[Finding]:
