@@ -51,9 +51,14 @@ def generation_json_schema() -> dict[str, Any]:
     return {"$schema": JSON_SCHEMA_DIALECT, "$id": GENERATION_SCHEMA_ID, **config_json_schema()}
 
 
-def _section(properties: dict[str, dict[str, Any]], *, nullable: bool = False) -> dict[str, Any]:
-    """An open mapping whose listed keys are typed; ``nullable`` also accepts ``null`` for the whole section."""
-    return {"type": ["object", "null"] if nullable else "object", "properties": properties}
+def _section(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An open mapping whose listed keys are typed."""
+    return {"type": "object", "properties": properties}
+
+
+def _optional(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An open mapping whose listed keys are typed, or ``null`` for the whole section."""
+    return {"type": ["object", "null"], "properties": properties}
 
 
 _BOOL: dict[str, Any] = {"type": "boolean"}
@@ -63,7 +68,7 @@ _COUNT_OR_NULL = {"type": ["integer", "null"], "minimum": 0}
 _NUMBER = {"type": "number"}
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
 _TEXT_OR_NULL = {"type": ["string", "null"]}
-_ENABLED_OR_NULL = _section({"enabled": _BOOL}, nullable=True)
+_ENABLED_OR_NULL = _optional({"enabled": _BOOL})
 
 
 def _generation_section() -> dict[str, Any]:
@@ -78,7 +83,7 @@ def _generation_section() -> dict[str, Any]:
 
 def _preflight_sections() -> dict[str, dict[str, Any]]:
     """The top-level sections preflight reads (PREFLIGHT.md §1-§3), typed as far as it reads them."""
-    megatron = _section(
+    megatron = _optional(
         {
             "enabled": _BOOL,
             "tensor_model_parallel_size": _COUNT,
@@ -89,13 +94,10 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "use_fused_linear_logprobs": _BOOL_OR_NULL,
             "account_for_embedding_in_pipeline_split": _BOOL,
             "account_for_loss_in_pipeline_split": _BOOL,
-            "fp8_cfg": _section(
-                {"enabled": _BOOL, "fp8_param": _BOOL_OR_NULL, "fp8_recipe": _TEXT_OR_NULL}, nullable=True
-            ),
-        },
-        nullable=True,
+            "fp8_cfg": _optional({"enabled": _BOOL, "fp8_param": _BOOL_OR_NULL, "fp8_recipe": _TEXT_OR_NULL}),
+        }
     )
-    dtensor = _section(
+    dtensor = _optional(
         {
             "enabled": _BOOL,
             "_v2": _BOOL,
@@ -103,8 +105,7 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "context_parallel_size": _COUNT,
             "dp_replicate_size": _COUNT_OR_NULL,
             "lora_cfg": _ENABLED_OR_NULL,
-        },
-        nullable=True,
+        }
     )
     policy = _section(
         {
@@ -138,13 +139,12 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "val_at_start": _BOOL,
             "val_at_end": _BOOL,
             "max_val_samples": _COUNT_OR_NULL,
-            "async_grpo": _section(
+            "async_grpo": _optional(
                 {
                     "enabled": _BOOL,
                     "max_trajectory_age_steps": _COUNT,
                     "in_flight_weight_updates": _BOOL,
                 },
-                nullable=True,
             ),
             "reward_scaling": _ENABLED_OR_NULL,
             "reward_shaping": _ENABLED_OR_NULL,
@@ -173,36 +173,31 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
         ),
         "policy": policy,
         "data": _section({"use_multiple_dataloader": _BOOL, "num_prompts_per_dataloader": _COUNT_OR_NULL}),
-        "env": _section(
+        "env": _optional(
             {
                 "should_use_nemo_gym": _BOOL,
-                "reward_model": _section(
-                    {"resources": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT})}, nullable=True
+                "reward_model": _optional(
+                    {"resources": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT})}
                 ),
-            },
-            nullable=True,
+            }
         ),
-        "reward_penalties": _section(
+        "reward_penalties": _optional(
             {
                 "penalize_duplicated_reasoning": _BOOL,
                 "penalize_empty_final_answer": _BOOL,
                 "penalize_unwanted_tokens": _BOOL,
                 "penalize_malformed_think_tag": _BOOL,
-            },
-            nullable=True,
+            }
         ),
         "data_plane": _ENABLED_OR_NULL,
-        "async_rl": _section(
+        "async_rl": _optional(
             {
                 "min_groups_for_streaming_train": _COUNT,
-                "sampler": _section({"name": {"type": "string"}}, nullable=True),
-            },
-            nullable=True,
+                "sampler": _optional({"name": {"type": "string"}}),
+            }
         ),
-        "checkpointing": _section({"enabled": _BOOL, "metric_name": _TEXT_OR_NULL}, nullable=True),
-        "on_policy_distillation": _section(
-            {"enabled": _BOOL, "non_colocated_teachers": _ENABLED_OR_NULL}, nullable=True
-        ),
+        "checkpointing": _optional({"enabled": _BOOL, "metric_name": _TEXT_OR_NULL}),
+        "on_policy_distillation": _optional({"enabled": _BOOL, "non_colocated_teachers": _ENABLED_OR_NULL}),
     }
 
 
