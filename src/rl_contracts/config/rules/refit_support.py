@@ -273,20 +273,14 @@ def _draft_step(view: ConfigView) -> Finding | None:
     return Finding(code=R7.code, path="_draft_weights_from_refit", value=True, message=message)
 
 
-def _speculative_method(view: ConfigView) -> object:
-    """The speculative method of ``vllm_kwargs.speculative_config``, unless it drafts no tokens (SPEC §1.4 step 8)."""
+def _mtp_step(view: ConfigView) -> Finding | None:
+    """Step 8 (R8): no trained-MTP refit while ``vllm_kwargs.speculative_config`` drafts tokens by MTP."""
     vllm_kwargs = view.section("vllm_kwargs")
     spec = vllm_kwargs.get("speculative_config") if vllm_kwargs is not None else None
-    if isinstance(spec, Mapping) and spec.get("num_speculative_tokens") != 0:
-        return spec.get("method")
-    return None
-
-
-def _mtp_step(view: ConfigView) -> Finding | None:
-    """Step 8 (R8): no trained-MTP refit while an MTP speculative method is configured."""
-    method = _speculative_method(view)
+    if not isinstance(spec, Mapping) or spec.get("num_speculative_tokens") == 0:
+        spec = {}
     mtp_from_refit = view.flag("_mtp_weights_from_refit")  # type-checked whatever the method
-    if method not in ("deepseek_mtp", "mtp") or not mtp_from_refit:
+    if spec.get("method") not in ("deepseek_mtp", "mtp") or not mtp_from_refit:
         return None
     message = (
         f"{_RELOAD} is not supported yet when vLLM refit also updates MTP draft weights. Support for MTP "
