@@ -199,15 +199,19 @@ def _known_vllm_cfg_key(path: Loc, key: str, value: object, known: KnownKey) -> 
     return _finding(path, value, P28, reason, move)
 
 
-def _typo_candidates(key: str, matches: list[str]) -> list[str]:
-    """``matches`` (the declared keys close to ``key``, best first), a key and its ``_`` spelling counted once
-    (the spelling that matches ``key``'s leading ``_``)."""
+def _rename_fix(key: str, matches: list[str]) -> SuggestedFix | None:
+    """The rename of ``key`` to the one declared key of ``matches`` (a key and its ``_`` spelling counted once, as
+    the spelling that matches ``key``'s leading ``_``); ``None`` when there are several."""
     seen: dict[str, str] = {}
     for match in matches:
         canonical = match.lstrip("_")
         if canonical not in seen or match.startswith("_") == key.startswith("_"):
             seen[canonical] = match
-    return list(seen.values())
+    if len(seen) != 1:
+        return None
+    [target] = seen.values()
+    description = f"rename {render_name(key)} to {render_name(target)}"
+    return SuggestedFix(action="rename", target=target, description=description)
 
 
 def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: list[str]) -> Finding:
@@ -221,14 +225,7 @@ def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: li
         "unknown key, probably a misspelling: its setting is never applied and an inherited value stays; "
         f"did you mean '{render_name(matches[0])}'?"
     )
-    candidates = _typo_candidates(key, matches)
-    fix = None
-    if len(candidates) == 1:
-        target = candidates[0]
-        fix = SuggestedFix(
-            action="rename", target=target, description=f"rename {render_name(key)} to {render_name(target)}"
-        )
-    return _finding(path, value, K1, reason, fix)
+    return _finding(path, value, K1, reason, _rename_fix(key, matches))
 
 
 def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[Finding]:
