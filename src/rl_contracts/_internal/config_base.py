@@ -120,9 +120,7 @@ def _field_docstring(model_cls: type[BaseModel], name: str) -> str | None:
 def _describe_fields(schema: dict[str, Any], model_cls: type[BaseModel]) -> None:
     """``json_schema_extra`` of every config model: each property whose field sets no ``description`` gets the
     docstring under the field, as ``use_attribute_docstrings`` would have given it."""
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return
+    properties = schema.get("properties") or {}
     for name, field in model_cls.model_fields.items():
         if field.description is not None:
             continue
