@@ -206,8 +206,9 @@ _SUBSCHEMA_MAPS = ("properties", "$defs", "patternProperties")
 
 
 def _partial(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` for one file of a ``defaults:`` chain: no ``required`` keys, and every typed value (a property,
-    a list item) also accepts an interpolation or ``???``.  Works on a copy."""
+    """``schema`` for one file of a ``defaults:`` chain: no ``required`` keys, every typed value (a property, a
+    list item) also accepts an interpolation or ``???``, and ``oneOf`` reads as ``anyOf`` (in a partial file, both
+    variants may match).  Works on a copy."""
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "required":
@@ -218,7 +219,7 @@ def _partial(schema: dict[str, Any]) -> dict[str, Any]:
                 for name, sub in value.items()
             }
         elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_partial(sub) for sub in value]
+            out["anyOf" if key == "oneOf" else key] = [_partial(sub) for sub in value]
         elif key in ("items", "additionalProperties") and isinstance(value, dict):
             out[key] = _allow_interpolation(_partial(value))
         else:
@@ -285,15 +286,6 @@ def algorithm_schema_id(algorithm: Algorithm) -> str:
     return f"urn:rl-contracts:schema:recipe:{algorithm}:1"
 
 
-def _any_of(schema: Any) -> Any:
-    """``schema`` with every ``oneOf`` read as ``anyOf`` (in a partial file, both variants may match)."""
-    if isinstance(schema, dict):
-        return {("anyOf" if key == "oneOf" else key): _any_of(value) for key, value in schema.items()}
-    if isinstance(schema, list):
-        return [_any_of(item) for item in schema]
-    return schema
-
-
 def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
     """The JSON Schema of a recipe file of ``algorithm`` (``rl-contracts schema --recipe --algorithm NAME``; a new
     dict): every section of :data:`~.recipe.RECIPE_MODELS` typed, the generation section as in
@@ -305,7 +297,7 @@ def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
         definitions["PolicyConfig"]["properties"]["generation"] = _generation_section()
     if "generation" in properties:
         properties["generation"] = _generation_section()
-    schema = _recipe_file_schema(
+    return _recipe_file_schema(
         algorithm_schema_id(algorithm),
         f"NeMo RL {algorithm} recipe",
         f"One recipe file of a defaults: chain of a {algorithm} recipe ({RUN_SCRIPTS[algorithm]}), every section "
@@ -313,4 +305,3 @@ def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
         properties,
         definitions,
     )
-    return {key: _any_of(value) for key, value in schema.items()}
