@@ -146,12 +146,10 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
     """
     caps = (limits.expansion + 1, limits.references + 1)
     height_cap = 4 * limits.depth
-    cost: dict[Keys, tuple[int, int]] = {}
-    height: dict[Keys, int] = {}
+    cost: dict[Keys, tuple[int, int, int]] = {}  # finished values: characters, references, height
     outside: set[Keys] = set()
-    deps_of: dict[Keys, list[Keys]] = {}
+    deps_of: dict[Keys, list[Keys]] = {}  # visited values
     base: dict[Keys, tuple[int, int]] = {}
-    seen: set[Keys] = set()  # visited; finished once in cost
     order: list[Keys] = []  # interpolated strings in document order
 
     def expand(keys: Keys, value: Any) -> None:
@@ -169,8 +167,8 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             deps_of[keys] = []
             base[keys] = (len(value) if isinstance(value, str) else 1, 0)
 
-    def over(pair: tuple[int, int]) -> bool:
-        return pair[0] >= caps[0] or pair[1] >= caps[1]
+    def over(total: tuple[int, ...]) -> bool:
+        return total[0] >= caps[0] or total[1] >= caps[1]
 
     stack: list[tuple[Keys, Any, bool]] = [((), document, False)]
     while stack:
@@ -179,48 +177,40 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             chars, refs = base[keys]
             tallest, marked = 0, keys in outside
             for dep in deps_of[keys]:
-                if dep not in cost:  # a reference cycle: OmegaConf reports it
-                    continue
-                chars = min(caps[0], chars + cost[dep][0])
-                refs = min(caps[1], refs + cost[dep][1])
-                tallest = max(tallest, height[dep])
-                marked = marked or dep in outside
-            cost[keys] = (chars, refs)
-            height[keys] = tallest + 1
+                if dep in cost:  # else a reference cycle: OmegaConf reports it
+                    chars = min(caps[0], chars + cost[dep][0])
+                    refs = min(caps[1], refs + cost[dep][1])
+                    tallest = max(tallest, cost[dep][2])
+                    marked = marked or dep in outside
+            cost[keys] = (chars, refs, tallest + 1)
             if marked:
                 outside.add(keys)
-            continue
-        if keys in seen:
-            continue
-        seen.add(keys)
-        expand(keys, value)
-        if _interpolated(value):
-            order.append(keys)
-        stack.append((keys, value, True))
-        for dep in reversed(deps_of[keys]):
-            if dep not in seen:
-                found, dep_value = lookup(document, dep)
-                if found:
-                    stack.append((dep, dep_value, False))
+        elif keys not in deps_of:
+            expand(keys, value)
+            if _interpolated(value):
+                order.append(keys)
+            stack.append((keys, value, True))
+            for dep in reversed(deps_of[keys]):
+                if dep not in deps_of:
+                    found, dep_value = lookup(document, dep)
+                    if found:
+                        stack.append((dep, dep_value, False))
     too_much = (
         f"more than {limits.expansion:,} characters (Limits.expansion) or {limits.references:,} references "
         "(Limits.references)"
     )
     refused: dict[Keys, str] = {}
-    for keys, pair in cost.items():
-        if not keys or not over(pair):
-            if keys and height[keys] > height_cap and keys in order:
+    for keys, total in cost.items():
+        if not keys:
+            continue
+        if not over(total):
+            if total[2] > height_cap and keys in order:
                 refused[keys] = (
                     f"its interpolations refer to values referring to values more than {height_cap} levels deep "
                     f"(limit {height_cap} levels: 4 x Limits.depth)"
                 )
-            continue
-        _, value = lookup(document, keys)
-        if isinstance(value, dict | list) and any(
-            over(cost.get(child, (0, 0))) for child in _children(value, keys)
-        ):
-            continue
-        refused[keys] = f"once its interpolations are resolved it expands to {too_much}"
+        elif not any(over(cost.get(child, (0, 0))) for child in _children(lookup(document, keys)[1], keys)):
+            refused[keys] = f"once its interpolations are resolved it expands to {too_much}"
     chars_total = refs_total = 0
     for keys in order:
         chars_total += cost[keys][0]
