@@ -69,10 +69,10 @@ def parse_override(text: str, file: str, limits: Limits = DEFAULT_LIMITS) -> Ove
 
 def _merged(old: object, new: object) -> object:
     if isinstance(old, dict) and isinstance(new, dict):
-        return {
-            **old,
-            **{key: _merged(old[key], value) if key in old else value for key, value in new.items()},
-        }
+        out = dict(old)
+        for key, value in new.items():
+            out[key] = _merged(out[key], value) if key in out else value
+        return out
     return new
 
 
