@@ -1,17 +1,12 @@
 """The base classes of every config model: extra keys kept (or forbidden), both spellings of ``_`` keys accepted.
 
-Keys spelled with a leading ``_`` are exposed as attributes without it; both spellings are accepted on input (not
-both at once), and ``model_dump(by_alias=True, exclude_unset=True)`` writes the ``_`` spelling.  Models are
-validated at construction; attribute assignment is not re-validated (build a new model instead).
+A key spelled with a leading ``_`` is an attribute without it; either spelling is accepted on input (not both),
+and ``model_dump(by_alias=True, exclude_unset=True)`` writes the ``_`` one.  Assignment is not re-validated.
 
-The docstring written under a field is its JSON Schema ``description``, read from the source when a schema is
-generated (not at import, which pydantic's ``use_attribute_docstrings`` would do for about 80 ms of CPU on every
-``rl-contracts validate``); ``model_fields[name].description`` stays ``None`` unless the field sets one.
-
-A config model builds its validator when it is first used (pydantic's ``defer_build``), not at import: a model
-nested in another is compiled into its parent's validator and never needs one of its own in a recipe check.
-:class:`~rl_contracts.config.VllmConfig`, which every recipe check validates, is built at import.  The model modules
-do without ``from __future__ import annotations``: pydantic would evaluate each field's annotation string again.
+A field's docstring is its JSON Schema ``description``, read from the source only when a schema is generated
+(pydantic's ``use_attribute_docstrings`` would cost about 80 ms at every import).  Validators are built on first
+use (``defer_build``), except :class:`~rl_contracts.config.VllmConfig`'s, built at import.  The model modules do
+without ``from __future__ import annotations``: pydantic would evaluate each annotation string again.
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from ..config.finding import Finding
 from ..config.rule import Rule, checks
 from .config_absent import ABSENT
+from .config_examples import generation_example
 from .config_paths import keys_in
 
 __all__ = [
@@ -57,19 +53,20 @@ def raise_findings(
     ``error_type`` or ``config_rule_<code>`` (``..._missing`` for an absent key), and as ``input`` the value, or
     ``container`` for an absent key.
     """
-    details: list[InitErrorDetails] = []
-    for finding in findings:
-        missing = finding.value is ABSENT
-        kind = error_type or f"config_rule_{finding.code.lower()}" + ("_missing" if missing else "")
-        details.append(
-            InitErrorDetails(
-                type=PydanticCustomError(kind, finding.message),
-                loc=keys_in(finding.path, container),
-                input=container if missing else finding.value,
-            )
+    details = [
+        InitErrorDetails(
+            type=PydanticCustomError(error_type or _rule_error_type(finding), finding.message),
+            loc=keys_in(finding.path, container),
+            input=container if finding.value is ABSENT else finding.value,
         )
+        for finding in findings
+    ]
     if details:
         raise ValidationError.from_exception_data(title, details)
+
+
+def _rule_error_type(finding: Finding) -> str:
+    return f"config_rule_{finding.code.lower()}" + ("_missing" if finding.value is ABSENT else "")
 
 
 def collected_findings(info: ValidationInfo) -> list[Finding] | None:
@@ -123,9 +120,7 @@ def _field_docstring(model_cls: type[BaseModel], name: str) -> str | None:
 def _describe_fields(schema: dict[str, Any], model_cls: type[BaseModel]) -> None:
     """``json_schema_extra`` of every config model: each property whose field sets no ``description`` gets the
     docstring under the field, as ``use_attribute_docstrings`` would have given it."""
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return
+    properties = schema.get("properties") or {}
     for name, field in model_cls.model_fields.items():
         if field.description is not None:
             continue
@@ -151,11 +146,7 @@ V3 = Rule(
         "engine arguments and fails there (S1-S3, a `TypeError`/`KeyError` after Ray and the workers "
         "started), or is silently used as is."
     ),
-    example="""\
-policy:
-  generation:
-    max_new_tokens: '512'
-""",
+    example=generation_example("max_new_tokens: '512'"),
     fix="Give the value the type the issue names (here the int `512`, not the string `'512'`).",
 )
 
@@ -215,9 +206,4 @@ class ForbidExtra(ConfigModel):
 
 def known_keys(model_cls: type[BaseModel]) -> dict[str, str]:
     """Every accepted key spelling of ``model_cls`` (field names and aliases) mapped to its attribute name."""
-    names: dict[str, str] = {}
-    for name, field in model_cls.model_fields.items():
-        names[name] = name
-        if field.alias:
-            names[field.alias] = name
-    return names
+    return {key: name for name, field in model_cls.model_fields.items() for key in (name, field.alias) if key}

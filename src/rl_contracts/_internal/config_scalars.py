@@ -87,14 +87,9 @@ def _env_value(value: object) -> str:
     return str(value)
 
 
-def _null_as_auto(value: object) -> object:
-    """``null`` reads as the default ``"auto"`` ("Req. no", SPEC §1.1)."""
-    return "auto" if value is None else value
-
-
-def _null_as_false(value: object) -> object:
-    """``null`` reads as the default ``False`` ("Req. no", SPEC §1.1)."""
-    return False if value is None else value
+def _null_as(default: object) -> Callable[[object], object]:
+    """A before-validator reading ``null`` as the field's ``default`` ("Req. no", SPEC §1.1)."""
+    return lambda value: default if value is None else value
 
 
 class _Before:
@@ -155,7 +150,7 @@ KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_ds_mla"]
 LogprobsMode = Literal["processed_logprobs", "raw_logprobs"]
 """The log-probability modes ``vllm_cfg.logprobs_mode`` accepts."""
 
-NullAsAuto = BeforeValidator(_null_as_auto, json_schema_input_type=KvCacheDtype | None)
+NullAsAuto = BeforeValidator(_null_as("auto"), json_schema_input_type=KvCacheDtype | None)
 """Before-validator of ``kv_cache_dtype``: ``null`` reads as its default ``"auto"``."""
-NullAsFalse = BeforeValidator(_null_as_false, json_schema_input_type=bool | None)
+NullAsFalse = BeforeValidator(_null_as(False), json_schema_input_type=bool | None)
 """Before-validator of ``refit_with_reload_api``: ``null`` reads as its default ``False``."""

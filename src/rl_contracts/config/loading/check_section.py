@@ -1,8 +1,6 @@
-"""The section check of ``load_recipe``: find the generation section, validate it as ``VllmConfig``, and add
-the findings of its checks (C-rules, reload refit, unknown keys) and pydantic's schema errors (V3; C2 for a range)
-to the recipe's issues at their full path.
-
-V4 and V5 are declared here, beside the check that reports them.
+"""The section check of ``load_recipe`` (rules V4 and V5): find the generation section, validate it as
+``VllmConfig``, and add pydantic's errors (V3; C2 for a range) and its checks' findings (C-rules, reload refit,
+unknown keys) to the recipe's issues at their full path.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from pydantic import ValidationError
 
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_base import FINDINGS, V3
+from ..._internal.config_examples import generation_example
 from ..._internal.config_paths import Keys, dotted_path, is_under, keys_in, lookup
 from ..._internal.messages import render_name, shorten
 from ...errors import MAX_MESSAGE_CHARS
@@ -40,11 +39,7 @@ V4 = Rule(
         "`grpo.py:setup` (S1) reads `policy.generation.backend` to pick the generation backend and crashes "
         "with a `KeyError` or `TypeError` when it is missing or not a string."
     ),
-    example="""\
-policy:
-  generation:
-    backend: null
-""",
+    example=generation_example("backend: null"),
     fix=(
         "Set `policy.generation.backend` (`vllm` to have it validated), or pass `--section` to select another "
         "section."
@@ -64,11 +59,7 @@ V5 = Rule(
         "Nothing fails in the trainer: this warning says that the section was not checked, so a broken "
         "non-vLLM section goes unnoticed until its own backend starts."
     ),
-    example="""\
-policy:
-  generation:
-    backend: sglang
-""",
+    example=generation_example("backend: sglang"),
     fix=(
         "Nothing to fix for a recipe that is not a vLLM generation recipe; use `--select`/`--ignore V5` to "
         "silence it."
@@ -101,18 +92,6 @@ def _typo_hint(data: dict[Any, Any], keys: Sequence[Any]) -> str:
     return f"; found unknown key '{render_name(match[0])}' (a misspelling?)" if match else ""
 
 
-def _add_invalid(
-    report: IssueReport, section: Keys, data: dict[Any, Any], keys: Keys, code: str, why: str, value: object
-) -> None:
-    """One error issue of the validation at ``keys``: a missing key (``value`` :data:`ABSENT`) with a typo hint,
-    else the value as written (``value`` when it is not in ``data``)."""
-    found, written = lookup(data, keys)
-    if not found and value is ABSENT:
-        report.add((*section, *keys), code, _message(why) + _typo_hint(data, keys), "error")
-    else:
-        report.add((*section, *keys), code, _message(why), "error", written if found else value)
-
-
 def _validation_issues(
     report: IssueReport,
     section: Keys,
@@ -122,7 +101,8 @@ def _validation_issues(
     failed: list[str],
 ) -> None:
     """The issues of validating the section: pydantic's errors (V3, a range C2) and the rules' findings, but none
-    at or below a ``failed`` path (already reported as V2)."""
+    at or below a ``failed`` path (already reported as V2); a missing key with a typo hint, else the value as
+    written (``value`` when it is not in ``data``)."""
     invalid = [
         (
             tuple(line["loc"]),
@@ -134,8 +114,13 @@ def _validation_issues(
     ]
     invalid += [(keys_in(f.path, data), f.code, f.message, f.value) for f in findings]
     for keys, code, why, value in invalid:
-        if not is_under(dotted_path((*section, *keys), report.document), failed):
-            _add_invalid(report, section, data, keys, code, why, value)
+        if is_under(dotted_path((*section, *keys), report.document), failed):
+            continue
+        found, written = lookup(data, keys)
+        if not found and value is ABSENT:
+            report.add((*section, *keys), code, _message(why) + _typo_hint(data, keys), "error")
+        else:
+            report.add((*section, *keys), code, _message(why), "error", written if found else value)
 
 
 def _config_issues(
@@ -154,9 +139,7 @@ def _config_issues(
     if findings:
         _validation_issues(report, section, data, None, findings, failed)
         return None
-    reload = reload_refit_violation(config)
-    checked = [] if reload is None else [reload]
-    for finding in [*checked, *unknown_keys(config)]:
+    for finding in [*filter(None, [reload_refit_violation(config)]), *unknown_keys(config)]:
         severity = "error" if strict and finding.code == K2.code else finding.severity
         keys = (*section, *keys_in(finding.path, data))
         report.add(keys, finding.code, finding.message, severity, finding.value, fix=finding.fix)
@@ -218,12 +201,9 @@ def check_section(
     keys = tuple(section.split("."))
     data = _locate(report, resolution, keys)
     if data is None:
-        if report.has_errors():
-            return "valid", None
-        if explicit:
+        if explicit and not report.has_errors():
             report.add(keys, V4.code, f"section {render_name(section)} not found", "error")
-            return "valid", None
-        if whole is not None:
+        if explicit or whole is not None or report.has_errors():
             return "valid", None
         why = (
             f"no generation section ({DEFAULT_SECTION} or a top-level {EVALUATION_SECTION} mapping): not a "

@@ -95,51 +95,38 @@ def _interpolated(value: object) -> bool:
     return isinstance(value, str) and "${" in value
 
 
-class _Document:
-    """Looks reference keys up in the plain document."""
-
-    def __init__(self, document: dict[Any, Any]) -> None:
-        self.document = document
-
-    def _step(self, holder: Any, part: str, keys: Keys) -> tuple[Any, Keys] | None:
-        if isinstance(holder, dict):
-            if part in holder:
-                return holder[part], (*keys, part)
-            if part.isascii() and part.isdigit() and int(part) in holder:
-                return holder[int(part)], (*keys, int(part))
+def _target(document: dict[Any, Any], reference: str, where: Keys, hops: int = 0) -> Keys | None:
+    """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names in ``document``, or
+    ``None``; a digit segment is a list index, or a mapping's int key where the mapping lacks the string."""
+    dots = len(reference) - len(reference.lstrip("."))
+    rest = reference[dots:]
+    if dots == 0:
+        keys: Keys = ()
+    else:
+        keys = where[:-1]
+        if dots - 1 > len(keys):
             return None
-        if isinstance(holder, list) and part.isascii() and part.isdigit() and int(part) < len(holder):
-            return holder[int(part)], (*keys, int(part))
+        keys = keys[: len(keys) - (dots - 1)]
+    found, holder = lookup(document, keys)
+    if not found:
         return None
-
-    def target(self, reference: str, where: Keys, hops: int = 0) -> Keys | None:
-        """The keys ``reference`` (as written inside ``${...}`` at the value ``where``) names, or ``None``."""
-        dots = len(reference) - len(reference.lstrip("."))
-        rest = reference[dots:]
-        if dots == 0:
-            keys: Keys = ()
-        else:
-            keys = where[:-1]
-            if dots - 1 > len(keys):
-                return None
-            keys = keys[: len(keys) - (dots - 1)]
-        found, holder = lookup(self.document, keys)
+    for index, name in _PART.findall(rest):
+        if _interpolated(holder) and hops < _HOPS:
+            inner = holder.strip()
+            if inner.startswith("${") and inner.endswith("}") and inner.count("${") == 1:
+                followed = _target(document, inner[2:-1].strip(), keys, hops + 1)
+                if followed is None:
+                    return None
+                keys = followed
+                holder = lookup(document, keys)[1]
+        part = index or name
+        digits = part.isascii() and part.isdigit() and not (isinstance(holder, dict) and part in holder)
+        key = int(part) if digits else part
+        found, holder = lookup(holder, (key,))
         if not found:
             return None
-        for index, name in _PART.findall(rest):
-            if _interpolated(holder) and hops < _HOPS:
-                inner = holder.strip()
-                if inner.startswith("${") and inner.endswith("}") and inner.count("${") == 1:
-                    followed = self.target(inner[2:-1].strip(), keys, hops + 1)
-                    if followed is None:
-                        return None
-                    keys = followed
-                    holder = lookup(self.document, keys)[1]
-            step = self._step(holder, index or name, keys)
-            if step is None:
-                return None
-            holder, keys = step
-        return keys
+        keys = (*keys, key)
+    return keys
 
 
 def _children(value: Any, keys: Keys) -> Iterator[Keys]:
@@ -157,15 +144,12 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
     when none of its values is), a reference chain deeper than ``4 * limits.depth``, and every interpolated
     string after the document's running total passes either limit.
     """
-    paths = _Document(document)
     caps = (limits.expansion + 1, limits.references + 1)
     height_cap = 4 * limits.depth
-    cost: dict[Keys, tuple[int, int]] = {}
-    height: dict[Keys, int] = {}
+    cost: dict[Keys, tuple[int, int, int]] = {}  # finished values: characters, references, height
     outside: set[Keys] = set()
-    deps_of: dict[Keys, list[Keys]] = {}
+    deps_of: dict[Keys, list[Keys]] = {}  # visited values
     base: dict[Keys, tuple[int, int]] = {}
-    state: dict[Keys, int] = {}  # 1 in progress, 2 done
     order: list[Keys] = []  # interpolated strings in document order
 
     def expand(keys: Keys, value: Any) -> None:
@@ -174,7 +158,7 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             base[keys] = (0, 0)
         elif _interpolated(value):
             text = _scan(value)
-            targets = [paths.target(reference, keys) for reference in text.references]
+            targets = [_target(document, reference, keys) for reference in text.references]
             deps_of[keys] = [target for target in targets if target is not None]
             base[keys] = (text.literal, len(text.references) + len(text.resolvers) + text.dynamic)
             if any(name not in PURE_RESOLVERS and OmegaConf.has_resolver(name) for name in text.resolvers):
@@ -183,8 +167,8 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             deps_of[keys] = []
             base[keys] = (len(value) if isinstance(value, str) else 1, 0)
 
-    def over(pair: tuple[int, int]) -> bool:
-        return pair[0] >= caps[0] or pair[1] >= caps[1]
+    def over(total: tuple[int, ...]) -> bool:
+        return total[0] >= caps[0] or total[1] >= caps[1]
 
     stack: list[tuple[Keys, Any, bool]] = [((), document, False)]
     while stack:
@@ -193,49 +177,40 @@ def analyse(document: dict[Any, Any], limits: Limits) -> Analysis:
             chars, refs = base[keys]
             tallest, marked = 0, keys in outside
             for dep in deps_of[keys]:
-                if state.get(dep) != 2:  # a reference cycle: OmegaConf reports it
-                    continue
-                chars = min(caps[0], chars + cost[dep][0])
-                refs = min(caps[1], refs + cost[dep][1])
-                tallest = max(tallest, height[dep])
-                marked = marked or dep in outside
-            cost[keys] = (chars, refs)
-            height[keys] = tallest + 1
+                if dep in cost:  # else a reference cycle: OmegaConf reports it
+                    chars = min(caps[0], chars + cost[dep][0])
+                    refs = min(caps[1], refs + cost[dep][1])
+                    tallest = max(tallest, cost[dep][2])
+                    marked = marked or dep in outside
+            cost[keys] = (chars, refs, tallest + 1)
             if marked:
                 outside.add(keys)
-            state[keys] = 2
-            continue
-        if state.get(keys):
-            continue
-        state[keys] = 1
-        expand(keys, value)
-        if _interpolated(value):
-            order.append(keys)
-        stack.append((keys, value, True))
-        for dep in reversed(deps_of[keys]):
-            if not state.get(dep):
-                found, dep_value = lookup(document, dep)
-                if found:
-                    stack.append((dep, dep_value, False))
+        elif keys not in deps_of:
+            expand(keys, value)
+            if _interpolated(value):
+                order.append(keys)
+            stack.append((keys, value, True))
+            for dep in reversed(deps_of[keys]):
+                if dep not in deps_of:
+                    found, dep_value = lookup(document, dep)
+                    if found:
+                        stack.append((dep, dep_value, False))
     too_much = (
         f"more than {limits.expansion:,} characters (Limits.expansion) or {limits.references:,} references "
         "(Limits.references)"
     )
     refused: dict[Keys, str] = {}
-    for keys, pair in cost.items():
-        if not keys or not over(pair):
-            if keys and height[keys] > height_cap and keys in order:
+    for keys, total in cost.items():
+        if not keys:
+            continue
+        if not over(total):
+            if total[2] > height_cap and keys in order:
                 refused[keys] = (
                     f"its interpolations refer to values referring to values more than {height_cap} levels deep "
                     f"(limit {height_cap} levels: 4 x Limits.depth)"
                 )
-            continue
-        _, value = lookup(document, keys)
-        if isinstance(value, dict | list) and any(
-            over(cost.get(child, (0, 0))) for child in _children(value, keys)
-        ):
-            continue
-        refused[keys] = f"once its interpolations are resolved it expands to {too_much}"
+        elif not any(over(cost.get(child, (0, 0))) for child in _children(lookup(document, keys)[1], keys)):
+            refused[keys] = f"once its interpolations are resolved it expands to {too_much}"
     chars_total = refs_total = 0
     for keys in order:
         chars_total += cost[keys][0]

@@ -47,10 +47,7 @@ def local_model_config(
     try:
         repository = find_root(Path(recipe_file))
         bounds = [repository] if root is None else [repository, Path(root).resolve()]
-        candidate = Path(model_name)
-        if not candidate.is_absolute():
-            candidate = repository / candidate
-        folder = candidate.resolve(strict=True)
+        folder = (repository / model_name).resolve(strict=True)  # an absolute model_name replaces the root
         config = (folder / "config.json").resolve(strict=True)
         inside = all(folder.is_relative_to(bound) and config.is_relative_to(bound) for bound in bounds)
         if not folder.is_dir() or not inside:

@@ -40,9 +40,12 @@ def _unreadable(file: str, why: str) -> RecipeLoadError:
     return RecipeLoadError(f"{render_name(file)}: cannot read the file: {render_name(why)}", file=file)
 
 
-def _position(data: bytes, offset: int) -> tuple[int, int]:
+def _bad_byte(file: str, data: bytes, offset: int, what: str) -> RecipeLoadError:
+    """V1 at the byte ``offset`` of ``data``: ``what`` with ``{where}`` replaced by its line and column."""
     line = data.count(b"\n", 0, offset) + 1
-    return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    message = what.format(where=f"line {line}, column {column}")
+    return RecipeLoadError(f"{render_name(file)}: {message}", file=file, line=line, column=column)
 
 
 def read_text(path: Path, named_by: Path | None, limits: Limits) -> str:
@@ -92,23 +95,11 @@ def read_text(path: Path, named_by: Path | None, limits: Limits) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, column = _position(data, exc.start)
-        raise RecipeLoadError(
-            f"{render_name(file)}: the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, "
-            f"column {column})",
-            file=file,
-            line=line,
-            column=column,
-        ) from None
+        what = f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at {{where}})"
+        raise _bad_byte(file, data, exc.start, what) from None
     nul = data.find(b"\x00")
     if nul >= 0:
-        line, column = _position(data, nul)
-        raise RecipeLoadError(
-            f"{render_name(file)}: the file holds a NUL byte at line {line}, column {column} (not YAML text)",
-            file=file,
-            line=line,
-            column=column,
-        )
+        raise _bad_byte(file, data, nul, "the file holds a NUL byte at {where} (not YAML text)")
     return text
 
 

@@ -1,12 +1,9 @@
-"""Whether a refit configuration is supported: refit-transport normalisation and the reload-refit rules R2–R8
-(SPEC §1.3–§1.4).
+"""Whether a refit configuration is supported: refit-transport normalisation (SPEC §1.3, rules C6–C9 of
+``VllmConfig``, in :mod:`.refit_transport`) and the reload-refit rules R2–R8 (SPEC §1.4, numbered by its steps).
 
-Each function accepts a validated :class:`~rl_contracts.config.VllmConfig` or a plain, possibly partial mapping
-(worker-side code re-checks partial configs), never mutates it, and raises
-:class:`~rl_contracts.errors.ConfigContractError` (or its subclass ``UnsupportedConfigError``) with ``.path``
-(the dotted key relative to the generation section) and ``.value`` (the offending value, rendered; ``"<missing>"``
-for an absent key).  The refit steps (:mod:`.refit_transport`) are also rules C6–C9 of ``VllmConfig``; the reload
-refit steps are :func:`reload_refit_violation`, whose finding's code ``R2``–``R8`` numbers SPEC §1.4's step.
+Each function accepts a validated :class:`~rl_contracts.config.VllmConfig` or a plain, possibly partial mapping,
+never mutates it, and raises :class:`~rl_contracts.errors.ConfigContractError` (or ``UnsupportedConfigError``)
+with ``.path`` relative to the generation section and ``.value`` rendered (``"<missing>"`` for an absent key).
 """
 
 from __future__ import annotations
@@ -15,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._internal.config_absent import ABSENT, render_value
+from ..._internal.config_examples import generation_example
 from ..._internal.config_view import ConfigView
 from ..._internal.messages import render, shorten
 from ...errors import ConfigContractError, ContractTypeError, UnsupportedConfigError
@@ -38,6 +36,27 @@ __all__ = [
 ]
 
 _WORKER = "vllm_worker.py reload refit (S5)"
+_FAILS = (
+    "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
+    "`AssertionError`/`NotImplementedError`"
+)
+_MEGATRON = ("megatron_cfg:", "  enabled: true", "dtensor_cfg:", "  enabled: false")
+_NOT_COLOCATED = (
+    "colocated:",
+    "  enabled: false",
+    "  resources:",
+    "    gpus_per_node: 4",
+    "    num_nodes: 1",
+)
+
+
+def _example(*settings: str, megatron: bool = False) -> str:
+    """A fragment with reload refit on and ``settings`` (lines of the generation section) on dedicated generation
+    GPUs, under Megatron when ``megatron``; with no ``settings``, colocated as the base recipe is."""
+    apart = (*_NOT_COLOCATED, *settings) if settings else ()
+    reload = ("vllm_cfg:", "  refit_with_reload_api: true")
+    return generation_example(*apart, *reload, policy=_MEGATRON if megatron else ())
+
 
 R2 = Rule(
     "R2",
@@ -48,16 +67,8 @@ R2 = Rule(
         "With `vllm_cfg.refit_with_reload_api: true`: that generation is not colocated (`colocated.enabled` "
         "present and false)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: reload refit has no colocated IPC/ZMQ path yet."
-    ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: reload refit has no colocated IPC/ZMQ path yet.",
+    example=_example(),
     fix="Set `refit_with_reload_api: false`, or run generation on its own GPUs (`colocated.enabled: false`).",
 )
 R3 = Rule(
@@ -66,27 +77,8 @@ R3 = Rule(
     summary="reload refit with refit_transport='nccl_reshard'",
     reference=_WORKER,
     what_it_checks="With reload refit on: that `refit_transport` is not `nccl_reshard`, which is its own refit path.",
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: `nccl_reshard` refit does not use vLLM's `reload_weights` "
-        "API."
-    ),
-    example="""\
-policy:
-  megatron_cfg:
-    enabled: true
-  dtensor_cfg:
-    enabled: false
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    refit_transport: nccl_reshard
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: `nccl_reshard` refit does not use vLLM's `reload_weights` API.",
+    example=_example("refit_transport: nccl_reshard", megatron=True),
     fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R4 = Rule(
@@ -98,22 +90,8 @@ R4 = Rule(
         "With reload refit on: that `refit_transport` is not a checkpoint-engine transport (`nixl` or a "
         "`module:ClassName` plugin)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: reload refit with checkpoint engines is future work."
-    ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    refit_transport: nixl
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: reload refit with checkpoint engines is future work.",
+    example=_example("refit_transport: nixl"),
     fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R5 = Rule(
@@ -125,26 +103,8 @@ R5 = Rule(
         "With reload refit on: that `refit_transport` is not a sparse transport (`vllm_s3_sparse`, "
         "`vllm_zmq_sparse`); only the default non-colocated collective refit is supported."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`."
-    ),
-    example="""\
-policy:
-  megatron_cfg:
-    enabled: true
-  dtensor_cfg:
-    enabled: false
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    refit_transport: vllm_zmq_sparse
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}.",
+    example=_example("refit_transport: vllm_zmq_sparse", megatron=True),
     fix="Set `refit_transport: null` or `refit_with_reload_api: false`.",
 )
 R6 = Rule(
@@ -153,23 +113,8 @@ R6 = Rule(
     summary="reload refit with quant_cfg set",
     reference=_WORKER,
     what_it_checks="With reload refit on: that `quant_cfg` is not set.",
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: ModelOpt quantized refit needs the ModelOpt weight-loading "
-        "path."
-    ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    quant_cfg: fp8
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: ModelOpt quantized refit needs the ModelOpt weight-loading path.",
+    example=_example("quant_cfg: fp8"),
     fix="Set `quant_cfg: null` or `refit_with_reload_api: false`.",
 )
 R7 = Rule(
@@ -181,23 +126,8 @@ R7 = Rule(
         "With reload refit on: that Eagle draft weights do not arrive by refit (`_draft_weights_from_refit`, "
         "which the trainer sets from `policy.draft.enabled`)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: draft-weight refit with `reload_weights` is not supported "
-        "yet."
-    ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    _draft_weights_from_refit: true
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
+    why_it_matters=f"{_FAILS}: draft-weight refit with `reload_weights` is not supported yet.",
+    example=_example("_draft_weights_from_refit: true"),
     fix="Set `policy.draft.enabled: false` or `refit_with_reload_api: false`.",
 )
 R8 = Rule(
@@ -209,27 +139,14 @@ R8 = Rule(
         "With reload refit on: that refit does not also update MTP draft weights (`_mtp_weights_from_refit` "
         "with an MTP speculative method in `vllm_kwargs.speculative_config`)."
     ),
-    why_it_matters=(
-        "The reload-refit check of `vllm_worker.py` (S5, once every worker loaded its model) fails with an "
-        "`AssertionError`/`NotImplementedError`: MTP speculative decoding with reload refit is not supported "
-        "yet."
+    why_it_matters=f"{_FAILS}: MTP speculative decoding with reload refit is not supported yet.",
+    example=_example(
+        "_mtp_weights_from_refit: true",
+        "vllm_kwargs:",
+        "  speculative_config:",
+        "    method: mtp",
+        "    num_speculative_tokens: 1",
     ),
-    example="""\
-policy:
-  generation:
-    colocated:
-      enabled: false
-      resources:
-        gpus_per_node: 4
-        num_nodes: 1
-    _mtp_weights_from_refit: true
-    vllm_kwargs:
-      speculative_config:
-        method: mtp
-        num_speculative_tokens: 1
-    vllm_cfg:
-      refit_with_reload_api: true
-""",
     fix="Set `refit_with_reload_api: false`, or stop training the MTP layer.",
 )
 
@@ -258,23 +175,17 @@ def _as_error(check: RefitCheck) -> ConfigContractError:
 
 
 def normalize_vllm_refit_config(config: VllmConfig | Mapping[str, Any]) -> VllmRefitConfig | None:
-    """Validate the selected refit transport and return its refit config (SPEC §1.3).
+    """Validate the selected refit transport (SPEC §1.3) and return a new validated :class:`VllmRefitConfig`
+    (``refit_cfg``, ``{}`` when absent or null; a ``module:ClassName`` plugin's config validated and kept under
+    its key), or ``None`` for the topology default (``refit_transport`` null or absent) and ``"nccl_reshard"``.
 
-    Returns ``None`` for the topology default (``refit_transport`` null or absent) and for ``"nccl_reshard"``;
-    otherwise a new validated :class:`VllmRefitConfig` (``refit_cfg``, ``{}`` when absent or null).  A
-    ``module:ClassName`` transport's plugin config stays under its key in ``model_extra``, as given, after being
-    validated as :class:`VllmCheckpointEnginePluginConfig`.
+    Raises ``ConfigContractError`` at the first failing step (C6 legacy ``checkpoint_engine``, C10 NVFP4 rollout
+    with a transport, C7 unknown transport, C8 encoder-cache reset, C9 invalid ``refit_cfg`` or plugin config,
+    listing pydantic's errors), for a non-mapping section and for a non-bool flag; ``ContractTypeError`` for a
+    ``config`` that is neither a ``VllmConfig`` nor a mapping.
 
-    Raises ``ConfigContractError`` (``.path``, ``.value``) at the first failing step: a non-null legacy
-    ``checkpoint_engine`` (C6); NVFP4 per-token rollout with a transport (C10); a non-str or unknown transport
-    (C7); ``vllm_cfg.reset_encoder_cache_after_weight_update`` with a transport (C8); an invalid ``refit_cfg``
-    or a missing/invalid plugin config (C9; the message lists pydantic's error locations).  A non-mapping
-    section or a non-bool flag in a mapping is a ``ConfigContractError`` naming the key; a ``config`` that is
-    neither a ``VllmConfig`` nor a mapping is a ``ContractTypeError``.
-
-    Divergence: the reference writes the validated model back into ``config["refit_cfg"]``; this returns it and
-    leaves the input untouched.  The reference accepts any string with a colon as a plugin path; this requires
-    ``module.path:ClassName``.
+    Divergence: the reference writes the model back into ``config["refit_cfg"]`` and takes any string with a
+    colon as a plugin path; this leaves the input untouched and requires ``module.path:ClassName``.
 
     Example::
 
@@ -296,13 +207,11 @@ def _reload_requested(view: ConfigView) -> bool:
 def _colocation_step(view: ConfigView) -> Finding | None:
     """Step 2 (R2): ``colocated.enabled`` is present and false."""
     colocated = view.section("colocated")
-    if colocated is None:
-        message = f"policy.generation.colocated is required when {_RELOAD}."
-        return Finding(code=R2.code, path="colocated", value=ABSENT, message=message)
-    enabled = colocated.flag("enabled")
+    enabled = None if colocated is None else colocated.flag("enabled")
     if enabled is None:
-        message = f"policy.generation.colocated.enabled is required when {_RELOAD}."
-        return Finding(code=R2.code, path="colocated.enabled", value=ABSENT, message=message)
+        path = "colocated" if colocated is None else "colocated.enabled"
+        message = f"policy.generation.{path} is required when {_RELOAD}."
+        return Finding(code=R2.code, path=path, value=ABSENT, message=message)
     if not enabled:
         return None
     message = (
@@ -364,20 +273,14 @@ def _draft_step(view: ConfigView) -> Finding | None:
     return Finding(code=R7.code, path="_draft_weights_from_refit", value=True, message=message)
 
 
-def _speculative_method(view: ConfigView) -> object:
-    """The speculative method of ``vllm_kwargs.speculative_config``, unless it drafts no tokens (SPEC §1.4 step 8)."""
+def _mtp_step(view: ConfigView) -> Finding | None:
+    """Step 8 (R8): no trained-MTP refit while ``vllm_kwargs.speculative_config`` drafts tokens by MTP."""
     vllm_kwargs = view.section("vllm_kwargs")
     spec = vllm_kwargs.get("speculative_config") if vllm_kwargs is not None else None
-    if isinstance(spec, Mapping) and spec.get("num_speculative_tokens") != 0:
-        return spec.get("method")
-    return None
-
-
-def _mtp_step(view: ConfigView) -> Finding | None:
-    """Step 8 (R8): no trained-MTP refit while an MTP speculative method is configured."""
-    method = _speculative_method(view)
+    if not isinstance(spec, Mapping) or spec.get("num_speculative_tokens") == 0:
+        spec = {}
     mtp_from_refit = view.flag("_mtp_weights_from_refit")  # type-checked whatever the method
-    if method not in ("deepseek_mtp", "mtp") or not mtp_from_refit:
+    if spec.get("method") not in ("deepseek_mtp", "mtp") or not mtp_from_refit:
         return None
     message = (
         f"{_RELOAD} is not supported yet when vLLM refit also updates MTP draft weights. Support for MTP "
@@ -401,25 +304,18 @@ def reload_refit_violation(config: VllmConfig | Mapping[str, Any]) -> Finding | 
     view = _view_of(config)
     if not _reload_requested(view):
         return None
-    for step in _RELOAD_STEPS:
-        finding = step(view)
-        if finding is not None:
-            return finding
-    return None
+    return next(filter(None, (step(view) for step in _RELOAD_STEPS)), None)
 
 
 def assert_reload_refit_config_supported(config: VllmConfig | Mapping[str, Any]) -> None:
     """Reject config combinations that vLLM's native ``reload_weights`` refit does not support (SPEC §1.4).
 
-    Returns ``None`` when ``vllm_cfg`` is absent or empty or ``vllm_cfg.refit_with_reload_api`` is not true, and
-    for the single supported combination: not colocated, ``refit_transport`` null, no ``quant_cfg``, no Eagle
-    draft refit, and no trained-MTP refit while an MTP speculative method is configured.
-
-    Raises ``UnsupportedConfigError`` (also ``ValueError`` and ``AssertionError``) at the first unsupported
-    combination, with ``.path`` ``colocated.enabled``, ``refit_transport``, ``quant_cfg``,
-    ``_draft_weights_from_refit`` or ``_mtp_weights_from_refit``; ``ConfigContractError`` for a missing
-    ``colocated`` section or ``colocated.enabled``, for a non-mapping section, and for a flag in a mapping that
-    is neither a bool nor absent/null; ``ContractTypeError`` for a ``config`` of another type.
+    Passes when reload refit is off (``vllm_cfg`` absent, empty, or without ``refit_with_reload_api: true``) and
+    for the one supported combination: not colocated, ``refit_transport`` null, no ``quant_cfg``, no Eagle draft
+    refit, no trained-MTP refit with an MTP speculative method.  Raises ``UnsupportedConfigError`` (also
+    ``ValueError`` and ``AssertionError``) at the first unsupported step; ``ConfigContractError`` for a missing
+    ``colocated``/``colocated.enabled``, a non-mapping section or a non-bool flag; ``ContractTypeError`` for a
+    ``config`` of another type.
 
     Divergence: the reference uses ``assert`` for some checks (removed by ``python -O``), fails with a
     ``KeyError`` when ``colocated`` or ``colocated.enabled`` is missing, and reads flags by truthiness.

@@ -1,32 +1,25 @@
-"""The unknown-key rules (K1, K2, P28, W2): the unknown keys of a validated generation section and their class.
-
-SPEC §1.8 (second release) and PREFLIGHT.md §5.  Every key kept in a model's ``model_extra`` is classified, most
-specific first:
-
-1. *typo* (``K1``, error): within ``difflib`` ratio 0.8 of a declared key of the same model, and not a key of
-   :data:`VLLM_CFG_KEYS`: a misspelled override is never applied, so the inherited value silently stays;
-2. *misplaced* (``P28``, error): a ``vllm_cfg`` key the reference reads only from another place; a misplaced key
-   whose value would change nothing there (``null``, or ``false`` where the right place is a switch) is the
-   warning ``W2`` instead;
-3. *dead* (``W2``, warning): a ``vllm_cfg`` key the reference never reads;
-4. *unknown* (``K2``, warning; an error under ``--strict``): anything else.
-
-``--strict`` leaves ``W2`` warnings as warnings: those keys are known, not unknown.
+"""The unknown-key rules (SPEC §1.8, PREFLIGHT.md §5): each key kept in the ``model_extra`` of a validated
+generation section's models is, most specific first, *misplaced* (``P28``, error: a ``vllm_cfg`` key of
+:data:`VLLM_CFG_KEYS` the reference reads only elsewhere; ``W2`` when its value would change nothing there),
+*dead* (``W2``, warning: a ``vllm_cfg`` key the reference never reads), a *typo* (``K1``, error: within
+``difflib`` ratio 0.8 of a declared key of its model, so the inherited value silently stays) or *unknown*
+(``K2``, warning; an error under ``--strict``, which leaves ``W2`` a warning: those keys are known).
 """
 
 from __future__ import annotations
 
 import difflib
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 
 from ..._internal.config_base import known_keys
+from ..._internal.config_examples import generation_example
 from ..._internal.config_paths import Loc, dotted
 from ..._internal.messages import render, render_name
-from ..finding import Finding, Severity, SuggestedFix
+from ..finding import Finding, SuggestedFix
 from ..rule import Rule, checks
 from ..section.generation import VllmConfig
 from ..section.refit_cfg import VllmRefitConfig, is_plugin_path
@@ -47,12 +40,7 @@ K1 = Rule(
         "NeMo RL never reads the misspelled key, so the inherited value silently stays: the run starts with a "
         "setting the recipe did not ask for, and nothing ever fails."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      gpu_memory_utilisation: 0.5
-""",
+    example=generation_example("vllm_cfg:", "  gpu_memory_utilisation: 0.5"),
     fix="Spell the key as the issue suggests.",
     fix_safety="safe",
 )
@@ -67,12 +55,7 @@ K2 = Rule(
         "An unknown key is not validated and usually not read: if it was meant to change something, it does "
         "not."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      my_custom_flag: true
-""",
+    example=generation_example("vllm_cfg:", "  my_custom_flag: true"),
     fix="Remove the key, or run without `--strict` when a fork of NeMo RL reads it.",
 )
 P28 = Rule(
@@ -88,13 +71,7 @@ P28 = Rule(
         "The setting the recipe asks for silently does not happen: the key is never read where it is, and "
         "nothing fails (never found by the reference)."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      limit_mm_per_prompt:
-        image: 2
-""",
+    example=generation_example("vllm_cfg:", "  limit_mm_per_prompt:", "    image: 2"),
     fix="Move the key where the issue says (here `policy.generation.vllm_kwargs.limit_mm_per_prompt`).",
     fix_safety="safe",
 )
@@ -113,12 +90,7 @@ W2 = Rule(
         "Nothing fails: the key has no effect, which a reader of the recipe would not guess (never found by "
         "the reference)."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      enforce_monotonicity: true
-""",
+    example=generation_example("vllm_cfg:", "  enforce_monotonicity: true"),
     fix="Remove the key (or set what it was meant to control, as the issue says).",
     fix_safety="unsafe",
 )
@@ -183,19 +155,17 @@ UnknownKey = Finding
 """The finding of an unknown key (the name earlier releases gave its record): a
 :class:`~rl_contracts.config.finding.Finding` itself."""
 
-_SEVERITY: dict[str, Severity] = {rule.code: rule.severity for rule in (K1, K2, P28, W2)}
-
 
 def _finding(
     path: Loc,
     value: object,
-    code: KeyCode = "K2",
+    rule: Rule = K2,
     message: str = "unknown key (not validated)",
     fix: SuggestedFix | None = None,
 ) -> Finding:
-    """The finding at ``path`` (relative to the validated section) of the class ``code``."""
+    """The finding at ``path`` (relative to the validated section) of ``rule``, with its severity."""
     return Finding(
-        code=code, path=dotted(path), value=value, message=message, severity=_SEVERITY[code], fix=fix
+        code=rule.code, path=dotted(path), value=value, message=message, severity=rule.severity, fix=fix
     )
 
 
@@ -212,54 +182,50 @@ def _known_vllm_cfg_key(path: Loc, key: str, value: object, known: KnownKey) -> 
     """The ``P28``/``W2`` finding of a key of :data:`VLLM_CFG_KEYS`."""
     remove = SuggestedFix(action="remove", description=f"remove {render_name(key)}")
     if known.verdict == "dead":
-        return _finding(path, value, "W2", f"has no effect: {known.why}; remove it", remove)
+        return _finding(path, value, W2, f"has no effect: {known.why}; remove it", remove)
     place = render_name(known.place or "")
     if any(value is inert for inert in known.inert):
         reason = (
             f"has no effect here, and its value {render(value)} would change nothing at {place} either "
             f"({known.why}); remove it"
         )
-        return _finding(path, value, "W2", reason, remove)
+        return _finding(path, value, W2, reason, remove)
     reason = f"has no effect here ({known.why}); {known.fix}"
     move = None
     if known.place is not None and known.place.endswith(f".vllm_kwargs.{key}"):
         move = SuggestedFix(
             action="move", target=known.place, description=f"move {render_name(key)} to {place}"
         )
-    return _finding(path, value, "P28", reason, move)
+    return _finding(path, value, P28, reason, move)
 
 
-def _typo_candidates(key: str, declared: list[str]) -> list[str]:
-    """The declared keys within ``difflib`` ratio 0.8 of ``key``, best first, a key and its ``_`` spelling
-    counted once (the spelling that matches ``key``'s leading ``_``)."""
-    matches = difflib.get_close_matches(key, declared, n=len(declared) or 1, cutoff=0.8)
+def _rename_fix(key: str, matches: list[str]) -> SuggestedFix | None:
+    """The rename of ``key`` to the one declared key of ``matches`` (a key and its ``_`` spelling counted once, as
+    the spelling that matches ``key``'s leading ``_``); ``None`` when there are several."""
     seen: dict[str, str] = {}
     for match in matches:
         canonical = match.lstrip("_")
         if canonical not in seen or match.startswith("_") == key.startswith("_"):
             seen[canonical] = match
-    return list(seen.values())
+    if len(seen) != 1:
+        return None
+    [target] = seen.values()
+    description = f"rename {render_name(key)} to {render_name(target)}"
+    return SuggestedFix(action="rename", target=target, description=description)
 
 
 def _classify(model: BaseModel, path: Loc, key: str, value: object, declared: list[str]) -> Finding:
     known = VLLM_CFG_KEYS.get(key) if isinstance(model, VllmSpecificArgs) else None
     if known is not None:
         return _known_vllm_cfg_key(path, key, value, known)
-    match = difflib.get_close_matches(key, declared, n=1, cutoff=0.8)
-    if not match:
+    matches = difflib.get_close_matches(key, declared, n=len(declared) or 1, cutoff=0.8)
+    if not matches:
         return _finding(path, value)
     reason = (
         "unknown key, probably a misspelling: its setting is never applied and an inherited value stays; "
-        f"did you mean '{render_name(match[0])}'?"
+        f"did you mean '{render_name(matches[0])}'?"
     )
-    candidates = _typo_candidates(key, declared)
-    fix = None
-    if len(candidates) == 1:
-        target = candidates[0]
-        fix = SuggestedFix(
-            action="rename", target=target, description=f"rename {render_name(key)} to {render_name(target)}"
-        )
-    return _finding(path, value, "K1", reason, fix)
+    return _finding(path, value, K1, reason, _rename_fix(key, matches))
 
 
 def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[Finding]:
@@ -273,37 +239,32 @@ def _expert_parallel_switch(vllm: VllmSpecificArgs, path: Loc) -> list[Finding]:
         "enable it"
     )
     remove = SuggestedFix(action="remove", description="remove enable_expert_parallel")
-    return [_finding((*path, "enable_expert_parallel"), True, "W2", reason, remove)]
+    return [_finding((*path, "enable_expert_parallel"), True, W2, reason, remove)]
 
 
-def _walk(model: BaseModel, parent: BaseModel | None, path: Loc, out: list[Finding]) -> None:
+def _walk(model: BaseModel, parent: BaseModel | None, path: Loc) -> Iterator[Finding]:
     declared = list(known_keys(type(model)))
     for key, value in (model.model_extra or {}).items():
         if not _is_judged_elsewhere(model, parent, key):
-            out.append(_classify(model, (*path, key), key, value, declared))
+            yield _classify(model, (*path, key), key, value, declared)
     if isinstance(model, VllmSpecificArgs):
-        out.extend(_expert_parallel_switch(model, path))
+        yield from _expert_parallel_switch(model, path)
     for name, field in type(model).model_fields.items():
         child = getattr(model, name)
         if isinstance(child, BaseModel):
-            _walk(child, model, (*path, field.alias or name), out)
+            yield from _walk(child, model, (*path, field.alias or name))
 
 
 @checks(K1, K2, P28, W2)
 def unknown_keys(config: BaseModel) -> list[Finding]:
-    """The finding of every unknown key kept in ``model_extra`` of ``config`` and of each model nested in it, in
-    walk order: its class as code (:data:`KeyCode`; K1 and P28 errors, K2 and W2 warnings), its path relative to
-    ``config``, its value, the message, and a fix: a ``K1`` typo is renamed when exactly one declared key passes
-    the typo test (a key and its ``_`` spelling count once), a ``P28`` key that belongs in ``vllm_kwargs`` is
-    moved there, a ``W2`` key is removed.
+    """The finding of every unknown key kept in ``model_extra`` of ``config`` and of the models nested in it
+    (their extra keys in input order, then their model-valued fields; never opaque dicts or extra values): its
+    class (:data:`KeyCode`), path relative to ``config``, value, message and fix (a ``K1`` key renamed when exactly
+    one declared key passes the typo test, a ``P28`` key moved to ``vllm_kwargs``, a ``W2`` key removed).
 
-    The walk visits a model's own extra keys (in input order), then its model-valued fields in declaration
-    order.  It never descends into opaque dict fields (``vllm_kwargs``, ``mcore_generation_config``,
-    ``env_vars``, ...) nor into extra values.  Not reported: the legacy ``checkpoint_engine`` key of a
-    :class:`VllmConfig` (rule C6 judges it) and the plugin config of a custom transport inside ``refit_cfg``
-    (the extra key equal to ``refit_transport``; in a standalone :class:`VllmRefitConfig`, every key of the
-    ``module:ClassName`` form).  A ``vllm_cfg`` holding ``enable_expert_parallel: true`` with
-    ``expert_parallel_size`` ≤ 1 gets a second ``W2`` finding saying that vLLM runs without expert parallelism.
+    Not reported: a :class:`VllmConfig`'s legacy ``checkpoint_engine`` (rule C6) and a custom transport's plugin
+    config in ``refit_cfg``.  ``enable_expert_parallel: true`` with ``expert_parallel_size`` ≤ 1 is a second
+    ``W2`` finding.
 
     Example::
 
@@ -311,6 +272,4 @@ def unknown_keys(config: BaseModel) -> list[Finding]:
         >>> [(u.path, u.code, u.fix.target) for u in unknown_keys(refit)]
         [('spars', 'K1', 'sparse')]
     """
-    out: list[Finding] = []
-    _walk(config, None, (), out)
-    return out
+    return list(_walk(config, None, ()))

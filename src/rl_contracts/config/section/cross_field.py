@@ -1,10 +1,8 @@
 """The cross-field rules of the generation section (SPEC §1.2): sampling (C1), ranges (C2), parallelism (C3–C5),
-mutually exclusive options (C10) and the real-quant export (C11).
+mutually exclusive options (C10) and the real-quant export (C11); C6–C9 are :mod:`.refit_transport`'s.
 
-``GenerationConfig`` and ``VllmConfig`` (:mod:`rl_contracts.config.section.generation`) run these checks after
-field validation (C1 per field); the refit-transport rules C6–C9 are :mod:`.refit_transport`'s.  Each check returns
-:class:`~rl_contracts.config.finding.Finding` records, their paths relative to the generation section; a validated
-section is read through :class:`~rl_contracts._internal.config_view.ConfigView`.
+:mod:`.generation`'s models run them after field validation (C1 per field); each returns findings whose paths are
+relative to the generation section.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from ..._internal.config_absent import ABSENT
 from ..._internal.config_base import collected_findings
+from ..._internal.config_examples import generation_example
 from ..._internal.config_view import ConfigView
 from ..._internal.messages import render
 from ..finding import Finding
@@ -37,22 +36,20 @@ __all__ = [
     "real_quant_findings",
 ]
 
+_INIT = "vllm_generation.py:__init__ (S3)"
+_INIT_RAISES = "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3)"
+
 C1 = Rule(
     "C1",
     "sampling-filter-out-of-range",
     summary="top_k/top_p (and their val_ variants) outside their valid values",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks="That `top_k` and `val_top_k` are null, -1 or at least 1, and `top_p` and `val_top_p` lie in (0, 1].",
     why_it_matters=(
         "`vllm_generation.py:__init__` rejects the sampling parameters with a `ValueError` when the vLLM "
         "generation starts (S3), after Ray, the data and the policy workers are up."
     ),
-    example="""\
-policy:
-  generation:
-    top_k: 0
-    val_top_k: 0
-""",
+    example=generation_example("top_k: 0", "val_top_k: 0"),
     fix=(
         "Use `top_k: null` (or -1) for no filtering, or a value of at least 1; keep `top_p` in (0, 1], 1.0 "
         "for none."
@@ -72,70 +69,45 @@ C2 = Rule(
         "cluster and the workers started; a few values (a negative token id) fail only when the first request "
         "uses them."
     ),
-    example="""\
-policy:
-  generation:
-    max_new_tokens: 0
-""",
+    example=generation_example("max_new_tokens: 0"),
     fix="Give the field a value in the range the issue states.",
 )
 C3 = Rule(
     "C3",
     "pipeline-parallel-needs-async-engine",
     summary="pipeline_parallel_size > 1 needs async_engine=true",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks="That `vllm_cfg.pipeline_parallel_size` > 1 comes with `vllm_cfg.async_engine: true`.",
-    why_it_matters=(
-        "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3): pipeline "
-        "parallelism runs only on the async engine."
-    ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      pipeline_parallel_size: 2
-""",
+    why_it_matters=f"{_INIT_RAISES}: pipeline parallelism runs only on the async engine.",
+    example=generation_example("vllm_cfg:", "  pipeline_parallel_size: 2"),
     fix="Set `vllm_cfg.async_engine: true`, or `pipeline_parallel_size: 1`.",
 )
 C4 = Rule(
     "C4",
     "expert-parallel-not-multiple-of-tensor-parallel",
     summary="expert_parallel_size > 1 must be a multiple of tensor_parallel_size",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks=(
         "That `vllm_cfg.expert_parallel_size` > 1 is a multiple of `vllm_cfg.tensor_parallel_size` (vLLM's EP "
         "is DP x TP)."
     ),
-    why_it_matters="`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3).",
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      tensor_parallel_size: 2
-      expert_parallel_size: 3
-""",
+    why_it_matters=f"{_INIT_RAISES}.",
+    example=generation_example("vllm_cfg:", "  tensor_parallel_size: 2", "  expert_parallel_size: 3"),
     fix="Make `expert_parallel_size` a multiple of `tensor_parallel_size` (here 2 or 4).",
 )
 C5 = Rule(
     "C5",
     "expert-data-parallel-needs-sync-engine",
     summary="expert parallelism with DP inside vLLM needs async_engine=false",
-    reference="vllm_generation.py:__init__ (S3)",
+    reference=_INIT,
     what_it_checks=(
         "That expert parallelism with data parallelism inside vLLM (`expert_parallel_size` > 1 and not equal "
         "to `tensor_parallel_size`) runs on the synchronous engine (`async_engine: false`)."
     ),
     why_it_matters=(
-        "`vllm_generation.py:__init__` raises a `ValueError` when vLLM generation starts (S3): the async "
-        "engine has known issues with DP inside vLLM (NeMo RL issue #1101)."
+        f"{_INIT_RAISES}: the async engine has known issues with DP inside vLLM (NeMo RL issue #1101)."
     ),
-    example="""\
-policy:
-  generation:
-    vllm_cfg:
-      expert_parallel_size: 2
-      async_engine: true
-""",
+    example=generation_example("vllm_cfg:", "  expert_parallel_size: 2", "  async_engine: true"),
     fix="Set `vllm_cfg.async_engine: false`, or make `expert_parallel_size` equal to `tensor_parallel_size`.",
 )
 C10 = Rule(
@@ -152,12 +124,7 @@ C10 = Rule(
         "`vllm/config.py` (S1) raises a `ValueError`: the quantized worker replaces the worker extension, and "
         "NVFP4 rollout has its own quantization and refit path."
     ),
-    example="""\
-policy:
-  generation:
-    worker_extension_cls_fqn: my_package.workers.Extension
-    quant_cfg: fp8
-""",
+    example=generation_example("worker_extension_cls_fqn: my_package.workers.Extension", "quant_cfg: fp8"),
     fix="Keep one of the two options the issue names.",
 )
 C11 = Rule(
@@ -173,11 +140,7 @@ C11 = Rule(
         "`vllm/config.py` (S1) raises a `ValueError`; without the offload only colocated IPC refit can hand "
         "the exported weights over."
     ),
-    example="""\
-policy:
-  generation:
-    real_quant: true
-""",
+    example=generation_example("real_quant: true"),
     fix=(
         "Set `real_quant_export_cpu_offload: true`, or `false` with colocated generation and "
         "`refit_transport: null`."
@@ -185,8 +148,11 @@ policy:
 )
 
 
-def _sampling_finding(value: float, info: ValidationInfo, message: str) -> None:
-    """C1 at the field: added to the findings the validation context collects, else raised as its line error."""
+def _sampling_finding(value: float, info: ValidationInfo, valid: str, shown: str) -> None:
+    """C1 at the field (``valid``: its valid values, ``shown``: the value): added to the findings the validation
+    context collects, else raised as its line error."""
+    key = info.field_name
+    message = f"{key} valid values: {valid}. Got {key}={shown}."
     collected = collected_findings(info)
     if collected is None:
         raise PydanticCustomError("config_rule_c1", message)
@@ -197,12 +163,9 @@ def _sampling_finding(value: float, info: ValidationInfo, message: str) -> None:
 def check_top_k(value: int, info: ValidationInfo) -> int:
     """Rule C1 for a top-k field (``top_k``, ``val_top_k``): ``-1`` or ``>= 1`` (``None`` never reaches it)."""
     if value != -1 and value < 1:
-        key = info.field_name
-        message = (
-            f"{key} valid values: i) None or -1: no filtering. ii) >= 1: top-k filtering. "
-            f"Got {key}={render(value)}."
+        _sampling_finding(
+            value, info, "i) None or -1: no filtering. ii) >= 1: top-k filtering", render(value)
         )
-        _sampling_finding(value, info, message)
     return value
 
 
@@ -210,11 +173,7 @@ def check_top_k(value: int, info: ValidationInfo) -> int:
 def check_top_p(value: float, info: ValidationInfo) -> float:
     """Rule C1 for a top-p field (``top_p``, ``val_top_p``): ``0 < p <= 1``."""
     if not 0 < value <= 1:
-        key = info.field_name
-        message = (
-            f"{key} valid values: i) 1.0: no filtering. ii) (0, 1]: top-p filtering. Got {key}={value!r}."
-        )
-        _sampling_finding(value, info, message)
+        _sampling_finding(value, info, "i) 1.0: no filtering. ii) (0, 1]: top-p filtering", repr(value))
     return value
 
 

@@ -1,13 +1,10 @@
 """The generation section of a recipe (``policy.generation``): ``GenerationConfig``, ``VllmConfig`` and their rules.
 
-SPEC §1.1 (fields, "Req." semantics) and §1.2 (rules C1–C11).  Cross-field rules run after field validation and
-report *every* finding at once inside one pydantic ``ValidationError``; each line error's ``loc`` is the key the
-rule reports against, relative to the generation section (e.g. ``("vllm_cfg", "pipeline_parallel_size")``), and
-its ``type`` is ``config_rule_<rule>`` (``config_rule_c9_missing`` / ``config_rule_c11_missing`` mark an absent
-key).  Validated with the context ``{FINDINGS: []}`` (:mod:`rl_contracts._internal.config_base`), the rules'
-findings are collected in that list instead, and a model with findings does not run its cross-field rules.
-Scalars are strict (:mod:`rl_contracts._internal.config_scalars`); the rules are :mod:`.cross_field`'s and
-:mod:`.refit_transport`'s.
+SPEC §1.1 (fields) and §1.2 (rules C1–C11, in :mod:`.cross_field` and :mod:`.refit_transport`).  The cross-field
+rules run after field validation and report every finding in one ``ValidationError``: each line error's ``loc`` is
+the reported key relative to the section, its ``type`` ``config_rule_<rule>`` (``..._missing`` for an absent key).
+Validated with the context ``{FINDINGS: []}``, the findings are collected in that list instead, and a model with
+findings does not run its cross-field rules.
 """
 
 from typing import Annotated, Any, Literal

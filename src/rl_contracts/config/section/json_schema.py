@@ -51,25 +51,24 @@ def generation_json_schema() -> dict[str, Any]:
     return {"$schema": JSON_SCHEMA_DIALECT, "$id": GENERATION_SCHEMA_ID, **config_json_schema()}
 
 
-def _leaf(kind: str | list[str], **constraints: Any) -> dict[str, Any]:
-    """A typed leaf: ``kind`` (a JSON type or a list of them) with ``constraints``."""
-    return {"type": kind, **constraints}
+def _section(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An open mapping whose listed keys are typed."""
+    return {"type": "object", "properties": properties}
 
 
-def _section(properties: dict[str, dict[str, Any]], *, nullable: bool = False) -> dict[str, Any]:
-    """An open mapping whose listed keys are typed; ``nullable`` also accepts ``null`` for the whole section."""
-    return {"type": ["object", "null"] if nullable else "object", "properties": properties}
+def _optional(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An open mapping whose listed keys are typed, or ``null`` for the whole section."""
+    return {"type": ["object", "null"], "properties": properties}
 
 
-_BOOL = _leaf("boolean")
-_BOOL_OR_NULL = _leaf(["boolean", "null"])
-_COUNT = _leaf("integer", minimum=0)
-_COUNT_OR_NULL = _leaf(["integer", "null"], minimum=0)
-_NUMBER = _leaf("number")
-_NUMBER_OR_NULL = _leaf(["number", "null"])
-_TEXT_OR_NULL = _leaf(["string", "null"])
-_ENABLED = _section({"enabled": _BOOL})
-_ENABLED_OR_NULL = _section({"enabled": _BOOL}, nullable=True)
+_BOOL: dict[str, Any] = {"type": "boolean"}
+_BOOL_OR_NULL = {"type": ["boolean", "null"]}
+_COUNT = {"type": "integer", "minimum": 0}
+_COUNT_OR_NULL = {"type": ["integer", "null"], "minimum": 0}
+_NUMBER = {"type": "number"}
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+_ENABLED_OR_NULL = _optional({"enabled": _BOOL})
 
 
 def _generation_section() -> dict[str, Any]:
@@ -84,7 +83,7 @@ def _generation_section() -> dict[str, Any]:
 
 def _preflight_sections() -> dict[str, dict[str, Any]]:
     """The top-level sections preflight reads (PREFLIGHT.md §1-§3), typed as far as it reads them."""
-    megatron = _section(
+    megatron = _optional(
         {
             "enabled": _BOOL,
             "tensor_model_parallel_size": _COUNT,
@@ -95,13 +94,10 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "use_fused_linear_logprobs": _BOOL_OR_NULL,
             "account_for_embedding_in_pipeline_split": _BOOL,
             "account_for_loss_in_pipeline_split": _BOOL,
-            "fp8_cfg": _section(
-                {"enabled": _BOOL, "fp8_param": _BOOL_OR_NULL, "fp8_recipe": _TEXT_OR_NULL}, nullable=True
-            ),
-        },
-        nullable=True,
+            "fp8_cfg": _optional({"enabled": _BOOL, "fp8_param": _BOOL_OR_NULL, "fp8_recipe": _TEXT_OR_NULL}),
+        }
     )
-    dtensor = _section(
+    dtensor = _optional(
         {
             "enabled": _BOOL,
             "_v2": _BOOL,
@@ -109,8 +105,7 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "context_parallel_size": _COUNT,
             "dp_replicate_size": _COUNT_OR_NULL,
             "lora_cfg": _ENABLED_OR_NULL,
-        },
-        nullable=True,
+        }
     )
     policy = _section(
         {
@@ -118,8 +113,8 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "train_micro_batch_size": _COUNT,
             "logprob_batch_size": _COUNT_OR_NULL,
             "max_total_sequence_length": _COUNT,
-            "precision": _leaf("string"),
-            "hf_config_overrides": _leaf(["object", "null"]),
+            "precision": {"type": "string"},
+            "hf_config_overrides": {"type": ["object", "null"]},
             "megatron_cfg": megatron,
             "dtensor_cfg": dtensor,
             "draft": _ENABLED_OR_NULL,
@@ -140,23 +135,21 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
             "skip_reference_policy_logprobs_calculation": _BOOL_OR_NULL,
             "seq_logprob_error_threshold": _NUMBER_OR_NULL,
             "deduplicate_multimodal_data": _BOOL,
-            "val_period": _leaf("integer"),
+            "val_period": {"type": "integer"},
             "val_at_start": _BOOL,
             "val_at_end": _BOOL,
             "max_val_samples": _COUNT_OR_NULL,
-            "async_grpo": _section(
+            "async_grpo": _optional(
                 {
                     "enabled": _BOOL,
                     "max_trajectory_age_steps": _COUNT,
                     "in_flight_weight_updates": _BOOL,
                 },
-                nullable=True,
             ),
             "reward_scaling": _ENABLED_OR_NULL,
             "reward_shaping": _ENABLED_OR_NULL,
         }
     )
-    teachers = _section({"enabled": _BOOL}, nullable=True)
     return {
         "cluster": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT, "segment_size": _COUNT_OR_NULL}),
         "grpo": grpo,
@@ -180,36 +173,31 @@ def _preflight_sections() -> dict[str, dict[str, Any]]:
         ),
         "policy": policy,
         "data": _section({"use_multiple_dataloader": _BOOL, "num_prompts_per_dataloader": _COUNT_OR_NULL}),
-        "env": _section(
+        "env": _optional(
             {
                 "should_use_nemo_gym": _BOOL,
-                "reward_model": _section(
-                    {"resources": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT})}, nullable=True
+                "reward_model": _optional(
+                    {"resources": _section({"num_nodes": _COUNT, "gpus_per_node": _COUNT})}
                 ),
-            },
-            nullable=True,
+            }
         ),
-        "reward_penalties": _section(
+        "reward_penalties": _optional(
             {
                 "penalize_duplicated_reasoning": _BOOL,
                 "penalize_empty_final_answer": _BOOL,
                 "penalize_unwanted_tokens": _BOOL,
                 "penalize_malformed_think_tag": _BOOL,
-            },
-            nullable=True,
+            }
         ),
         "data_plane": _ENABLED_OR_NULL,
-        "async_rl": _section(
+        "async_rl": _optional(
             {
                 "min_groups_for_streaming_train": _COUNT,
-                "sampler": _section({"name": _leaf("string")}, nullable=True),
-            },
-            nullable=True,
+                "sampler": _optional({"name": {"type": "string"}}),
+            }
         ),
-        "checkpointing": _section({"enabled": _BOOL, "metric_name": _TEXT_OR_NULL}, nullable=True),
-        "on_policy_distillation": _section(
-            {"enabled": _BOOL, "non_colocated_teachers": teachers}, nullable=True
-        ),
+        "checkpointing": _optional({"enabled": _BOOL, "metric_name": _TEXT_OR_NULL}),
+        "on_policy_distillation": _optional({"enabled": _BOOL, "non_colocated_teachers": _ENABLED_OR_NULL}),
     }
 
 
@@ -218,8 +206,9 @@ _SUBSCHEMA_MAPS = ("properties", "$defs", "patternProperties")
 
 
 def _partial(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` for one file of a ``defaults:`` chain: no ``required`` keys, and every typed value (a property,
-    a list item) also accepts an interpolation or ``???``.  Works on a copy."""
+    """``schema`` for one file of a ``defaults:`` chain: no ``required`` keys, every typed value (a property, a
+    list item) also accepts an interpolation or ``???``, and ``oneOf`` reads as ``anyOf`` (in a partial file, both
+    variants may match).  Works on a copy."""
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "required":
@@ -230,7 +219,7 @@ def _partial(schema: dict[str, Any]) -> dict[str, Any]:
                 for name, sub in value.items()
             }
         elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_partial(sub) for sub in value]
+            out["anyOf" if key == "oneOf" else key] = [_partial(sub) for sub in value]
         elif key in ("items", "additionalProperties") and isinstance(value, dict):
             out[key] = _allow_interpolation(_partial(value))
         else:
@@ -250,55 +239,51 @@ def _allow_interpolation(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "type": [*kinds, "string"], "pattern": _INTERPOLATION["pattern"]}
 
 
-def _recipe_defaults() -> dict[str, Any]:
-    """The ``defaults`` key of a recipe file."""
-    return {
-        "description": "Parent recipe(s), relative to this file; later ones and this file win.",
-        "anyOf": [
-            {"type": "null"},
-            {"type": "string", "minLength": 1},
-            {"type": "array", "items": {"type": "string", "minLength": 1}},
-        ],
+_RECIPE_DEFAULTS = {
+    "description": "Parent recipe(s), relative to this file; later ones and this file win.",
+    "anyOf": [
+        {"type": "null"},
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+    ],
+}
+"""The ``defaults`` key of a recipe file (:func:`_partial` copies it)."""
+
+
+def _recipe_file_schema(
+    schema_id: str, title: str, description: str, properties: dict[str, Any], definitions: dict[str, Any]
+) -> dict[str, Any]:
+    """A recipe file's schema (:func:`_partial`): ``defaults`` then ``properties``, and ``definitions`` with
+    ``VllmConfig``'s."""
+    generation = config_json_schema()
+    body = {
+        "title": title,
+        "description": description,
+        "type": "object",
+        "properties": {"defaults": _RECIPE_DEFAULTS, **properties},
+        "$defs": {**definitions, **generation.pop("$defs", {}), "VllmConfig": generation},
     }
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": schema_id, **_partial(body)}
 
 
 def recipe_json_schema() -> dict[str, Any]:
     """The JSON Schema of a whole recipe file (``rl-contracts schema --recipe``; a new dict): the generation
     sections typed by ``VllmConfig`` for the vllm backend, the sections preflight reads as far as it reads them,
     everything else open."""
-    generation = config_json_schema()
-    definitions = generation.pop("$defs", {})
-    definitions["VllmConfig"] = generation
-    body = {
-        "title": "NeMo RL recipe",
-        "description": (
-            "One recipe file of a defaults: chain (rl-contracts). Typed: the generation section (VllmConfig) and "
-            "the keys preflight reads; every other key is open. No key is required: run rl-contracts validate "
-            "for the composed recipe."
-        ),
-        "type": "object",
-        "properties": {
-            "defaults": _recipe_defaults(),
-            **_preflight_sections(),
-            "generation": _generation_section(),
-        },
-        "$defs": definitions,
-    }
-    return {"$schema": JSON_SCHEMA_DIALECT, "$id": RECIPE_SCHEMA_ID, **_partial(body)}
+    return _recipe_file_schema(
+        RECIPE_SCHEMA_ID,
+        "NeMo RL recipe",
+        "One recipe file of a defaults: chain (rl-contracts). Typed: the generation section (VllmConfig) and the "
+        "keys preflight reads; every other key is open. No key is required: run rl-contracts validate for the "
+        "composed recipe.",
+        {**_preflight_sections(), "generation": _generation_section()},
+        {},
+    )
 
 
 def algorithm_schema_id(algorithm: Algorithm) -> str:
     """The ``$id`` of :func:`algorithm_json_schema` for ``algorithm``."""
     return f"urn:rl-contracts:schema:recipe:{algorithm}:1"
-
-
-def _any_of(schema: Any) -> Any:
-    """``schema`` with every ``oneOf`` read as ``anyOf`` (in a partial file, both variants may match)."""
-    if isinstance(schema, dict):
-        return {("anyOf" if key == "oneOf" else key): _any_of(value) for key, value in schema.items()}
-    if isinstance(schema, list):
-        return [_any_of(item) for item in schema]
-    return schema
 
 
 def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
@@ -307,22 +292,16 @@ def algorithm_json_schema(algorithm: Algorithm) -> dict[str, Any]:
     :func:`recipe_json_schema`."""
     model = RECIPE_MODELS[algorithm].model_json_schema()
     definitions = model.pop("$defs", {})
-    generation = config_json_schema()
-    definitions.update(generation.pop("$defs", {}))
-    definitions["VllmConfig"] = generation
     properties = model["properties"]
     if "PolicyConfig" in definitions:
         definitions["PolicyConfig"]["properties"]["generation"] = _generation_section()
     if "generation" in properties:
         properties["generation"] = _generation_section()
-    body = {
-        "title": f"NeMo RL {algorithm} recipe",
-        "description": (
-            f"One recipe file of a defaults: chain of a {algorithm} recipe ({RUN_SCRIPTS[algorithm]}), every section "
-            "typed (rl-contracts). No key is required: run rl-contracts validate for the composed recipe."
-        ),
-        "type": "object",
-        "properties": {"defaults": _recipe_defaults(), **properties},
-        "$defs": definitions,
-    }
-    return {"$schema": JSON_SCHEMA_DIALECT, "$id": algorithm_schema_id(algorithm), **_any_of(_partial(body))}
+    return _recipe_file_schema(
+        algorithm_schema_id(algorithm),
+        f"NeMo RL {algorithm} recipe",
+        f"One recipe file of a defaults: chain of a {algorithm} recipe ({RUN_SCRIPTS[algorithm]}), every section "
+        "typed (rl-contracts). No key is required: run rl-contracts validate for the composed recipe.",
+        properties,
+        definitions,
+    )

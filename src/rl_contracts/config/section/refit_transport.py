@@ -1,10 +1,6 @@
-"""The refit-transport rules C6–C9: SPEC §1.3's refit steps as one function per step, shared by
-``normalize_vllm_refit_config`` and ``VllmConfig``.
-
-:func:`check_refit` runs the steps in order and returns every finding with the validated refit config:
-``normalize_vllm_refit_config`` (``first_only=True``) raises the first failing step's; ``VllmConfig`` reports them
-all as rules C6–C9.  A step whose premise failed is not run (an unknown transport has no refit config to check),
-and with ``first_only`` no step runs after the first failing one.
+"""The refit-transport rules C6–C9: SPEC §1.3's refit steps, one function per step, run in order by
+:func:`check_refit` for ``VllmConfig`` (every finding) and ``normalize_vllm_refit_config`` (the first one).  A step
+whose premise failed is not run (an unknown transport has no refit config to check).
 """
 
 from __future__ import annotations
@@ -14,6 +10,7 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from ..._internal.config_absent import ABSENT
+from ..._internal.config_examples import generation_example
 from ..._internal.config_paths import dotted
 from ..._internal.config_view import ConfigView
 from ..._internal.messages import render, type_name
@@ -29,84 +26,63 @@ from .refit_cfg import (
 
 __all__ = ["C6", "C7", "C8", "C9", "RefitCheck", "check_refit"]
 
+_NORMALISATION = "vllm/config.py refit normalisation (S1)"
+_RAISES = "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`"
+
 C6 = Rule(
     "C6",
     "legacy-checkpoint-engine-key",
     summary="the legacy checkpoint_engine key was replaced by refit_transport='nixl'",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks="That the legacy `policy.generation.checkpoint_engine` key is absent or null.",
     why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`: the key was replaced by "
-        "`refit_transport: nixl` and `refit_cfg.nixl`, and is no longer read."
+        f"{_RAISES}: the key was replaced by `refit_transport: nixl` and `refit_cfg.nixl`, and is no longer read."
     ),
-    example="""\
-policy:
-  generation:
-    checkpoint_engine:
-      enabled: true
-""",
+    example=generation_example("checkpoint_engine:", "  enabled: true"),
     fix="Remove `checkpoint_engine`; set `refit_transport: nixl` and its settings under `refit_cfg.nixl`.",
 )
 C7 = Rule(
     "C7",
     "unknown-refit-transport",
     summary="refit_transport is not a known selector or a module:ClassName path",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks=(
         "That `refit_transport` is null (the topology default), one of `nccl_reshard`, `vllm_s3_sparse`, "
         "`vllm_zmq_sparse`, `nixl`, or a `module.path:ClassName` checkpoint-engine plugin."
     ),
     why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError` for an unknown transport "
-        "before training starts; the first refit would have no way to send the weights."
+        f"{_RAISES} for an unknown transport before training starts; the first refit would have no way to send "
+        "the weights."
     ),
-    example="""\
-policy:
-  generation:
-    refit_transport: nccl
-""",
+    example=generation_example("refit_transport: nccl"),
     fix="Use `refit_transport: null` for the default NCCL/CUDA-IPC refit, or one of the names the issue lists.",
 )
 C8 = Rule(
     "C8",
     "encoder-cache-reset-unsupported",
     summary="reset_encoder_cache_after_weight_update with a transport that does not reset it",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks=(
         "That `vllm_cfg.reset_encoder_cache_after_weight_update` is set only with a transport that resets the "
         "multimodal encoder cache (null or `nccl_reshard`)."
     ),
-    why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError`; without it, stale vision "
-        "embeddings would silently survive every weight update."
+    why_it_matters=f"{_RAISES}; without it, stale vision embeddings would silently survive every weight update.",
+    example=generation_example(
+        "refit_transport: nixl", "vllm_cfg:", "  reset_encoder_cache_after_weight_update: true"
     ),
-    example="""\
-policy:
-  generation:
-    refit_transport: nixl
-    vllm_cfg:
-      reset_encoder_cache_after_weight_update: true
-""",
     fix="Use `refit_transport: null` or `nccl_reshard`, or drop `reset_encoder_cache_after_weight_update`.",
 )
 C9 = Rule(
     "C9",
     "invalid-refit-cfg",
     summary="refit_cfg does not validate for the selected transport",
-    reference="vllm/config.py refit normalisation (S1)",
+    reference=_NORMALISATION,
     what_it_checks=(
         "That `refit_cfg` validates for the selected transport, and that a `module:ClassName` transport has "
         'its plugin config under `refit_cfg["module:ClassName"]`.'
     ),
-    why_it_matters=(
-        "The refit normalisation of `vllm/config.py` (S1) raises a `ValueError` (pydantic's errors) before "
-        "training."
-    ),
-    example="""\
-policy:
-  generation:
-    refit_transport: my_package.engines:MyEngine
-""",
+    why_it_matters=f"{_RAISES} (pydantic's errors) before training.",
+    example=generation_example("refit_transport: my_package.engines:MyEngine"),
     fix=(
         'Add `refit_cfg: {"my_package.engines:MyEngine": {...}}` with the plugin\'s settings, or fix the keys '
         "the issue names."
@@ -148,14 +124,14 @@ def _selected_transport(view: ConfigView) -> str | Finding | None:
             f"policy.generation.refit_transport must be null or a str, got {type_name(transport)} "
             f"{render(transport)}."
         )
-        return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
-    if transport not in VLLM_REFIT_SELECTORS and not is_plugin_path(transport):
+    elif transport not in VLLM_REFIT_SELECTORS and not is_plugin_path(transport):
         message = (
             f"Unknown vLLM refit transport {render(transport)}: expected null, 'nccl_reshard', 'vllm_s3_sparse', "
             "'vllm_zmq_sparse', 'nixl', or a 'module:ClassName' checkpoint-engine path."
         )
-        return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
-    return transport
+    else:
+        return transport
+    return Finding(code=C7.code, path="refit_transport", value=transport, message=message)
 
 
 def _encoder_cache_reset(view: ConfigView, transport: str) -> list[Finding]:
