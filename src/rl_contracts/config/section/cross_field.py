@@ -1,8 +1,8 @@
 """The cross-field rules of the generation section (SPEC §1.2): sampling (C1), ranges (C2), parallelism (C3–C5),
 mutually exclusive options (C10) and the real-quant export (C11); C6–C9 are :mod:`.refit_transport`'s.
 
-:mod:`.generation`'s models run them after field validation (C1 per field); each returns findings whose paths are
-relative to the generation section.
+:mod:`rl_contracts.config.section.generation`'s models run them after field validation (C1 per field); each
+returns findings whose paths are relative to the generation section.
 """
 
 from __future__ import annotations
