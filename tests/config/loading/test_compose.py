@@ -93,7 +93,21 @@ def test_a_corpus_recipe_is_composed_as_omegaconf_composes(corpus_recipe: Path, 
     assert_composed_as_omegaconf_does(corpus_recipe, recipe_corpus)
 
 
-def test_a_plain_chain_builds_no_omegaconf_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def created(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """What each ``OmegaConf.create`` call of the test was given, in order."""
+    calls: list[object] = []
+    real_create = OmegaConf.create
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0] if args else None)
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(OmegaConf, "create", counting)
+    return calls
+
+
+def test_a_plain_chain_builds_no_omegaconf_tree(tmp_path: Path, created: list[object]) -> None:
     """A two-file chain of plain values with ``_override_`` markers is read and merged without one
     ``OmegaConf.create``; the markers and the replaced inherited keys are gone."""
     (tmp_path / "base.yaml").write_text("a: {x: 1, y: 2}\nb: ${a.x}\nlist: [1, 2]\n", encoding="utf-8")
@@ -102,14 +116,6 @@ def test_a_plain_chain_builds_no_omegaconf_tree(tmp_path: Path, monkeypatch: pyt
         "defaults: base.yaml\na: {_override_: true, z: 3}\nlist: [{_override_: false, k: 1}]\n",
         encoding="utf-8",
     )
-    created: list[object] = []
-    real_create = OmegaConf.create
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        created.append(args[0] if args else None)
-        return real_create(*args, **kwargs)
-
-    monkeypatch.setattr(OmegaConf, "create", counting)
     composition = compose(top)
     assert created == []
     assert composition.document == {"a": {"z": 3}, "b": "${a.x}", "list": [{"k": 1}]}
@@ -262,7 +268,7 @@ def test_cli_refuses_an_outside_parent_unless_root_widens_it(
 
 
 def test_a_recipe_without_interpolations_builds_no_omegaconf_tree(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, created: list[object]
 ) -> None:
     """Nothing to resolve, nothing built: composing and resolving a two-file chain of literal values creates no
     OmegaConf tree; the same chain with one interpolation builds exactly one (the composed document)."""
@@ -270,14 +276,6 @@ def test_a_recipe_without_interpolations_builds_no_omegaconf_tree(
     (tmp_path / "base.yaml").write_text("a: {x: 16, y: [1, 2]}\n", encoding="utf-8")
     top = tmp_path / "top.yaml"
     top.write_text("defaults: base.yaml\na: {z: 1.0}\n", encoding="utf-8")
-    created: list[object] = []
-    real_create = OmegaConf.create
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        created.append(args[0] if args else None)
-        return real_create(*args, **kwargs)
-
-    monkeypatch.setattr(OmegaConf, "create", counting)
     document = compose(top).document
     resolution = resolve_document(document, str(top))
     assert (resolution.document, resolution.failures) == ({"a": {"x": 16, "y": [1, 2], "z": 1.0}}, ())
