@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -178,3 +180,21 @@ def test_rendered_scalars_read_back_as_the_same_value(value: object) -> None:
     read_back = read(f"k: {text}\n")["k"]
     assert read_back == value
     assert type(read_back) is type(value)
+
+
+_DOUBLING_ALIASES = """\
+import sys
+from rl_contracts.config.yaml_edits import Declined, insert_value
+lines = ["l0: &l0\\n  k: 1\\n"] + [f"l{i}: &l{i}\\n  x: *l{i - 1}\\n  y: *l{i - 1}\\n" for i in range(1, 60)]
+result = insert_value("".join(lines), ("new", "key"), 1)
+sys.exit(0 if not isinstance(result, Declined) and result.endswith("new:\\n  key: 1\\n") else 1)
+"""
+
+
+def test_an_edit_of_doubling_aliases_takes_linear_time() -> None:
+    """Sixty levels of mappings each naming the one below twice (2**59 paths through 60 nodes): the edit reads
+    each node once and finishes (in a child process, so a regression fails by timeout instead of hanging)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DOUBLING_ALIASES], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -285,13 +285,16 @@ def render_scalar(value: object) -> str:
 
 
 def _indent_step(root: Any) -> int:
-    """The file's indentation step (the smallest nested block mapping indent; 2 when nothing nests)."""
+    """The file's indentation step (the smallest nested block mapping indent; 2 when nothing nests); each node is
+    visited once, so aliases cannot make the walk exponential."""
     steps: list[int] = []
     stack = [root]
+    seen: set[int] = set()
     while stack:
         node = stack.pop()
-        if not isinstance(node, _yaml.MappingNode) or node.flow_style:
+        if id(node) in seen or not isinstance(node, _yaml.MappingNode) or node.flow_style:
             continue
+        seen.add(id(node))
         for key, value in node.value:
             if isinstance(value, _yaml.MappingNode) and not value.flow_style and value.value:
                 inner = value.value[0][0].start_mark.column - key.start_mark.column
