@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import omegaconf
-from omegaconf import AnyNode, DictConfig, OmegaConf
+from omegaconf import MISSING, AnyNode, DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 
 from ..._internal.config_paths import dotted_path
@@ -100,7 +100,6 @@ V7 = Rule(
 )
 
 _MARKER = "_override_"
-_MISSING = "???"
 # OmegaConf >= 2.4 caps alias expansion at 10,000 nodes and reports it as a YAML error at line 1; reading.py
 # bounds every file itself (Limits.nodes) before this call, on every OmegaConf version, so the cap is lifted here.
 _UNCAPPED: dict[str, Any] = (
@@ -328,7 +327,7 @@ def _merged(base: dict[Any, Any], over: dict[Any, Any]) -> dict[Any, Any] | None
     out = dict(base)
     for key, value in over.items():
         old = out.get(key)
-        missing = isinstance(value, str) and value == _MISSING
+        missing = isinstance(value, str) and value == MISSING
         if key not in out:
             out[key] = value
         elif isinstance(old, dict) and isinstance(value, dict):

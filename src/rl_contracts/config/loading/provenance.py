@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from omegaconf import MISSING
+
 from ..._internal.config_paths import Keys
 from .limits import DEFAULT_LIMITS
 from .parsing import RecipeLoader
@@ -51,7 +53,7 @@ def _pairs(node: Any) -> Iterator[tuple[Any, Any]]:
 
 
 def _index(node: Any, line: int, loader: Any, depth: int = 0) -> _Entry:
-    entry = _Entry(line, mandatory=isinstance(node, _yaml.ScalarNode) and node.value == "???")
+    entry = _Entry(line, mandatory=isinstance(node, _yaml.ScalarNode) and node.value == MISSING)
     if depth > 100:  # as deep as any recipe gets; deeper values keep the line of this ancestor
         return entry
     if isinstance(node, _yaml.MappingNode):

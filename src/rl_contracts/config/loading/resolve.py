@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 import omegaconf
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
 from ..._internal.config_paths import Keys, dotted_path, is_under
 from ..finding import Finding
@@ -261,7 +261,7 @@ def _literal(value: Any) -> bool:
         return all(_literal(item) for item in value.values())
     if isinstance(value, list):
         return all(_literal(item) for item in value)
-    return not isinstance(value, str) or ("${" not in value and value != "???")
+    return not isinstance(value, str) or ("${" not in value and value != MISSING)
 
 
 @checks(V2)
